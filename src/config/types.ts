@@ -1,0 +1,77 @@
+import type { AlgorithmName } from '../algorithms/types.js';
+import type { DescriptorEntry, Unit } from '../core/types.js';
+
+/**
+ * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
+ * parsed and validated YAML files; swapped whole on reload, never mutated.
+ */
+
+/** One limit of a rule (a rule has one, or several with `rate_limits: [...]`). */
+export interface CompiledLimit {
+  readonly name?: string;
+  readonly requestsPerUnit: number;
+  readonly windowMs: number;
+  /** The unit reported on the wire: `unit` as written, or the largest unit dividing `window` (undefined → UNKNOWN). */
+  readonly unit: Unit | undefined;
+  readonly algorithm: AlgorithmName;
+  /** token_bucket capacity (default requests_per_unit) / leaky_bucket tolerance (default 1). */
+  readonly burst: number;
+}
+
+/** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */
+export interface CompiledRule {
+  /** Stats key as envoyproxy/ratelimit builds it: `domain.key_value.key2` (config path, values as written). */
+  readonly statsKey: string;
+  /** Where it was written, for /rules and logs: `file:line`. */
+  readonly source: string;
+  readonly unlimited: boolean;
+  /** Empty iff unlimited. */
+  readonly limits: readonly CompiledLimit[];
+  /** Names of limits (of other descriptors of the same request) this rule's limit replaces. */
+  readonly replaces: readonly string[];
+  readonly shadowMode: boolean;
+  readonly quotaMode: boolean;
+  readonly detailedMetric: boolean;
+  /** `share_threshold`: every value matching this node's wildcard shares one counter. */
+  readonly shareThreshold: boolean;
+}
+
+/** Result of looking up one request descriptor. */
+export interface RuleMatch {
+  readonly rule: CompiledRule;
+  /**
+   * The entries that identify the counter: the request's entries, except that an entry matched by a
+   * wildcard node with `share_threshold` carries the wildcard pattern as its value (one shared counter).
+   */
+  readonly counterEntries: readonly DescriptorEntry[];
+  /** Stats key for this request (with `detailed_metric`, the request's values are included). */
+  readonly statsKey: string;
+}
+
+export interface CompiledDomain {
+  readonly name: string;
+  /** Files that contributed (several when MERGE_DOMAIN_CONFIG is on). */
+  readonly files: readonly string[];
+  /** envoyproxy/ratelimit lookup semantics (exact beats wildcard beats key-only, level by level). */
+  lookup(entries: readonly DescriptorEntry[]): RuleMatch | undefined;
+}
+
+export interface CompiledConfig {
+  readonly domains: ReadonlyMap<string, CompiledDomain>;
+  /** Files loaded, in load order (relative names). */
+  readonly files: readonly string[];
+  /** Content hash of all files: changes iff the rule set changed. */
+  readonly version: string;
+  /** A JSON-able description of every domain and rule, served at GET /rules. */
+  describe(): unknown;
+}
+
+/** One configuration error, with position. `toString()` gives `file:line:col: path: message`. */
+export interface ConfigErrorInfo {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  /** Field path such as `descriptors[2].rate_limit.unit`; empty for file-level errors. */
+  readonly path: string;
+  readonly message: string;
+}

@@ -1,0 +1,56 @@
+/**
+ * The one place where counter keys are built (memory and Redis use the same strings).
+ *
+ *   <prefix>{<domain>|<key>=<value>|<key>=<value>...}:<algorithm>:<windowMs>
+ *
+ * - Collision-free: every component is escaped so that the separators `|` and `=`, the braces, `%` and `#`
+ *   never appear raw inside a component; any other character outside printable ASCII is escaped too
+ *   (`%<hex code point>.`), lone UTF-16 surrogates included. Escaping is injective, so distinct
+ *   (domain, entries) never give the same key.
+ * - Redis Cluster: the part between the braces is the hash tag, so every key of one descriptor lands on
+ *   one slot (no `}` can occur inside it, since braces are escaped).
+ * - Long identities: when the escaped tag is longer than MAX_TAG_LENGTH it is replaced by `#` and the
+ *   base64url SHA-256 of the escaped tag (a raw `#` never starts an escaped tag, so the forms cannot meet).
+ * - Algorithm and window are part of the key: changing `requests_per_unit` keeps the count, changing the
+ *   algorithm or the window starts a fresh counter.
+ */
+import { createHash } from 'node:crypto';
+import type { AlgorithmName } from '../algorithms/types.js';
+import type { DescriptorEntry } from './types.js';
+
+export const MAX_TAG_LENGTH = 512;
+
+const PLAIN = /^[\x21-\x7e]*$/;
+const RESERVED = new Set(['|', '=', '{', '}', '%', '#']);
+
+/** Escape one component; see the module comment. */
+export function escapeComponent(text: string): string {
+  if (PLAIN.test(text) && ![...RESERVED].some((c) => text.includes(c))) return text;
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const cp = text.codePointAt(i)!;
+    const ch = String.fromCodePoint(cp);
+    if (cp > 0xffff) i++; // a surrogate pair: skip its second half
+    if (cp >= 0x21 && cp <= 0x7e && !RESERVED.has(ch)) out += ch;
+    else out += `%${cp.toString(16)}.`;
+  }
+  return out;
+}
+
+/** The hash tag identifying one counted descriptor of one domain. */
+export function counterTag(domain: string, entries: readonly DescriptorEntry[]): string {
+  let tag = escapeComponent(domain);
+  for (const e of entries) tag += `|${escapeComponent(e.key)}=${escapeComponent(e.value)}`;
+  if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
+  return tag;
+}
+
+export function counterKey(
+  prefix: string,
+  domain: string,
+  entries: readonly DescriptorEntry[],
+  algorithm: AlgorithmName,
+  windowMs: number,
+): string {
+  return `${prefix}{${counterTag(domain, entries)}}:${algorithm}:${windowMs}`;
+}
