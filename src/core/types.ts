@@ -97,4 +97,6 @@ export interface RateLimitDecision {
   readonly responseHeadersToAdd: readonly HeaderValue[];
   readonly requestHeadersToAdd: readonly HeaderValue[];
   readonly rawBody?: Uint8Array;
+  /** JSON-like metadata for later Envoy filters (namespace envoy.filters.http.ratelimit); only set when non-empty. */
+  readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
 }

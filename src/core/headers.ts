@@ -1,0 +1,78 @@
+/**
+ * Response headers of a decision (added by Envoy to the 429 and, unless RATELIMIT_HEADERS=limited,
+ * to normal responses):
+ * - `retry-after` (RFC 9110 delay-seconds) on rejection: when every rejecting enforced limit admits again;
+ * - IETF draft-ietf-httpapi-ratelimit-headers (-08 … -10): `ratelimit-policy: "name";q=100;w=60` and
+ *   `ratelimit: "name";r=50;t=30`, one list member per applied limit;
+ * - optionally the `x-ratelimit-*` trio in Envoy's own format (draft-03), for clients that expect it
+ *   when Envoy's enable_x_ratelimit_headers is off.
+ */
+import type { CompiledLimit } from '../config/types.js';
+import type { LimitOutcome } from '../storage/counter-store.js';
+import type { HeaderValue } from './types.js';
+
+export interface HeaderOptions {
+  /** Where the IETF RateLimit headers go: every response, rejections only, or nowhere. */
+  readonly mode: 'all' | 'limited' | 'none';
+  readonly xRateLimit: boolean;
+}
+
+export interface AppliedLimit {
+  readonly limit: CompiledLimit;
+  readonly outcome: LimitOutcome;
+  readonly policyName: string;
+  readonly enforced: boolean;
+}
+
+const seconds = (ms: number) => Math.ceil(ms / 1000);
+
+/** An sf-string: printable ASCII with `\` and `"` escaped; anything else becomes `?`. */
+function sfString(text: string): string {
+  return `"${text.replace(/[^\x20-\x7e]/g, '?').replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit: boolean, options: HeaderOptions): HeaderValue[] {
+  const headers: HeaderValue[] = [];
+  if (applied.length === 0) return headers;
+
+  if (overLimit) {
+    let wait = 0;
+    for (const a of applied) if (a.enforced && !a.outcome.allowed) wait = Math.max(wait, seconds(a.outcome.resetMs));
+    headers.push({ key: 'retry-after', value: String(Math.max(1, wait)) });
+  }
+
+  if (options.mode === 'all' || (options.mode === 'limited' && overLimit)) {
+    const seen = new Set<string>();
+    const policy: string[] = [];
+    const state: string[] = [];
+    for (const a of applied) {
+      const name = sfString(a.policyName);
+      if (seen.has(name)) continue;
+      seen.add(name);
+      policy.push(`${name};q=${a.limit.requestsPerUnit};w=${seconds(a.limit.windowMs)}`);
+      const remaining = a.outcome.allowed ? a.outcome.remaining : 0;
+      state.push(`${name};r=${remaining};t=${seconds(a.outcome.resetMs)}`);
+    }
+    headers.push({ key: 'ratelimit-policy', value: policy.join(', ') }, { key: 'ratelimit', value: state.join(', ') });
+  }
+
+  if (options.xRateLimit) {
+    // As Envoy builds them: the limit with the lowest remaining speaks, every limit is listed as a policy.
+    let chosen = applied[0]!;
+    for (const a of applied) if (remainingOf(a) < remainingOf(chosen)) chosen = a;
+    const policies = applied.map((a) => {
+      const name = a.limit.name === undefined ? '' : `;name=${sfString(a.limit.name)}`;
+      return `${a.limit.requestsPerUnit};w=${seconds(a.limit.windowMs)}${name}`;
+    });
+    headers.push(
+      { key: 'x-ratelimit-limit', value: [String(chosen.limit.requestsPerUnit), ...policies].join(', ') },
+      { key: 'x-ratelimit-remaining', value: String(remainingOf(chosen)) },
+      { key: 'x-ratelimit-reset', value: String(seconds(chosen.outcome.resetMs)) },
+    );
+  }
+  return headers;
+}
+
+function remainingOf(a: AppliedLimit): number {
+  return a.outcome.allowed ? a.outcome.remaining : 0;
+}

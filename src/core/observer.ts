@@ -1,0 +1,28 @@
+/**
+ * What the decision engine reports about each decision, so metrics and logs can be kept without the
+ * core knowing about Prometheus. All methods are synchronous and must not throw.
+ */
+export interface DescriptorReport {
+  readonly domain: string;
+  /** The rule's stats key (envoyproxy/ratelimit style: `domain.key_value.key2`). */
+  readonly statsKey: string;
+  readonly hits: number;
+  /** This descriptor was over at least one of its limits. */
+  readonly overLimit: boolean;
+  /** Admitted, but used more than NEAR_LIMIT_RATIO of a limit. */
+  readonly nearLimit: boolean;
+  /** Over limit, but not enforced (shadow_mode). */
+  readonly shadowMode: boolean;
+  /** Over limit, but not enforced (quota_mode). */
+  readonly quotaMode: boolean;
+}
+
+export interface DecisionObserver {
+  onDescriptor(report: DescriptorReport): void;
+  onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
+}
+
+export const noopObserver: DecisionObserver = {
+  onDescriptor: () => {},
+  onDecision: () => {},
+};

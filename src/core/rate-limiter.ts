@@ -1,0 +1,219 @@
+/**
+ * The decision engine: one decision per RateLimitRequest (DESIGN.md §4).
+ *
+ * 1. Resolve every descriptor to a rule (or a per-request override), drop limits named in any
+ *    matched rule's `replaces`, and turn the remaining limits into store checks.
+ * 2. Ask the store once, atomically: the request is admitted iff every enforced limit allows it, and a
+ *    rejected request consumes no quota from any limit.
+ * 3. Build one status per descriptor, in order, plus the response headers.
+ *
+ * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
+ */
+import type { CompiledConfig, CompiledLimit, CompiledRule } from '../config/types.js';
+import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
+import type { Clock } from './clock.js';
+import { InvalidRequestError } from './errors.js';
+import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
+import { counterKey } from './keys.js';
+import { noopObserver, type DecisionObserver } from './observer.js';
+import {
+  UNIT_SECONDS,
+  type DescriptorEntry,
+  type DescriptorStatus,
+  type RateLimitDecision,
+  type RateLimitRequest,
+  type RequestDescriptor,
+} from './types.js';
+
+export const MAX_UINT32 = 4_294_967_295;
+
+export interface RateLimiterOptions {
+  readonly store: CounterStore;
+  readonly clock: Clock;
+  /** The current rule set; read once per request, so a reload never splits a decision. */
+  readonly config: () => CompiledConfig;
+  readonly keyPrefix: string;
+  readonly headers: HeaderOptions;
+  readonly nearLimitRatio: number;
+  readonly observer?: DecisionObserver;
+}
+
+export interface DecideOptions {
+  /** Absolute epoch-ms by which the store must have answered. */
+  readonly deadlineMs?: number;
+}
+
+/** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
+interface Resolved {
+  readonly rule: CompiledRule | undefined;
+  readonly limits: readonly CompiledLimit[];
+  readonly counterEntries: readonly DescriptorEntry[];
+  readonly statsKey: string;
+  readonly hits: number;
+  /** Index of this descriptor's first check in the batch. */
+  firstCheck: number;
+}
+
+export class RateLimiter {
+  private readonly observer: DecisionObserver;
+
+  constructor(private readonly options: RateLimiterOptions) {
+    this.observer = options.observer ?? noopObserver;
+  }
+
+  /** Decides one request. Rejects with InvalidRequestError for bad input, StoreError when the store fails. */
+  async decide(request: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
+    const started = performance.now();
+    validate(request);
+    const config = this.options.config();
+    const domain = config.domains.get(request.domain);
+    const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
+
+    const resolved = request.descriptors.map((d) => resolve(request.domain, domain !== undefined, d, requestHits, domain?.lookup(d.entries)));
+    applyReplaces(resolved);
+
+    const checks: LimitCheck[] = [];
+    for (const r of resolved) {
+      r.firstCheck = checks.length;
+      const enforce = r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode);
+      for (const limit of r.limits) {
+        checks.push({
+          key: counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          algorithm: limit.algorithm,
+          limit: limit.requestsPerUnit,
+          windowMs: limit.windowMs,
+          burst: limit.burst,
+          hits: r.hits,
+          enforce,
+        });
+      }
+    }
+
+    const nowMs = this.options.clock.nowMs();
+    const outcomes = checks.length === 0 ? [] : await this.options.store.apply(checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+
+    const statuses: DescriptorStatus[] = [];
+    const applied: AppliedLimit[] = [];
+    const quotaViolations: number[] = [];
+    let overLimit = false;
+    resolved.forEach((r, index) => {
+      const status = this.describe(request.domain, r, outcomes, applied);
+      if (status.code === 'OVER_LIMIT') overLimit = true;
+      if (r.rule?.quotaMode === true && r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
+      statuses.push(status);
+    });
+
+    const decision: RateLimitDecision = {
+      overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
+      statuses,
+      responseHeadersToAdd: buildResponseHeaders(applied, overLimit, this.options.headers),
+      requestHeadersToAdd: [],
+      ...(resolved.some((r) => r.rule?.quotaMode === true)
+        ? { dynamicMetadata: quotaMetadata(request, quotaViolations) }
+        : {}),
+    };
+    this.observer.onDecision(request.domain, overLimit, performance.now() - started);
+    return decision;
+  }
+
+  /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
+  private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[]): DescriptorStatus {
+    if (r.rule?.unlimited === true) return { code: 'OK', limitRemaining: MAX_UINT32 };
+    if (r.limits.length === 0) return { code: 'OK', limitRemaining: 0 };
+
+    // The limit that speaks for the descriptor: a rejecting one (longest wait) or else the tightest one.
+    let chosen = 0;
+    let rejected = false;
+    let nearLimit = false;
+    r.limits.forEach((limit, j) => {
+      const o = outcomes[r.firstCheck + j]!;
+      const best = outcomes[r.firstCheck + chosen]!;
+      if (!o.allowed) {
+        if (!rejected || o.resetMs > best.resetMs) chosen = j;
+        rejected = true;
+      } else if (!rejected && o.remaining < best.remaining) chosen = j;
+      if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode) });
+    });
+    const limit = r.limits[chosen]!;
+    const outcome = outcomes[r.firstCheck + chosen]!;
+    const shadow = r.rule?.shadowMode === true;
+    const quota = r.rule?.quotaMode === true;
+    this.observer.onDescriptor({
+      domain,
+      statsKey: r.statsKey,
+      hits: r.hits,
+      overLimit: rejected,
+      nearLimit: !rejected && nearLimit,
+      shadowMode: rejected && shadow,
+      quotaMode: rejected && quota,
+    });
+    const enforcedRejection = rejected && !shadow && !quota;
+    return {
+      code: enforcedRejection ? 'OVER_LIMIT' : 'OK',
+      currentLimit: {
+        ...(limit.name !== undefined ? { name: limit.name } : {}),
+        requestsPerUnit: limit.requestsPerUnit,
+        unit: limit.unit,
+        windowSeconds: limit.windowMs / 1000,
+      },
+      limitRemaining: rejected ? 0 : Math.min(outcome.remaining, MAX_UINT32),
+      durationUntilResetMs: outcome.resetMs,
+    };
+  }
+}
+
+function validate(request: RateLimitRequest): void {
+  if (request.domain === '') throw new InvalidRequestError('rate limit domain must not be empty');
+  if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
+}
+
+function resolve(
+  domainName: string,
+  domainKnown: boolean,
+  d: RequestDescriptor,
+  requestHits: number,
+  match: ReturnType<NonNullable<ReturnType<CompiledConfig['domains']['get']>>['lookup']> | undefined,
+): Resolved {
+  const hits = d.hitsAddend ?? requestHits;
+  // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit does).
+  if (domainKnown && d.limit !== undefined && d.limit.unit !== undefined) {
+    const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
+    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit };
+    return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
+  }
+  if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
+  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
+}
+
+/** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */
+function applyReplaces(resolved: Resolved[]): void {
+  const replaced = new Set<string>();
+  for (const r of resolved) for (const name of r.rule?.replaces ?? []) replaced.add(name);
+  if (replaced.size === 0) return;
+  for (const r of resolved) {
+    if (r.limits.some((l) => l.name !== undefined && replaced.has(l.name))) {
+      (r as { limits: readonly CompiledLimit[] }).limits = r.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
+    }
+  }
+}
+
+function overrideStatsKey(domain: string, entries: readonly DescriptorEntry[]): string {
+  return `${domain}.${entries.map((e) => (e.value === '' ? e.key : `${e.key}_${e.value}`)).join('.')}`;
+}
+
+function policyName(r: Resolved, limit: CompiledLimit): string {
+  if (limit.name !== undefined) return limit.name;
+  const base = r.statsKey;
+  return r.limits.length > 1 ? `${base}/${limit.algorithm}/${limit.windowMs / 1000}s` : base;
+}
+
+/** envoyproxy/ratelimit's quota_mode metadata: which descriptors went over a quota-mode limit. */
+function quotaMetadata(request: RateLimitRequest, violations: readonly number[]): Record<string, unknown> {
+  return {
+    domain: request.domain,
+    descriptors: request.descriptors.map((d) => ({ entries: d.entries.map((e) => `${e.key}=${e.value}`) })),
+    quotaModeEnabled: true,
+    quotaModeViolations: violations,
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * Every Prometheus metric of the service, declared once (style.md #13). The README's metrics table is
+ * checked against METRIC_DOCS by a test. The engine reports through the DecisionObserver interface, so
+ * the core never imports prom-client.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DecisionObserver } from './core/observer.js';
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly observer: DecisionObserver;
+  readonly grpcErrors: Counter<'code'>;
+  readonly configReloads: Counter<'result'>;
+  readonly configLastReloadSuccess: Gauge;
+  readonly configDomains: Gauge;
+  readonly storeFallbacks: Counter<'mode'>;
+  readonly overLimitCacheHits: Counter;
+  readonly storeReady: Gauge;
+}
+
+export function createMetrics(options: { defaultMetrics: boolean } = { defaultMetrics: true }): Metrics {
+  const registry = new Registry();
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_process_' });
+  const registers = [registry];
+
+  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'ShouldRateLimit decisions by domain and overall code.', labelNames: ['domain', 'code'] as const, registers });
+  const duration = new Histogram({
+    name: 'ratelimit_decision_duration_seconds',
+    help: 'Time to decide one request, store round trip included.',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1],
+    registers,
+  });
+  const labels = ['domain', 'key'] as const;
+  const totalHits = new Counter({ name: 'ratelimit_total_hits', help: 'Hits counted against a rule (stats key as in envoyproxy/ratelimit).', labelNames: labels, registers });
+  const overLimit = new Counter({ name: 'ratelimit_over_limit', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers });
+  const nearLimit = new Counter({ name: 'ratelimit_near_limit', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers });
+  const withinLimit = new Counter({ name: 'ratelimit_within_limit', help: 'Admitted hits.', labelNames: labels, registers });
+  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
+  const quotaMode = new Counter({ name: 'ratelimit_quota_mode', help: 'Hits over a quota_mode rule (admitted, reported in dynamic metadata).', labelNames: labels, registers });
+
+  const observer: DecisionObserver = {
+    onDescriptor(r) {
+      const l = { domain: r.domain, key: r.statsKey };
+      totalHits.inc(l, r.hits);
+      if (r.overLimit) overLimit.inc(l, r.hits);
+      else withinLimit.inc(l, r.hits);
+      if (r.nearLimit) nearLimit.inc(l, r.hits);
+      if (r.shadowMode) shadowMode.inc(l, r.hits);
+      if (r.quotaMode) quotaMode.inc(l, r.hits);
+    },
+    onDecision(domain, over, ms) {
+      decisions.inc({ domain, code: over ? 'OVER_LIMIT' : 'OK' });
+      duration.observe(ms / 1000);
+    },
+  };
+
+  return {
+    registry,
+    observer,
+    grpcErrors: new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers }),
+    configReloads: new Counter({ name: 'ratelimit_config_reloads_total', help: 'Rule reloads by result (success | failure).', labelNames: ['result'] as const, registers }),
+    configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
+    configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),
+    storeFallbacks: new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers }),
+    overLimitCacheHits: new Counter({ name: 'ratelimit_over_limit_cache_hits_total', help: 'Requests answered from the local over-limit cache without Redis.', registers }),
+    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store can answer.', registers }),
+  };
+}

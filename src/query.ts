@@ -1,0 +1,112 @@
+/**
+ * `ratelimit query`: builds a RateLimitRequest from the command line, sends it to a running server over
+ * gRPC (as Envoy would) and prints the decision.
+ *
+ *   ratelimit query --domain edge remote_address=10.0.0.1 generic_key=api,user=alice --hits 2
+ */
+import * as grpc from '@grpc/grpc-js';
+import { clientFor, loadProtos } from './server/protos.js';
+
+export const QUERY_USAGE = `query options:
+  --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
+  --domain D            the domain (required)
+  --hits N              request-level hits_addend (default: 0, i.e. 1)
+  --timeout-ms N        call deadline (default 1000)
+  --json                print the raw response as JSON
+  k=v[,k=v...]          one descriptor per argument, entries in order; escape a comma or backslash in a value with \\`;
+
+interface Writable { write(text: string): unknown }
+
+type Callback = (e: grpc.ServiceError | null, r: Record<string, unknown>) => void;
+interface RlsClient {
+  ShouldRateLimit(request: unknown, options: grpc.CallOptions, callback: Callback): void;
+  close(): void;
+}
+
+/** Splits `k=v,k2=v2` on unescaped commas; the first `=` of each part separates key and value. */
+export function parseDescriptor(arg: string): { key: string; value: string }[] {
+  const parts: string[] = [];
+  let current = '';
+  for (let i = 0; i < arg.length; i++) {
+    const c = arg[i]!;
+    if (c === '\\' && i + 1 < arg.length) current += arg[++i];
+    else if (c === ',') {
+      parts.push(current);
+      current = '';
+    } else current += c;
+  }
+  parts.push(current);
+  return parts.map((p) => {
+    const eq = p.indexOf('=');
+    if (eq <= 0) throw new Error(`'${p}' is not key=value`);
+    return { key: p.slice(0, eq), value: p.slice(eq + 1) };
+  });
+}
+
+export async function runQuery(argv: readonly string[], out: Writable, err: Writable): Promise<number> {
+  let server = '127.0.0.1:8081';
+  let domain: string | undefined;
+  let hits = 0;
+  let timeoutMs = 1000;
+  let json = false;
+  const descriptors: { entries: { key: string; value: string }[] }[] = [];
+  try {
+    for (let i = 0; i < argv.length; i++) {
+      const a = argv[i]!;
+      const value = () => {
+        const v = argv[++i];
+        if (v === undefined) throw new Error(`${a} needs a value`);
+        return v;
+      };
+      if (a === '--server') server = value();
+      else if (a === '--domain') domain = value();
+      else if (a === '--hits') hits = Number(value());
+      else if (a === '--timeout-ms') timeoutMs = Number(value());
+      else if (a === '--json') json = true;
+      else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
+      else descriptors.push({ entries: parseDescriptor(a) });
+    }
+    if (domain === undefined) throw new Error('--domain is required');
+    if (descriptors.length === 0) throw new Error('give at least one descriptor (k=v[,k=v...])');
+    if (!Number.isInteger(hits) || hits < 0) throw new Error('--hits must be a whole number');
+    if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) throw new Error('--timeout-ms must be a positive whole number');
+  } catch (e) {
+    err.write(`query: ${(e as Error).message}\n\n${QUERY_USAGE}\n`);
+    return 2;
+  }
+
+  const Client = clientFor(loadProtos().rls, 'RateLimitService');
+  const client = new Client(server, grpc.credentials.createInsecure()) as unknown as RlsClient;
+  try {
+    const response = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      client.ShouldRateLimit({ domain, descriptors, hits_addend: hits }, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
+    });
+    out.write(json ? `${JSON.stringify(response, null, 2)}\n` : formatResponse(response, descriptors));
+    return response.overall_code === 'OVER_LIMIT' ? 3 : 0;
+  } catch (e) {
+    const se = e as grpc.ServiceError;
+    err.write(`query: ${server}: ${se.code !== undefined ? grpc.status[se.code] : ''} ${se.details ?? se.message}\n`);
+    return 1;
+  } finally {
+    client.close();
+  }
+}
+
+interface WireStatusView {
+  code: string;
+  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
+  limit_remaining: number;
+  duration_until_reset: { seconds: string } | null;
+}
+
+function formatResponse(r: Record<string, unknown>, descriptors: readonly { entries: { key: string; value: string }[] }[]): string {
+  const lines = [`overall: ${String(r.overall_code)}`];
+  (r.statuses as WireStatusView[]).forEach((s, i) => {
+    const d = descriptors[i]?.entries.map((e) => `${e.key}=${e.value}`).join(',') ?? '?';
+    const limit = s.current_limit ? `${s.current_limit.requests_per_unit}/${s.current_limit.unit.toLowerCase()}${s.current_limit.name ? ` (${s.current_limit.name})` : ''}` : 'no limit';
+    const reset = s.duration_until_reset ? `, reset in ${s.duration_until_reset.seconds}s` : '';
+    lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining}${reset}`);
+  });
+  for (const h of (r.response_headers_to_add as { key: string; value: string }[]) ?? []) lines.push(`  header ${h.key}: ${h.value}`);
+  return `${lines.join('\n')}\n`;
+}

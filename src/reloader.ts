@@ -1,0 +1,85 @@
+/**
+ * Holds the rules in use and swaps them whole on reload. A reload that fails validation keeps the last
+ * good rules and is reported (log, metric, GET /rules).
+ */
+import type { CompiledConfig } from './config/types.js';
+
+export interface LoadResult {
+  readonly ok: boolean;
+  readonly config?: CompiledConfig;
+  readonly errors?: readonly { toString(): string }[];
+}
+
+export interface ReloadStatus {
+  readonly at: string;
+  readonly ok: boolean;
+  readonly version: string;
+  readonly errors: readonly string[];
+}
+
+export class RulesHolder {
+  private last: ReloadStatus;
+  private inFlight: Promise<ReloadStatus> | undefined;
+  private again = false;
+
+  constructor(
+    private current: CompiledConfig,
+    private readonly load: () => Promise<LoadResult>,
+    private readonly report: (status: ReloadStatus, changed: boolean) => void,
+  ) {
+    this.last = { at: new Date().toISOString(), ok: true, version: current.version, errors: [] };
+  }
+
+  get config(): CompiledConfig {
+    return this.current;
+  }
+
+  get lastReload(): ReloadStatus {
+    return this.last;
+  }
+
+  /** Reloads now; concurrent calls coalesce into one more reload after the running one. */
+  reload(): Promise<ReloadStatus> {
+    if (this.inFlight) {
+      this.again = true;
+      return this.inFlight;
+    }
+    this.inFlight = this.run().finally(() => {
+      this.inFlight = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.reload();
+      }
+    });
+    return this.inFlight;
+  }
+
+  private async run(): Promise<ReloadStatus> {
+    const at = new Date().toISOString();
+    let result: LoadResult;
+    try {
+      result = await this.load();
+    } catch (err) {
+      result = { ok: false, errors: [err instanceof Error ? err.message : String(err)] };
+    }
+    if (result.ok && result.config) {
+      const changed = result.config.version !== this.current.version;
+      this.current = result.config;
+      this.last = { at, ok: true, version: result.config.version, errors: [] };
+      this.report(this.last, changed);
+    } else {
+      this.last = { at, ok: false, version: this.current.version, errors: (result.errors ?? []).map(String) };
+      this.report(this.last, false);
+    }
+    return this.last;
+  }
+
+  describe(): unknown {
+    return {
+      version: this.current.version,
+      files: this.current.files,
+      lastReload: this.last,
+      domains: this.current.describe(),
+    };
+  }
+}

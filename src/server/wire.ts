@@ -1,0 +1,94 @@
+/**
+ * Translation between the wire shapes produced by @grpc/proto-loader (snake_case, enums as names,
+ * longs as strings) and the engine's protocol-free types. Decoding never throws on odd input:
+ * anything malformed becomes an InvalidRequestError with a message.
+ */
+import { InvalidRequestError } from '../core/errors.js';
+import {
+  UNITS,
+  type DescriptorStatus,
+  type LimitOverride,
+  type RateLimitDecision,
+  type RateLimitRequest,
+  type RequestDescriptor,
+  type Unit,
+} from '../core/types.js';
+
+export interface WireEntry { key?: string; value?: string }
+export interface WireDescriptor {
+  entries?: WireEntry[];
+  limit?: { requests_per_unit?: number; unit?: string | number } | null;
+  hits_addend?: { value?: string | number } | null;
+}
+export interface WireRequest { domain?: string; descriptors?: WireDescriptor[]; hits_addend?: number }
+
+const WIRE_UNITS: ReadonlySet<string> = new Set(UNITS.map((u) => u.toUpperCase()));
+
+function unitFromWire(unit: string | number | undefined): Unit | undefined {
+  if (typeof unit !== 'string' || !WIRE_UNITS.has(unit)) return undefined;
+  return unit.toLowerCase() as Unit;
+}
+
+function toCount(value: string | number | undefined, field: string): number {
+  const n = typeof value === 'number' ? value : Number(value ?? 0);
+  if (!Number.isFinite(n) || n < 0 || !Number.isInteger(n)) throw new InvalidRequestError(`${field}: '${String(value)}' is not a non-negative integer`);
+  return Math.min(n, Number.MAX_SAFE_INTEGER);
+}
+
+export function requestFromWire(w: WireRequest): RateLimitRequest {
+  const descriptors: RequestDescriptor[] = (w.descriptors ?? []).map((d, i) => {
+    const entries = (d.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' }));
+    let limit: LimitOverride | undefined;
+    if (d.limit != null) limit = { requestsPerUnit: toCount(d.limit.requests_per_unit, `descriptors[${i}].limit.requests_per_unit`), unit: unitFromWire(d.limit.unit) };
+    const hitsAddend = d.hits_addend != null ? toCount(d.hits_addend.value, `descriptors[${i}].hits_addend`) : undefined;
+    return { entries, ...(limit ? { limit } : {}), ...(hitsAddend !== undefined ? { hitsAddend } : {}) };
+  });
+  return { domain: w.domain ?? '', descriptors, hitsAddend: toCount(w.hits_addend, 'hits_addend') };
+}
+
+export interface WireStatus {
+  code: string;
+  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
+  limit_remaining: number;
+  duration_until_reset: { seconds: string; nanos: number } | null;
+}
+
+export function statusToWire(s: DescriptorStatus): WireStatus {
+  return {
+    code: s.code,
+    current_limit:
+      s.currentLimit === undefined
+        ? null
+        : { name: s.currentLimit.name ?? '', requests_per_unit: s.currentLimit.requestsPerUnit, unit: s.currentLimit.unit?.toUpperCase() ?? 'UNKNOWN' },
+    limit_remaining: s.limitRemaining,
+    // Envoy reads only whole seconds: round up so a client never retries too early.
+    duration_until_reset: s.durationUntilResetMs === undefined ? null : { seconds: String(Math.ceil(s.durationUntilResetMs / 1000)), nanos: 0 },
+  };
+}
+
+export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
+  return {
+    overall_code: d.overallCode,
+    statuses: d.statuses.map(statusToWire),
+    response_headers_to_add: d.responseHeadersToAdd.map((h) => ({ key: h.key, value: h.value })),
+    request_headers_to_add: d.requestHeadersToAdd.map((h) => ({ key: h.key, value: h.value })),
+    ...(d.rawBody ? { raw_body: Buffer.from(d.rawBody) } : {}),
+    ...(d.dynamicMetadata ? { dynamic_metadata: structToWire(d.dynamicMetadata) } : {}),
+  };
+}
+
+/** JSON value → google.protobuf.Value in proto-loader's object form. */
+function valueToWire(v: unknown): Record<string, unknown> {
+  if (v === null || v === undefined) return { null_value: 'NULL_VALUE' };
+  if (typeof v === 'number') return { number_value: v };
+  if (typeof v === 'string') return { string_value: v };
+  if (typeof v === 'boolean') return { bool_value: v };
+  if (Array.isArray(v)) return { list_value: { values: v.map(valueToWire) } };
+  return { struct_value: structToWire(v as Record<string, unknown>) };
+}
+
+export function structToWire(obj: Readonly<Record<string, unknown>>): { fields: Record<string, unknown> } {
+  const fields: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) fields[k] = valueToWire(v);
+  return { fields };
+}

@@ -1,0 +1,178 @@
+/**
+ * Every setting of the service, declared once: env var, command-line flag, default, description and parser.
+ * Only the composition root (main.ts / cli.ts) calls loadSettings(); nothing else reads process.env.
+ * The README's settings table is checked against this list by a test.
+ */
+
+type Parser<T> = (raw: string) => T;
+
+export interface SettingSpec<T> {
+  readonly env: string;
+  readonly default: T;
+  readonly description: string;
+  readonly parse: Parser<T>;
+  /** Shown in the README table: the accepted values. */
+  readonly type: string;
+}
+
+function spec<T>(env: string, type: string, def: T, description: string, parse: Parser<T>): SettingSpec<T> {
+  return { env, type, default: def, description, parse };
+}
+
+const str = (env: string, def: string, description: string) => spec(env, 'string', def, description, (s) => s);
+
+function int(env: string, def: number, description: string, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  return spec(env, min === 0 ? 'integer ≥ 0' : `integer ≥ ${min}`, def, description, (s) => {
+    if (!/^\d+$/.test(s.trim())) throw new Error(`'${s}' is not a whole number`);
+    const n = Number(s.trim());
+    if (n < min || n > max) throw new Error(`${n} is out of range ${min}..${max}`);
+    return n;
+  });
+}
+
+function bool(env: string, def: boolean, description: string) {
+  return spec(env, 'true | false', def, description, (s) => {
+    const v = s.trim().toLowerCase();
+    if (['true', '1', 'yes', 'on'].includes(v)) return true;
+    if (['false', '0', 'no', 'off', ''].includes(v)) return false;
+    throw new Error(`'${s}' is not a boolean (true or false)`);
+  });
+}
+
+function oneOf<const T extends string>(env: string, values: readonly T[], def: T, description: string) {
+  return spec<T>(env, values.join(' \\| '), def, description, (s) => {
+    const v = s.trim().toLowerCase();
+    if (!(values as readonly string[]).includes(v)) throw new Error(`'${s}' is not one of ${values.join(', ')}`);
+    return v as T;
+  });
+}
+
+function port(env: string, def: number, description: string) {
+  return int(env, def, description, 0, 65_535);
+}
+
+function list(env: string, description: string) {
+  return spec<string[]>(env, 'comma-separated list', [], description, (s) =>
+    s.split(',').map((x) => x.trim()).filter((x) => x !== ''),
+  );
+}
+
+export const SETTINGS = {
+  grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, Health) listens on.'),
+  grpcPort: port('GRPC_PORT', 8081, 'gRPC port; 0 picks a free port (printed at start).'),
+  httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
+  httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
+  configDir: str('CONFIG_DIR', './config', 'Directory of rule files (*.yaml, *.yml; dot-files and dot-directories skipped).'),
+  mergeDomainConfig: bool('MERGE_DOMAIN_CONFIG', false, 'Merge files that declare the same domain instead of rejecting them.'),
+  configWatch: bool('CONFIG_WATCH', true, 'Reload the rules when the directory changes (Kubernetes ConfigMap swaps included).'),
+  configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),
+  configPollIntervalMs: int('CONFIG_POLL_INTERVAL_MS', 30_000, 'Also re-read the directory this often, in case an event was missed; 0 disables.'),
+  backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
+  memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds; the least recently used are evicted beyond it.', 1),
+  cacheKeyPrefix: str('CACHE_KEY_PREFIX', 'rl:', 'Prefix of every counter key (share one Redis between deployments safely).'),
+  redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis URL: redis:// or rediss:// (TLS), optional user:password@ (ACL) and /db.'),
+  redisType: oneOf('REDIS_TYPE', ['single', 'sentinel', 'cluster'] as const, 'single', 'Redis topology.'),
+  redisSentinelMaster: str('REDIS_SENTINEL_MASTER', 'mymaster', 'Sentinel: name of the monitored master.'),
+  redisSentinelAddrs: list('REDIS_SENTINEL_ADDRS', 'Sentinel: host:port of the sentinels.'),
+  redisSentinelPassword: str('REDIS_SENTINEL_PASSWORD', '', 'Sentinel: password of the sentinels themselves (if any).'),
+  redisClusterNodes: list('REDIS_CLUSTER_NODES', 'Cluster: host:port seed nodes (default: the host of REDIS_URL).'),
+  redisTlsCa: str('REDIS_TLS_CA', '', 'TLS: file with the CA certificate(s) to trust.'),
+  redisTlsCert: str('REDIS_TLS_CERT', '', 'TLS: client certificate file (mutual TLS).'),
+  redisTlsKey: str('REDIS_TLS_KEY', '', 'TLS: client key file (mutual TLS).'),
+  redisTlsServername: str('REDIS_TLS_SERVERNAME', '', 'TLS: server name to verify (SNI), if not the host.'),
+  redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
+  redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
+  redisCommandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 100, 'Redis timeout for one decision when the caller sent no gRPC deadline.', 1),
+  failureMode: oneOf('FAILURE_MODE', ['open', 'closed', 'local'] as const, 'open', 'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.'),
+  expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
+  localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
+  deadlineMarginMs: int('DEADLINE_MARGIN_MS', 2, 'Answer this long before the caller\'s gRPC deadline.'),
+  rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
+  xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
+  nearLimitRatio: spec('NEAR_LIMIT_RATIO', 'number in (0, 1]', 0.8, 'Hits above this share of a limit are counted as near_limit in metrics.', (s) => {
+    const n = Number(s);
+    if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`'${s}' is not a number in (0, 1]`);
+    return n;
+  }),
+  logLevel: oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', 'Least severe log level written.'),
+  logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
+  shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'On SIGTERM, finish in-flight calls for at most this long.'),
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Settings = { readonly [K in SettingName]: (typeof SETTINGS)[K]['default'] };
+
+/** `GRPC_PORT` → `--grpc-port`. */
+export function flagName(env: string): string {
+  return `--${env.toLowerCase().replaceAll('_', '-')}`;
+}
+
+export class SettingsError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid settings:\n  ${problems.join('\n  ')}`);
+    this.name = 'SettingsError';
+  }
+}
+
+/**
+ * Reads every setting from flags (`--grpc-port 9000` or `--grpc-port=9000`; a boolean flag alone means true),
+ * then env vars, then defaults. Unknown flags and bad values are all reported at once in a SettingsError.
+ * Returns the settings and the arguments that are not flags (e.g. the directory of `check DIR`).
+ */
+export function loadSettings(
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[] = [],
+): { settings: Settings; rest: string[] } {
+  const byFlag = new Map<string, SettingName>();
+  for (const name of Object.keys(SETTINGS) as SettingName[]) byFlag.set(flagName(SETTINGS[name].env), name);
+
+  const problems: string[] = [];
+  const fromFlags = new Map<SettingName, string>();
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) {
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    const name = byFlag.get(flag);
+    if (name === undefined) {
+      rest.push(arg); // the subcommand may know it (e.g. `query --domain`)
+      continue;
+    }
+    let value: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1);
+    if (value === undefined) {
+      const next = argv[i + 1];
+      const isBool = typeof SETTINGS[name].default === 'boolean';
+      if (next !== undefined && !next.startsWith('--') && (!isBool || /^(true|false|1|0|yes|no|on|off)$/i.test(next))) {
+        value = next;
+        i++;
+      } else if (isBool) value = 'true';
+      else {
+        problems.push(`${flag}: needs a value`);
+        continue;
+      }
+    }
+    fromFlags.set(name, value);
+  }
+
+  const settings: Record<string, unknown> = {};
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    const s = SETTINGS[name] as SettingSpec<unknown>;
+    const raw = fromFlags.get(name) ?? env[s.env];
+    if (raw === undefined) {
+      settings[name] = s.default;
+      continue;
+    }
+    try {
+      settings[name] = s.parse(raw);
+    } catch (err) {
+      const source = fromFlags.has(name) ? flagName(s.env) : s.env;
+      problems.push(`${source}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new SettingsError(problems);
+  return { settings: Object.freeze(settings) as Settings, rest };
+}
