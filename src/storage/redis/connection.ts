@@ -1,0 +1,63 @@
+/**
+ * Open the ioredis client for a plan (standalone, Sentinel or Cluster) so that it never takes the process
+ * down: every error event is listened to and logged through a throttled log, and reconnects run forever.
+ */
+import { Cluster, Redis } from 'ioredis';
+import type { ClientPlan } from './options.js';
+import type { LogFn } from '../throttled-log.js';
+
+export type RedisClient = Redis | Cluster;
+
+export function openClient(plan: ClientPlan, log: LogFn): RedisClient {
+  const client: RedisClient =
+    plan.type === 'cluster' ? new Cluster(plan.nodes, plan.options) : new Redis(plan.options);
+  const where = plan.type === 'cluster' ? 'Redis Cluster' : plan.type === 'sentinel' ? 'Redis (Sentinel)' : 'Redis';
+  // Without an 'error' listener an EventEmitter error would be thrown and crash the process.
+  client.on('error', (error: unknown) => log(`${where} connection error: ${describe(error)}`, error));
+  if (client instanceof Cluster) {
+    client.on('node error', (error: unknown, node: string) =>
+      log(`Redis Cluster node ${node} error: ${describe(error)}`, error),
+    );
+  }
+  client.on('ready', () => log(`${where} connection ready`));
+  return client;
+}
+
+export function isClientReady(client: RedisClient): boolean {
+  return client.status === 'ready';
+}
+
+/** Resolve when the client is ready; reject after `timeoutMs` (the client keeps trying in the background). */
+export function waitReady(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (isClientReady(client)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new Error(`Redis not ready after ${timeoutMs} ms`));
+    }, timeoutMs);
+    client.once('ready', onReady);
+  });
+}
+
+/** Close gracefully (QUIT) when connected, else drop the connection; never rejects. */
+export async function closeClient(client: RedisClient): Promise<void> {
+  try {
+    if (isClientReady(client)) await client.quit();
+  } catch {
+    // already gone
+  } finally {
+    client.disconnect();
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code ? `${code} ${error.message}` : error.message;
+  }
+  return String(error);
+}

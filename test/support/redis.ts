@@ -1,0 +1,260 @@
+/**
+ * Real redis-server processes for integration tests: standalone, Sentinel (1 master + 1 sentinel) and a
+ * 3-master Cluster. Each binds 127.0.0.1 on free ports, persists nothing (`--save '' --appendonly no`, a temp
+ * dir) and is stopped with SIGTERM (awaiting exit) by `stop()`. A process-exit hook SIGKILLs anything a
+ * crashed test left behind, so no server outlives the test run. Never touches the Redis on 6379.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const HOST = '127.0.0.1';
+const live = new Set<ChildProcess>();
+
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** A port nobody listens on right now (the OS picks it). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Send one command in RESP and return the raw reply text; rejects on connection errors. */
+export function rawCommand(port: number, args: readonly string[], timeoutMs = 1000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: HOST, port });
+    let reply = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no reply from ${port} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    socket.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    socket.on('connect', () => {
+      let out = `*${args.length}\r\n`;
+      for (const a of args) out += `$${Buffer.byteLength(a)}\r\n${a}\r\n`;
+      socket.write(out);
+    });
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('utf8');
+      const complete = respEnd(reply, 0) !== undefined;
+      if (complete) {
+        clearTimeout(timer);
+        socket.end();
+        resolve(reply);
+      }
+    });
+  });
+}
+
+/** End offset of the RESP value starting at `pos`, or undefined while incomplete (ASCII replies only). */
+function respEnd(text: string, pos: number): number | undefined {
+  const eol = text.indexOf('\r\n', pos);
+  if (eol < 0) return undefined;
+  const type = text[pos];
+  const n = Number(text.slice(pos + 1, eol));
+  if (type === '$') return n < 0 ? eol + 2 : text.length >= eol + 2 + n + 2 ? eol + 2 + n + 2 : undefined;
+  if (type === '*') {
+    let at: number | undefined = eol + 2;
+    for (let i = 0; i < n && at !== undefined; i++) at = respEnd(text, at);
+    return at;
+  }
+  return eol + 2;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await check()) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function pong(port: number): Promise<boolean> {
+  return (await rawCommand(port, ['PING'], 500)).startsWith('+PONG');
+}
+
+/** One server process on a fixed port that can be stopped and started again (for outage tests). */
+export class RedisProcess {
+  private child: ChildProcess | undefined;
+  private readonly dir: string;
+  constructor(
+    readonly port: number,
+    private readonly extraArgs: readonly string[] = [],
+    private readonly sentinelConfig?: string,
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), `rl-redis-${port}-`));
+  }
+
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.child) return;
+    let args: string[];
+    if (this.sentinelConfig !== undefined) {
+      const file = join(this.dir, 'sentinel.conf');
+      writeFileSync(file, this.sentinelConfig);
+      args = [file, '--sentinel', '--port', String(this.port), '--bind', HOST, '--dir', this.dir];
+    } else {
+      args = ['--port', String(this.port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', this.dir];
+      args.push(...this.extraArgs);
+    }
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    live.add(child);
+    this.child = child;
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`redis-server :${this.port} exited (${code}): ${stderr}`))),
+    );
+    exited.catch(() => undefined);
+    child.once('exit', () => {
+      live.delete(child);
+      if (this.child === child) this.child = undefined;
+    });
+    await Promise.race([waitFor(`redis :${this.port}`, () => pong(this.port)), exited]);
+  }
+
+  /** SIGTERM and wait for the process to exit. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    await new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface RedisServer {
+  readonly url: string;
+  readonly port: number;
+  readonly process: RedisProcess;
+  /** Stop the server (it keeps its port; `restart()` brings it back empty). */
+  stopRedis(): Promise<void>;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  const port = await freePort();
+  const proc = new RedisProcess(port);
+  await proc.start();
+  return {
+    url: `redis://${HOST}:${port}`,
+    port,
+    process: proc,
+    stopRedis: () => proc.stop(),
+    restart: () => proc.start(),
+    stop: () => proc.destroy(),
+  };
+}
+
+export interface SentinelSetup {
+  readonly masterName: string;
+  readonly masterPort: number;
+  readonly sentinels: readonly { host: string; port: number }[];
+  stop(): Promise<void>;
+}
+
+/** A sentinel watching the master on `masterPort` (start it first with startRedis) as `mymaster`. */
+export async function startSentinel(masterPort: number): Promise<SentinelSetup> {
+  const port = await freePort();
+  const config = [
+    `sentinel monitor mymaster ${HOST} ${masterPort} 1`,
+    'sentinel down-after-milliseconds mymaster 5000',
+    '',
+  ].join('\n');
+  const proc = new RedisProcess(port, [], config);
+  await proc.start();
+  await waitFor('sentinel to know its master', async () =>
+    (await rawCommand(port, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster'])).includes(String(masterPort)),
+  );
+  return {
+    masterName: 'mymaster',
+    masterPort,
+    sentinels: [{ host: HOST, port }],
+    stop: () => proc.destroy(),
+  };
+}
+
+export interface ClusterSetup {
+  readonly nodes: readonly { host: string; port: number }[];
+  stop(): Promise<void>;
+}
+
+/** Three masters (no replicas) sharing the 16384 slots, ready when every node says cluster_state:ok. */
+export async function startCluster(): Promise<ClusterSetup> {
+  const procs: RedisProcess[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const busPort = await freePort();
+    procs.push(
+      new RedisProcess(port, [
+        '--cluster-enabled', 'yes',
+        '--cluster-port', String(busPort),
+        '--cluster-config-file', `nodes-${port}.conf`,
+        '--cluster-node-timeout', '5000',
+      ]),
+    );
+  }
+  const stop = async (): Promise<void> => {
+    await Promise.all(procs.map((p) => p.destroy()));
+  };
+  try {
+    await Promise.all(procs.map((p) => p.start()));
+    await run('redis-cli', [
+      '--cluster', 'create', ...procs.map((p) => `${HOST}:${p.port}`),
+      '--cluster-replicas', '0', '--cluster-yes',
+    ]);
+    await waitFor('cluster_state:ok', async () => {
+      const infos = await Promise.all(procs.map((p) => rawCommand(p.port, ['CLUSTER', 'INFO'])));
+      return infos.every((i) => i.includes('cluster_state:ok'));
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { nodes: procs.map((p) => ({ host: HOST, port: p.port })), stop };
+}
+
+/** True when the Redis binaries are installed (CI installs them with apt). */
+export async function redisAvailable(): Promise<boolean> {
+  try {
+    await run('redis-server', ['--version']);
+    await run('redis-cli', ['--version']);
+    return true;
+  } catch {
+    return false;
+  }
+}
