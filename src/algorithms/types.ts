@@ -43,3 +43,44 @@ export interface AlgorithmOutcome {
    */
   readonly resetMs: number;
 }
+
+/** What `Algorithm.evaluate` returns: the decision, and the state to store if the check is committed. */
+export interface Evaluation<S> {
+  readonly outcome: AlgorithmOutcome;
+  /** The state after counting the hits (equal to the input state, or a fresh one, when hits = 0 or not allowed). */
+  readonly next: S;
+  /** How long `next` must be kept (integer ms >= 1): no longer than the algorithm needs it. */
+  readonly ttlMs: number;
+}
+
+/**
+ * One rate-limit algorithm: a pure function of (stored state, time, parameters, hits).
+ * The matching Lua fragment in src/storage/redis/lua/algorithms/<name>.lua does the same arithmetic in the
+ * same order, so the memory store and Redis take bit-identical decisions.
+ * Preconditions (see `paramsError` in registry.ts): integer parameters within PARAM_BOUNDS.
+ */
+export interface Algorithm<S> {
+  readonly name: AlgorithmName;
+  /**
+   * Pure: the decision for `hits` at `nowMs` given the stored state (undefined = none), and the state to
+   * store if the check is committed. Never mutates `state`; never throws for parameters within bounds.
+   */
+  evaluate(state: S | undefined, nowMs: number, params: AlgorithmParams, hits: number): Evaluation<S>;
+}
+
+/**
+ * The ranges in which every algorithm's arithmetic is exact (all intermediates are integers below 2^53;
+ * see int-math.ts). Config validation should reject limits outside them.
+ */
+export const PARAM_BOUNDS = Object.freeze({
+  /** L <= 2^32 - 1, the largest `requests_per_unit` Envoy's uint32 can carry. */
+  maxLimit: 4_294_967_295,
+  /** W <= 2^35 ms (about 397 days; a `year` unit is 365 days). */
+  maxWindowMs: 34_359_738_368,
+  /** burst <= 2^32 - 1. */
+  maxBurst: 4_294_967_295,
+  /** Bucket algorithms: burst × W / L (the time to refill an empty bucket) <= 2^48 ms (about 8900 years). */
+  maxRefillMs: 281_474_976_710_656,
+  /** hits per check <= 2^32 - 1 (Envoy's hits_addend is a uint32). */
+  maxHits: 4_294_967_295,
+});

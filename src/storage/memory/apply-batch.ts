@@ -1,0 +1,60 @@
+/**
+ * The batch contract of CounterStore (storage/counter-store.ts) over any synchronous key → state access,
+ * shared by the memory store, the local fallback and tests:
+ *
+ * 1. evaluate every check at `nowMs` against the current state;
+ * 2. the batch is admitted iff every check with `enforce` is allowed;
+ * 3. only then write the next state of each allowed check with hits > 0;
+ * 4. a rejected batch writes nothing. `remaining` is the quota after the commit when the check was
+ *    committed, else the quota as the state stands.
+ *
+ * Several checks on the same key in one batch (a descriptor sent twice) count one after the other: a later
+ * check is evaluated on the state an earlier allowed check of the batch would leave, and the last such state
+ * is written. So two checks of 1 hit on a key with 1 left allow the first and reject the second.
+ */
+import { getAlgorithm } from '../../algorithms/registry.js';
+import type { AlgorithmOutcome } from '../../algorithms/types.js';
+import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+
+/** Read and write access to stored algorithm states; `write` is called only for an admitted batch. */
+export interface StateAccess {
+  read(key: string, check: LimitCheck): unknown;
+  write(key: string, state: unknown, ttlMs: number, check: LimitCheck): void;
+}
+
+interface Pending {
+  readonly state: unknown;
+  readonly ttlMs: number;
+  readonly check: LimitCheck;
+}
+
+export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
+  const pending = new Map<string, Pending>();
+  const outcomes: AlgorithmOutcome[] = [];
+  let admitted = true;
+  for (const check of checks) {
+    const earlier = pending.get(check.key);
+    const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
+    const { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(
+      state,
+      nowMs,
+      { limit: check.limit, windowMs: check.windowMs, burst: check.burst },
+      check.hits,
+    );
+    outcomes.push(outcome);
+    if (!outcome.allowed && check.enforce) admitted = false;
+    if (outcome.allowed && check.hits > 0) pending.set(check.key, { state: next, ttlMs, check });
+  }
+  if (admitted) {
+    for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check);
+  }
+  return checks.map((check, i) => {
+    const o = outcomes[i]!;
+    const committed = admitted && o.allowed && check.hits > 0;
+    return {
+      allowed: o.allowed,
+      remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
+      resetMs: o.resetMs,
+    };
+  });
+}
