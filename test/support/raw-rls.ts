@@ -1,0 +1,126 @@
+/**
+ * An independent RateLimitService client: it encodes and decodes protobuf by hand with the field numbers
+ * of Envoy's API (shared/protocol.md), not with the project's .proto files, so a wrong field number in
+ * proto/ would make the tests that use it fail.
+ */
+import * as grpc from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+
+const { Writer, Reader } = protobuf;
+
+export interface RawDescriptor {
+  entries: [string, string][];
+  limit?: { requestsPerUnit: number; unit: number };
+  /** UInt64Value: presence matters (0 = check only). */
+  hitsAddend?: number;
+}
+
+export function encodeRequest(domain: string, descriptors: RawDescriptor[], hitsAddend = 0): Uint8Array {
+  const w = Writer.create();
+  w.uint32((1 << 3) | 2).string(domain);
+  for (const d of descriptors) {
+    w.uint32((2 << 3) | 2).fork();
+    for (const [key, value] of d.entries) w.uint32((1 << 3) | 2).fork().uint32((1 << 3) | 2).string(key).uint32((2 << 3) | 2).string(value).ldelim();
+    if (d.limit) w.uint32((2 << 3) | 2).fork().uint32((1 << 3) | 0).uint32(d.limit.requestsPerUnit).uint32((2 << 3) | 0).int32(d.limit.unit).ldelim();
+    if (d.hitsAddend !== undefined) {
+      w.uint32((3 << 3) | 2).fork();
+      if (d.hitsAddend !== 0) w.uint32((1 << 3) | 0).uint64(d.hitsAddend);
+      w.ldelim();
+    }
+    w.ldelim();
+  }
+  if (hitsAddend !== 0) w.uint32((3 << 3) | 0).uint32(hitsAddend);
+  return w.finish();
+}
+
+type Field = number | Uint8Array;
+
+/** Decodes one message level into field number → values (varints as numbers, length-delimited as bytes). */
+export function fields(bytes: Uint8Array): Map<number, Field[]> {
+  const r = Reader.create(bytes);
+  const out = new Map<number, Field[]>();
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const no = tag >>> 3;
+    let v: Field;
+    switch (tag & 7) {
+      case 0:
+        v = Number(r.uint64().toString());
+        break;
+      case 2:
+        v = r.bytes();
+        break;
+      default:
+        throw new Error(`unexpected wire type ${tag & 7} for field ${no}`);
+    }
+    out.set(no, [...(out.get(no) ?? []), v]);
+  }
+  return out;
+}
+
+const text = (b: Field | undefined) => (b === undefined ? '' : Buffer.from(b as Uint8Array).toString('utf8'));
+const num = (v: Field | undefined) => (v === undefined ? 0 : (v as number));
+
+export interface RawStatus {
+  code: number;
+  currentLimit?: { name: string; requestsPerUnit: number; unit: number };
+  limitRemaining: number;
+  resetSeconds?: number;
+}
+export interface RawResponse {
+  overallCode: number;
+  statuses: RawStatus[];
+  responseHeaders: [string, string][];
+  rawBody: string;
+}
+
+export function decodeResponse(bytes: Uint8Array): RawResponse {
+  const f = fields(bytes);
+  return {
+    overallCode: num(f.get(1)?.[0]),
+    statuses: (f.get(2) ?? []).map((b) => {
+      const s = fields(b as Uint8Array);
+      const cl = s.get(2)?.[0];
+      const reset = s.get(4)?.[0];
+      const status: RawStatus = { code: num(s.get(1)?.[0]), limitRemaining: num(s.get(3)?.[0]) };
+      if (cl) {
+        const l = fields(cl as Uint8Array);
+        status.currentLimit = { name: text(l.get(3)?.[0]), requestsPerUnit: num(l.get(1)?.[0]), unit: num(l.get(2)?.[0]) };
+      }
+      if (reset) status.resetSeconds = num(fields(reset as Uint8Array).get(1)?.[0]);
+      return status;
+    }),
+    responseHeaders: (f.get(3) ?? []).map((b) => {
+      const h = fields(b as Uint8Array);
+      return [text(h.get(1)?.[0]), text(h.get(2)?.[0])] as [string, string];
+    }),
+    rawBody: text(f.get(5)?.[0]),
+  };
+}
+
+export const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
+
+export class RawRlsClient {
+  private readonly client: grpc.Client;
+  constructor(address: string) {
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
+  }
+
+  call(domain: string, descriptors: RawDescriptor[], hitsAddend = 0, timeoutMs = 5000): Promise<RawResponse> {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest<Uint8Array, RawResponse>(
+        RLS_PATH,
+        (b) => Buffer.from(b),
+        (b) => decodeResponse(b),
+        encodeRequest(domain, descriptors, hitsAddend),
+        new grpc.Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (e, r) => (e ? reject(e) : resolve(r!)),
+      );
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

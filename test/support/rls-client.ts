@@ -1,0 +1,59 @@
+/** gRPC clients for tests, built from the project's .proto files (see raw-rls.ts for an independent one). */
+import * as grpc from '@grpc/grpc-js';
+import { clientFor, loadProtos } from '../../src/server/protos.js';
+
+export interface WireStatus {
+  code: string;
+  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
+  limit_remaining: number;
+  duration_until_reset: { seconds: string; nanos: number } | null;
+}
+export interface WireResponse {
+  overall_code: string;
+  statuses: WireStatus[];
+  response_headers_to_add: { key: string; value: string }[];
+  request_headers_to_add: { key: string; value: string }[];
+  raw_body: Buffer;
+  dynamic_metadata: { fields: Record<string, unknown> } | null;
+}
+
+type Unary = (req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void;
+
+export class RlsTestClient {
+  private readonly rls: grpc.Client & Record<string, Unary>;
+  private readonly health: grpc.Client & Record<string, Unary> & { Watch(req: unknown): grpc.ClientReadableStream<{ status: string }> };
+
+  constructor(address: string) {
+    const protos = loadProtos();
+    this.rls = new (clientFor(protos.rls, 'RateLimitService'))(address, grpc.credentials.createInsecure()) as never;
+    this.health = new (clientFor(protos.health, 'Health'))(address, grpc.credentials.createInsecure()) as never;
+  }
+
+  private call<T>(client: Record<string, Unary>, method: string, req: unknown, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      client[method]!.call(client, req, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r as T)));
+    });
+  }
+
+  shouldRateLimit(req: unknown, timeoutMs = 5000): Promise<WireResponse> {
+    return this.call(this.rls, 'ShouldRateLimit', req, timeoutMs);
+  }
+
+  /** Descriptors given as [['k','v'], ...] lists. */
+  ask(domain: string, descriptors: string[][][], hits = 0): Promise<WireResponse> {
+    return this.shouldRateLimit({ domain, descriptors: descriptors.map((d) => ({ entries: d.map(([key, value]) => ({ key, value })) })), hits_addend: hits });
+  }
+
+  healthCheck(service: string): Promise<{ status: string }> {
+    return this.call(this.health, 'Check', { service }, 5000);
+  }
+
+  healthWatch(service: string): grpc.ClientReadableStream<{ status: string }> {
+    return this.health.Watch({ service });
+  }
+
+  close(): void {
+    this.rls.close();
+    this.health.close();
+  }
+}

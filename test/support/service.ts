@@ -1,0 +1,44 @@
+/** Starts the real service in-process on free ports with rules written to a temp dir. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeClock } from '../../src/core/clock.js';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
+import { startService, type RunningService } from '../../src/main.js';
+import { loadSettings, type Settings } from '../../src/settings.js';
+
+export interface TestService {
+  readonly service: RunningService;
+  readonly clock: FakeClock;
+  readonly dir: string;
+  readonly grpcAddress: string;
+  readonly httpBase: string;
+  close(): Promise<void>;
+}
+
+export function testSettings(overrides: Partial<Settings> = {}): Settings {
+  const { settings } = loadSettings({}, []);
+  return { ...settings, grpcHost: '127.0.0.1', grpcPort: 0, httpHost: '127.0.0.1', httpPort: 0, configWatch: false, logLevel: 'error', ...overrides };
+}
+
+export async function startTestService(rules: Record<string, string>, overrides: Partial<Settings> = {}, clock = new FakeClock(1_700_000_000_000)): Promise<TestService> {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-rules-'));
+  for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
+  const service = await startService(testSettings({ configDir: dir, ...overrides }), {
+    clock,
+    log: createLogger({ level: 'error', format: 'text', write: () => {} }),
+    metrics: createMetrics({ defaultMetrics: false }),
+  });
+  return {
+    service,
+    clock,
+    dir,
+    grpcAddress: `127.0.0.1:${service.grpcPort}`,
+    httpBase: `http://127.0.0.1:${service.httpPort}`,
+    close: async () => {
+      await service.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { SETTINGS, SettingsError, flagName, loadSettings } from '../../src/settings.js';
+
+describe('settings', () => {
+  it('uses the defaults of DESIGN.md §6', () => {
+    const { settings } = loadSettings({}, []);
+    expect(settings).toMatchObject({ grpcHost: '0.0.0.0', grpcPort: 8081, httpHost: '0.0.0.0', httpPort: 8080, configDir: './config', backend: 'memory', redisUrl: 'redis://127.0.0.1:6379', redisType: 'single', failureMode: 'open' });
+  });
+
+  it('reads env vars, and flags win over them', () => {
+    const { settings, rest } = loadSettings({ GRPC_PORT: '9000', BACKEND: 'REDIS', REDIS_SENTINEL_ADDRS: 'a:1, b:2' }, ['--grpc-port', '9100', '--merge-domain-config', 'extra', '--http-port=9200']);
+    expect(settings.grpcPort).toBe(9100);
+    expect(settings.httpPort).toBe(9200);
+    expect(settings.backend).toBe('redis');
+    expect(settings.mergeDomainConfig).toBe(true);
+    expect(settings.redisSentinelAddrs).toEqual(['a:1', 'b:2']);
+    expect(rest).toEqual(['extra']);
+  });
+
+  it('reports every bad value at once, naming the variable or flag', () => {
+    let error: unknown;
+    try {
+      loadSettings({ GRPC_PORT: '70000', BACKEND: 'mysql', CONFIG_WATCH: 'maybe' }, ['--http-port', 'x']);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SettingsError);
+    expect((error as SettingsError).problems).toEqual([
+      'GRPC_PORT: 70000 is out of range 0..65535',
+      '--http-port: \'x\' is not a whole number',
+      'CONFIG_WATCH: \'maybe\' is not a boolean (true or false)',
+      'BACKEND: \'mysql\' is not one of memory, redis',
+    ]);
+  });
+
+  it('gives every setting an env var, a flag and a description', () => {
+    for (const s of Object.values(SETTINGS)) {
+      expect(s.env).toMatch(/^[A-Z][A-Z0-9_]+$/);
+      expect(flagName(s.env)).toMatch(/^--[a-z0-9-]+$/);
+      expect(s.description.length).toBeGreaterThan(10);
+    }
+  });
+});
