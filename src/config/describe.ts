@@ -1,0 +1,97 @@
+/**
+ * The JSON served at GET /rules: every domain and rule as loaded, with snake_case field names matching the
+ * YAML, so an operator can compare what they wrote with what the service understood. Built once per compiled
+ * config and deep-frozen (the same object is returned on every call).
+ */
+import { formatWindow } from './duration.js';
+import type { RawDescriptor } from './raw.js';
+import type { CompiledRule } from './types.js';
+
+export interface DescribedLimit {
+  readonly name?: string;
+  readonly requests_per_unit: number;
+  /** The unit reported to Envoy; null when the window is not a whole number of any unit (UNKNOWN on the wire). */
+  readonly unit: string | null;
+  readonly window: string;
+  readonly window_ms: number;
+  readonly algorithm: string;
+  /** Only for token_bucket and leaky_bucket. */
+  readonly burst?: number;
+}
+
+export interface DescribedRule {
+  readonly stats_key: string;
+  readonly source: string;
+  /** The config path as key/value pairs (value omitted for key-only descriptors). */
+  readonly descriptor: readonly { readonly key: string; readonly value?: string }[];
+  readonly unlimited: boolean;
+  readonly limits: readonly DescribedLimit[];
+  readonly replaces: readonly string[];
+  readonly shadow_mode: boolean;
+  readonly quota_mode: boolean;
+  readonly detailed_metric: boolean;
+  readonly value_to_metric: boolean;
+  readonly share_threshold: boolean;
+}
+
+export interface ConfigDescription {
+  readonly version: string;
+  readonly files: readonly string[];
+  readonly domains: readonly {
+    readonly name: string;
+    readonly files: readonly string[];
+    readonly rules: readonly DescribedRule[];
+  }[];
+}
+
+export function describeConfig(
+  version: string,
+  files: readonly string[],
+  domains: readonly {
+    name: string;
+    files: readonly string[];
+    rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[] }[];
+  }[],
+): ConfigDescription {
+  return deepFreeze({
+    version,
+    files: [...files],
+    domains: domains.map((d) => ({
+      name: d.name,
+      files: [...d.files],
+      rules: d.rules.map(({ rule, raw, chain }) => describeRule(rule, raw, chain)),
+    })),
+  });
+}
+
+function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly RawDescriptor[]): DescribedRule {
+  return {
+    stats_key: rule.statsKey,
+    source: rule.source,
+    descriptor: chain.map((d) => (d.value === '' ? { key: d.key } : { key: d.key, value: d.value })),
+    unlimited: rule.unlimited,
+    limits: rule.limits.map((l) => ({
+      ...(l.name !== undefined ? { name: l.name } : {}),
+      requests_per_unit: l.requestsPerUnit,
+      unit: l.unit ?? null,
+      window: formatWindow(l.windowMs),
+      window_ms: l.windowMs,
+      algorithm: l.algorithm,
+      ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
+    })),
+    replaces: [...rule.replaces],
+    shadow_mode: rule.shadowMode,
+    quota_mode: rule.quotaMode,
+    detailed_metric: rule.detailedMetric,
+    value_to_metric: raw.valueToMetric,
+    share_threshold: rule.shareThreshold,
+  };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as object)) deepFreeze(v);
+  }
+  return value;
+}

@@ -1,0 +1,17 @@
+/** The rules configuration: parse → validate → compile (pure), the directory loader and the ConfigMap watcher. */
+export { compileConfigFiles, contentVersion } from './compile.js';
+export type { CompileOptions, CompileResult } from './compile.js';
+export { ConfigError } from './errors.js';
+export { loadConfigDir, readConfigFiles } from './loader.js';
+export type { ConfigFile } from './loader.js';
+export { watchConfigDir } from './watcher.js';
+export type { ConfigWatcher, WatchOptions } from './watcher.js';
+export type { ConfigDescription, DescribedLimit, DescribedRule } from './describe.js';
+export type {
+  CompiledConfig,
+  CompiledDomain,
+  CompiledLimit,
+  CompiledRule,
+  ConfigErrorInfo,
+  RuleMatch,
+} from './types.js';

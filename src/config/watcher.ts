@@ -1,0 +1,129 @@
+/**
+ * Watches a rules directory and signals when its rules files may have changed; the caller reloads (and keeps
+ * its last good config when the new set is invalid). Designed for Kubernetes ConfigMap volumes (protocol.md §6):
+ *
+ * - We watch the DIRECTORY, not the files: a ConfigMap update renames `..data` and never touches `edge.yaml`
+ *   itself, and a watch on the file lands on an inode the kubelet deletes (the second update is then silent).
+ *   Any event means "maybe changed"; we never filter on file names.
+ * - One swap fires five or more events, so events are debounced; then the files are re-read by path (through
+ *   the `..data` link) and their content hash compared with the last one, so onChange fires once per real change
+ *   and never for a no-op (an editor touching a file, a swap to identical content).
+ * - A periodic poll does the same hash comparison, covering missed events, filesystems without inotify and
+ *   watchers that died; a watcher that errors is closed, reported and re-created at the next poll.
+ */
+import { watch } from 'node:fs';
+import type { FSWatcher } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readConfigFiles } from './loader.js';
+
+export interface WatchOptions {
+  /** Quiet time after the last event before the directory is re-read (e.g. 200 ms). */
+  readonly debounceMs: number;
+  /** Poll period for the hash comparison fallback (e.g. 30 000 ms); 0 disables polling. */
+  readonly pollIntervalMs: number;
+  /** Called once per detected content change; the caller reloads. */
+  readonly onChange: () => void;
+  /** Watcher failures (they are survived: the watcher is re-created and polling goes on). */
+  readonly onError?: (err: unknown) => void;
+}
+
+export interface ConfigWatcher {
+  close(): void;
+}
+
+/** Content fingerprint of the rules files of `dir` (names, contents, and read failures). */
+export async function fingerprintConfigDir(dir: string): Promise<string> {
+  const { files, errors } = await readConfigFiles(dir);
+  const hash = createHash('sha256');
+  for (const f of files) hash.update(`${Buffer.byteLength(f.name)}:${f.name}${Buffer.byteLength(f.text)}:${f.text}`);
+  for (const e of errors) hash.update(`!${e.message}\n`);
+  return hash.digest('hex');
+}
+
+export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatcher {
+  let closed = false;
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  let running = false;
+  let again = false;
+  // The state the caller loaded is the baseline; we read it right away so the first change is seen as one.
+  let last: Promise<string> | string = fingerprintConfigDir(dir);
+
+  const report = (err: unknown): void => {
+    try {
+      options.onError?.(err);
+    } catch {
+      // A failing error handler must not stop the watcher.
+    }
+  };
+
+  const check = async (): Promise<void> => {
+    if (closed) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      const previous = await last;
+      const current = await fingerprintConfigDir(dir);
+      if (!closed && current !== previous) {
+        last = current;
+        options.onChange();
+      }
+    } catch (err) {
+      report(err);
+    } finally {
+      running = false;
+    }
+    if (again) {
+      again = false;
+      await check();
+    }
+  };
+
+  const schedule = (): void => {
+    if (closed) return;
+    if (debounce !== undefined) clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      debounce = undefined;
+      void check();
+    }, options.debounceMs);
+    debounce.unref();
+  };
+
+  const startWatcher = (): void => {
+    try {
+      const w = watch(dir, { persistent: false }, () => schedule());
+      w.on('error', (err) => {
+        report(err);
+        w.close();
+        if (watcher === w) watcher = undefined;
+        schedule();
+      });
+      watcher = w;
+    } catch (err) {
+      report(err);
+    }
+  };
+
+  startWatcher();
+  const poll =
+    options.pollIntervalMs > 0
+      ? setInterval(() => {
+          if (watcher === undefined) startWatcher();
+          void check();
+        }, options.pollIntervalMs)
+      : undefined;
+  poll?.unref();
+
+  return {
+    close(): void {
+      closed = true;
+      if (debounce !== undefined) clearTimeout(debounce);
+      if (poll !== undefined) clearInterval(poll);
+      watcher?.close();
+      watcher = undefined;
+    },
+  };
+}
