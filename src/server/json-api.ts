@@ -24,7 +24,7 @@ function str(v: unknown, path: string): string {
 
 function num(v: unknown, path: string): number | string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v === 'number' || (typeof v === 'string' && /^\d+$/.test(v))) return v;
+  if ((typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d+$/.test(v))) return v;
   throw new InvalidRequestError(`${path}: expected a non-negative integer`);
 }
 

@@ -45,7 +45,7 @@ export function fields(bytes: Uint8Array): Map<number, Field[]> {
     let v: Field;
     switch (tag & 7) {
       case 0:
-        v = Number(r.uint64().toString());
+        v = r.uint32(); // every varint we read fits 32 bits (codes, limits, remaining, seconds)
         break;
       case 2:
         v = r.bytes();
