@@ -61,7 +61,7 @@ export function compileConfigFiles(
           file: name,
           ...file.domainPosition,
           path: 'domain',
-          reason: `duplicate domain '${file.domain}' in config file (also in ${existing.firstFile}; enable domain merging to combine them)`,
+          reason: `duplicate domain '${file.domain}' in config file (also in ${existing.firstFile}; set MERGE_DOMAIN_CONFIG=true to merge them)`,
         }),
       );
       continue;
