@@ -22,6 +22,8 @@ Reply: a flat array of integers, 1 + 3 * #KEYS long:
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
           [4 + 3(i-1)]    reset in milliseconds of check i (see AlgorithmOutcome.resetMs)
+Repeated keys: checks naming the same key count one after the other (a later one sees the hits of an
+          earlier allowed one), as in the memory store; see below.
 Errors:   a Redis error reply for a malformed call or an unknown algorithm (before anything is written).
 
 Why one script and not MULTI/EXEC: the decision for all limits of a request must read one consistent state
@@ -43,9 +45,18 @@ end
 local now = tonumber(ARGV[1])
 local do_commit = ARGV[2] == '1'
 
+-- A key named by several checks (one descriptor sent twice) counts them one after the other, as the memory
+-- store does: an allowed check on such a key is written at once so the next check sees it, after saving
+-- the key (DUMP + PTTL) so that a rejected batch or a dry run can put it back exactly.
+local occurrences = {}
+for i = 1, nkeys do occurrences[KEYS[i]] = (occurrences[KEYS[i]] or 0) + 1 end
+local saved = {}          -- saved[key] = { dump or false, pttl } for keys written before the decision
+local saved_keys = {}
+
 local reply = { 1 }
 local commits = {}        -- commits[i]: the commit function of check i, when it is allowed and adds hits
 local after_commit = {}   -- after_commit[i]: remaining of check i if it is committed
+local written = {}        -- written[i]: check i was written before the decision (a repeated key)
 local admitted = 1
 
 for i = 1, nkeys do
@@ -55,6 +66,7 @@ for i = 1, nkeys do
   if algorithm == nil then
     return redis.error_reply('ERR ratelimit batch: unknown algorithm ' .. tostring(name))
   end
+  local key = KEYS[i]
   local limit = tonumber(ARGV[base + 2])
   local window = tonumber(ARGV[base + 3])
   local burst = tonumber(ARGV[base + 4])
@@ -62,13 +74,23 @@ for i = 1, nkeys do
   local enforce = ARGV[base + 6] == '1'
 
   local allowed, remaining_if_committed, remaining_if_not, reset_ms, commit =
-    algorithm(KEYS[i], now, limit, window, burst, hits)
+    algorithm(key, now, limit, window, burst, hits)
 
   if allowed ~= 1 and enforce then admitted = 0 end
-  if allowed == 1 and hits > 0 then commits[i] = commit end
+  if allowed == 1 and hits > 0 then
+    if occurrences[key] > 1 then
+      if saved[key] == nil then
+        saved[key] = { redis.call('DUMP', key), redis.call('PTTL', key) }
+        saved_keys[#saved_keys + 1] = key
+      end
+      commit()
+      written[i] = true
+    else
+      commits[i] = commit
+    end
+  end
   reply[2 + 3 * (i - 1)] = allowed
-  -- provisional; replaced below for the checks that are committed
-  reply[3 + 3 * (i - 1)] = remaining_if_not
+  reply[3 + 3 * (i - 1)] = remaining_if_not   -- replaced below for the checks that are committed
   reply[4 + 3 * (i - 1)] = reset_ms
   after_commit[i] = remaining_if_committed
 end
@@ -77,9 +99,17 @@ reply[1] = admitted
 if admitted == 1 and do_commit then
   for i = 1, nkeys do
     local commit = commits[i]
-    if commit ~= nil then
-      commit()
-      reply[3 + 3 * (i - 1)] = after_commit[i]
+    if commit ~= nil then commit() end
+    if commit ~= nil or written[i] then reply[3 + 3 * (i - 1)] = after_commit[i] end
+  end
+else
+  for _, key in ipairs(saved_keys) do
+    local dump, pttl = saved[key][1], saved[key][2]
+    if dump then
+      if pttl < 0 then pttl = 0 end
+      redis.call('RESTORE', key, pttl, dump, 'REPLACE')
+    else
+      redis.call('DEL', key)
     end
   end
 end

@@ -1,0 +1,101 @@
+/**
+ * A CounterStore decorator that answers requests for keys known to be over their limit without asking the
+ * wrapped store (Redis). Only exact knowledge is kept, so the answer is the one Redis would give:
+ *
+ * - What is cached: a check with hits = 1 that was not allowed, with remaining 0. Its resetMs is the time
+ *   until one hit can be admitted, so no single hit is admitted for this key, limit and burst before
+ *   `nowMs + resetMs` (hits only ever add to the state, and a rejected hit adds nothing, on any replica).
+ *   The entry is keyed by key, limit and burst: a reload that changes the limit misses the cache.
+ * - When it answers: only when every check of the batch has hits = 1 and a live entry (`nowMs` strictly
+ *   before its expiry). Then every check is rejected, nothing would be committed, and the outcome of each is
+ *   {allowed: false, remaining: 0, resetMs: expiry - nowMs}. A batch with any other check goes to the store
+ *   (a hits = 0 check needs the state to report remaining; more hits need a later retry time).
+ * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
+ */
+import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from './counter-store.js';
+
+export interface OverLimitCacheOptions {
+  /** Most entries kept (integer >= 1). */
+  readonly maxEntries: number;
+}
+
+export interface OverLimitCacheStats {
+  /** Batches answered from the cache (requests that did not reach the store). */
+  readonly hits: number;
+  readonly entries: number;
+}
+
+export class OverLimitCache implements CounterStore {
+  readonly kind: string;
+  /** entry key → epoch ms before which no single hit is admitted; Map order = insertion order. */
+  private readonly until = new Map<string, number>();
+  private hits = 0;
+
+  constructor(
+    private readonly inner: CounterStore,
+    private readonly options: OverLimitCacheOptions,
+  ) {
+    if (!Number.isInteger(options.maxEntries) || options.maxEntries < 1) {
+      throw new Error(`maxEntries must be an integer >= 1, got ${options.maxEntries}`);
+    }
+    this.kind = inner.kind;
+  }
+
+  async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
+    const cached = this.answer(checks, nowMs);
+    if (cached) {
+      this.hits++;
+      return cached;
+    }
+    const outcomes = await this.inner.apply(checks, nowMs, options);
+    checks.forEach((check, i) => {
+      const o = outcomes[i];
+      if (o && check.hits === 1 && !o.allowed && o.remaining === 0 && o.resetMs > 0) {
+        this.remember(entryKey(check), nowMs + o.resetMs);
+      }
+    });
+    return outcomes;
+  }
+
+  isReady(): boolean {
+    return this.inner.isReady();
+  }
+
+  stats(): OverLimitCacheStats {
+    return { hits: this.hits, entries: this.until.size };
+  }
+
+  close(): Promise<void> {
+    this.until.clear();
+    return this.inner.close();
+  }
+
+  private answer(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] | undefined {
+    if (checks.length === 0) return undefined;
+    const outcomes: LimitOutcome[] = [];
+    for (const check of checks) {
+      if (check.hits !== 1) return undefined;
+      const key = entryKey(check);
+      const until = this.until.get(key);
+      if (until === undefined) return undefined;
+      if (nowMs >= until) {
+        this.until.delete(key);
+        return undefined;
+      }
+      outcomes.push({ allowed: false, remaining: 0, resetMs: until - nowMs });
+    }
+    return outcomes;
+  }
+
+  private remember(key: string, until: number): void {
+    this.until.delete(key);
+    this.until.set(key, until);
+    // O(1) eviction of the oldest insertion; expired entries also leave when they are next looked up.
+    if (this.until.size > this.options.maxEntries) this.until.delete(this.until.keys().next().value!);
+  }
+}
+
+/** Key, limit and burst: the state key already names the algorithm and the window. */
+function entryKey(check: LimitCheck): string {
+  return `${check.limit}\u0000${check.burst}\u0000${check.key}`;
+}

@@ -1,0 +1,153 @@
+/**
+ * A CounterStore that always answers by the request's deadline: it asks the primary (Redis) and, when the
+ * primary fails with a StoreError, is not connected, or is slower than the deadline, answers by the failure
+ * mode instead:
+ *
+ * - open:   every check allowed (remaining = limit, reset = window). Availability over accuracy (default).
+ * - closed: every enforced check rejected (remaining 0, reset = window); shadow checks are answered as open,
+ *           since they never decide.
+ * - local:  decided by an in-process store at limit / expectedReplicas (floor, at least 1; 0 stays 0), so
+ *           that N replicas each counting locally admit about what the shared limit would.
+ *
+ * When even the fallback cannot answer (the local store fails), the call rejects with a StoreError, which
+ * the server maps to gRPC UNAVAILABLE (Envoy's failure_mode_deny then decides).
+ *
+ * Caveat: a primary call abandoned at the deadline may still be executed by Redis later (the request is then
+ * counted there although it was answered by the fallback); it cannot be recalled once sent.
+ */
+import type { Clock } from '../core/clock.js';
+import { StoreError } from '../core/errors.js';
+import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from './counter-store.js';
+
+export type FailureMode = 'open' | 'closed' | 'local';
+export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
+
+export interface ResilientStoreOptions {
+  readonly mode: FailureMode;
+  /** The in-process store for mode `local` (a MemoryStore); required with it. */
+  readonly local?: CounterStore;
+  /** Replicas sharing the primary; `local` divides limits by it (integer >= 1). */
+  readonly expectedReplicas: number;
+  /**
+   * Time kept before the deadline to compute the fallback answer and send the reply (default 5 ms): the
+   * primary is given up on at `deadlineMs - timeoutMarginMs`.
+   */
+  readonly timeoutMarginMs?: number;
+  readonly clock: Clock;
+  /** Called on every fallback answer, for a metric and a (throttled) log line. */
+  readonly onFallback?: (mode: FailureMode, reason: string, error: unknown) => void;
+}
+
+export interface ResilientStoreStats {
+  readonly fallbacks: Readonly<Record<FailureMode, number>>;
+}
+
+export class ResilientStore implements CounterStore {
+  readonly kind: string;
+  private readonly margin: number;
+  private readonly fallbacks: Record<FailureMode, number> = { open: 0, closed: 0, local: 0 };
+
+  constructor(
+    private readonly primary: CounterStore,
+    private readonly options: ResilientStoreOptions,
+  ) {
+    if (!FAILURE_MODES.includes(options.mode)) throw new Error(`unknown failure mode '${String(options.mode)}'`);
+    if (options.mode === 'local' && !options.local) throw new Error("failure mode 'local' needs a local store");
+    if (!Number.isInteger(options.expectedReplicas) || options.expectedReplicas < 1) {
+      throw new Error(`expectedReplicas must be an integer >= 1, got ${options.expectedReplicas}`);
+    }
+    this.kind = primary.kind;
+    this.margin = options.timeoutMarginMs ?? 5;
+  }
+
+  async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
+    if (checks.length === 0) return [];
+    if (!this.primary.isReady()) {
+      return this.fallback(checks, nowMs, 'not connected', new StoreError('STORE_UNAVAILABLE', 'primary store not ready'));
+    }
+    try {
+      return await this.askPrimary(checks, nowMs, options?.deadlineMs);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      return this.fallback(checks, nowMs, error.code === 'STORE_TIMEOUT' ? 'timeout' : 'error', error);
+    }
+  }
+
+  /** With open or local we can always answer; with closed, only while the primary can. */
+  isReady(): boolean {
+    return this.options.mode === 'closed' ? this.primary.isReady() : true;
+  }
+
+  stats(): ResilientStoreStats {
+    return { fallbacks: { ...this.fallbacks } };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.primary.close(), this.options.local?.close()]);
+  }
+
+  /** The primary's answer, or a STORE_TIMEOUT rejection at the deadline less the margin. */
+  private askPrimary(checks: readonly LimitCheck[], nowMs: number, deadlineMs: number | undefined): Promise<LimitOutcome[]> {
+    if (deadlineMs === undefined) return this.primary.apply(checks, nowMs);
+    const giveUpAt = deadlineMs - this.margin;
+    const left = giveUpAt - this.options.clock.nowMs();
+    if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'no time left before the deadline'));
+    const work = this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new StoreError('STORE_TIMEOUT', `primary store did not answer within ${left} ms`)),
+        left,
+      );
+      work.then(
+        (outcomes) => {
+          clearTimeout(timer);
+          resolve(outcomes);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  private async fallback(checks: readonly LimitCheck[], nowMs: number, reason: string, error: unknown): Promise<LimitOutcome[]> {
+    const mode = this.options.mode;
+    this.fallbacks[mode]++;
+    this.options.onFallback?.(mode, reason, error);
+    if (mode === 'open') return checks.map(openOutcome);
+    if (mode === 'closed') return checks.map((c) => (c.enforce ? closedOutcome(c) : openOutcome(c)));
+    const scaled = checks.map((c) => scaleCheck(c, this.options.expectedReplicas));
+    try {
+      return await this.options.local!.apply(scaled, nowMs);
+    } catch (localError) {
+      throw new StoreError('STORE_UNAVAILABLE', `primary store failed (${reason}) and the local fallback failed too`, {
+        cause: localError,
+      });
+    }
+  }
+}
+
+function openOutcome(check: LimitCheck): LimitOutcome {
+  return { allowed: true, remaining: check.limit, resetMs: check.windowMs };
+}
+
+function closedOutcome(check: LimitCheck): LimitOutcome {
+  return { allowed: false, remaining: 0, resetMs: check.windowMs };
+}
+
+/** This replica's share of a limit: floor(n / replicas), at least 1 unless the limit is 0 (rejects all). */
+export function localShare(n: number, replicas: number): number {
+  if (n <= 0) return 0;
+  return Math.max(1, Math.floor(n / replicas));
+}
+
+/** The check as the local store sees it: limit and burst scaled to this replica's share. */
+export function scaleCheck(check: LimitCheck, replicas: number): LimitCheck {
+  return {
+    ...check,
+    limit: localShare(check.limit, replicas),
+    // burst is at least 1 by contract; a token bucket's capacity shrinks with its refill rate.
+    burst: Math.max(1, localShare(check.burst, replicas)),
+  };
+}
