@@ -38,24 +38,42 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const metrics = deps.metrics ?? createMetrics();
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig };
+  let rules: RulesHolder | undefined;
+  // The watcher starts before the first load: its baseline then predates what we load, so no change
+  // made while we start up can be missed (at worst it causes one extra, identical reload).
+  const watcher = settings.configWatch
+    ? watchConfigDir(settings.configDir, {
+        debounceMs: settings.configDebounceMs,
+        pollIntervalMs: settings.configPollIntervalMs,
+        onChange: () => void rules?.reload(),
+        onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
+      })
+    : undefined;
   const initial = await loadConfigDir(settings.configDir, loadOptions);
-  if (!initial.ok) throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
+  if (!initial.ok) {
+    watcher?.close();
+    throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
+  }
 
-  const rules = new RulesHolder(initial.config, () => loadConfigDir(settings.configDir, loadOptions), (status, changed) => {
+  const holder = new RulesHolder(initial.config, () => loadConfigDir(settings.configDir, loadOptions), (status, changed) => {
     metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
     metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
-    metrics.configDomains.set(rules.config.domains.size);
+    metrics.configDomains.set(holder.config.domains.size);
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
-    else if (changed) log.info('rules reloaded', { version: status.version, domains: [...rules.config.domains.keys()] });
+    else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
   });
+  rules = holder;
   metrics.configLastReloadSuccess.set(1);
   metrics.configDomains.set(initial.config.domains.size);
 
-  const store = await buildStore(settings, { clock, log, metrics });
+  const store = await buildStore(settings, { clock, log, metrics }).catch((err: unknown) => {
+    watcher?.close();
+    throw err;
+  });
   const limiter = new RateLimiter({
     store,
     clock,
-    config: () => rules.config,
+    config: () => holder.config,
     keyPrefix: settings.cacheKeyPrefix,
     headers: { mode: settings.rateLimitHeaders, xRateLimit: settings.xRateLimitHeaders },
     nearLimitRatio: settings.nearLimitRatio,
@@ -71,33 +89,40 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   healthTimer.unref();
 
   const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
-  const grpcServer = await startGrpcServer({
-    host: settings.grpcHost,
-    port: settings.grpcPort,
-    rls: rlsHandlers({ limiter, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError }),
-    health,
-  });
-  const admin = await startAdminServer({
-    host: settings.httpHost,
-    port: settings.httpPort,
-    limiter,
-    registry: metrics.registry,
-    ready: () => health.status() === 'SERVING',
-    rules: () => rules.describe(),
-    onError,
-  });
+  let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
+  let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  try {
+    grpcServer = await startGrpcServer({
+      host: settings.grpcHost,
+      port: settings.grpcPort,
+      rls: rlsHandlers({ limiter, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError }),
+      health,
+    }).catch((err: unknown) => {
+      throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);
+    });
+    admin = await startAdminServer({
+      host: settings.httpHost,
+      port: settings.httpPort,
+      limiter,
+      registry: metrics.registry,
+      ready: () => health.status() === 'SERVING',
+      rules: () => holder.describe(),
+      onError,
+    }).catch((err: unknown) => {
+      throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);
+    });
+  } catch (err) {
+    watcher?.close();
+    clearInterval(healthTimer);
+    await grpcServer?.close(0);
+    await store.close();
+    throw err;
+  }
+  const grpc = grpcServer;
 
-  const watcher = settings.configWatch
-    ? watchConfigDir(settings.configDir, {
-        debounceMs: settings.configDebounceMs,
-        pollIntervalMs: settings.configPollIntervalMs,
-        onChange: () => void rules.reload(),
-        onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
-      })
-    : undefined;
 
   log.info('ratelimit-sidecar started', {
-    grpc: `${settings.grpcHost}:${grpcServer.port}`,
+    grpc: `${settings.grpcHost}:${grpc.port}`,
     http: `${settings.httpHost}:${admin.port}`,
     backend: settings.backend,
     rules: settings.configDir,
@@ -106,17 +131,17 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
 
   let closing: Promise<void> | undefined;
   return {
-    grpcPort: grpcServer.port,
+    grpcPort: grpc.port,
     httpPort: admin.port,
     limiter,
-    rules,
+    rules: holder,
     metrics,
     close: () =>
       (closing ??= (async () => {
         clearInterval(healthTimer);
         health.shutdown();
         watcher?.close();
-        await grpcServer.close(settings.shutdownGraceMs);
+        await grpc.close(settings.shutdownGraceMs);
         await admin.close();
         await store.close();
         log.info('ratelimit-sidecar stopped');
