@@ -1,0 +1,99 @@
+/** The `ratelimit` command as users run it (a child process of bin/ratelimit.mjs). */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDescriptor } from '../../src/query.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+function dirWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rl-cli-'));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+const dirs: string[] = [];
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({ 'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n' });
+});
+afterAll(async () => {
+  await t.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('ratelimit check', () => {
+  it('prints a summary and exits 0 for valid rules', async () => {
+    const dir = dirWith({ 'a.yaml': 'domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n', 'b.yml': 'domain: b\n' });
+    dirs.push(dir);
+    const r = await run(['check', dir]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toBe(`${dir}: OK — 2 file(s), 2 domain(s): a, b\n`);
+  });
+
+  it('prints every error with file:line:col and exits 1', async () => {
+    const dir = dirWith({
+      'bad.yaml': 'domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minit, requests_per_unit: 1}\n  - key: j\n    rate_limt: {}\n',
+      'dup.yaml': 'domain: a\n',
+    });
+    dirs.push(dir);
+    const r = await run(['check', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: .*minit/m);
+    expect(r.stderr).toMatch(/^bad\.yaml:6:5: descriptors\[1\]\.rate_limt: /m);
+    expect(r.stderr).toMatch(/^dup\.yaml:1:\d+: .*duplicate domain 'a'/m);
+    expect(r.stderr).toMatch(/\d+ error\(s\) in /);
+  });
+});
+
+describe('ratelimit query', () => {
+  it('asks a running server and prints the decision; exit 3 when over the limit', async () => {
+    const first = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('overall: OK');
+    expect(first.stdout).toContain('[0] ip=1.2.3.4: OK, 1/minute (per-ip), remaining 0');
+    const second = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4', '--json']);
+    expect(second.code).toBe(3);
+    expect(JSON.parse(second.stdout)).toMatchObject({ overall_code: 'OVER_LIMIT' });
+  });
+
+  it('explains usage errors (exit 2) and unreachable servers (exit 1)', async () => {
+    expect((await run(['query', 'ip=1'])).code).toBe(2);
+    const down = await run(['query', '--server', '127.0.0.1:1', '--domain', 'edge', 'ip=1', '--timeout-ms', '300']);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('127.0.0.1:1');
+  });
+
+  it('splits descriptors on unescaped commas', () => {
+    expect(parseDescriptor('a=1,b=x\\,y,c=k=v')).toEqual([{ key: 'a', value: '1' }, { key: 'b', value: 'x,y' }, { key: 'c', value: 'k=v' }]);
+    expect(() => parseDescriptor('novalue')).toThrow("'novalue' is not key=value");
+  });
+});
+
+describe('ratelimit serve', () => {
+  it('fails at start with every bad setting named', async () => {
+    const r = await run(['serve', '--grpc-port', 'x'], { BACKEND: 'mysql' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("--grpc-port: 'x' is not a whole number");
+    expect(r.stderr).toContain("BACKEND: 'mysql' is not one of memory, redis");
+  });
+
+  it('refuses to start on invalid rules, naming them', async () => {
+    const dir = dirWith({ 'x.yaml': 'domain: ""\n' });
+    dirs.push(dir);
+    const r = await run(['serve', '--grpc-port', '0', '--http-port', '0'], { CONFIG_DIR: dir });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/rules in .* are invalid\n\s+x\.yaml:1:\d+: /);
+  });
+});
