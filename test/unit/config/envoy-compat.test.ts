@@ -1,0 +1,113 @@
+/**
+ * Configs written for envoyproxy/ratelimit (test/fixtures/config/envoy, in its format, one domain per file)
+ * load unchanged through the directory loader and answer lookups as the reference's GetLimit does.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConfigDir } from '../../../src/config/index.js';
+import type { CompiledConfig } from '../../../src/config/index.js';
+import { FIXTURES, domainOf, entries, lookup } from './support.js';
+
+let config: CompiledConfig;
+
+beforeAll(async () => {
+  const result = await loadConfigDir(FIXTURES + 'envoy', { mergeDomains: false });
+  if (!result.ok) throw new Error(result.errors.map(String).join('\n'));
+  config = result.config;
+});
+
+describe('envoyproxy/ratelimit configs', () => {
+  it('loads every file, sorted by name, one domain each', () => {
+    expect(config.files).toEqual([
+      'edge_proxy.yaml',
+      'messaging.yaml',
+      'mongo_cps.yaml',
+      'nested.yaml',
+      'replaces.yaml',
+      'wildcard.yaml',
+    ]);
+    expect([...config.domains.keys()].sort()).toEqual([
+      'api',
+      'edge_proxy_per_ip',
+      'messaging',
+      'mongo_cps',
+      'rl',
+      'wildcard',
+    ]);
+  });
+
+  it.each([
+    [['database=users'], 'mongo_cps.database_users → 500/second'],
+    [['database=default'], 'mongo_cps.database_default → 500/second'],
+    [['database=orders'], 'none'],
+    [['database=users', 'collection=x'], 'none'],
+  ])('mongo_cps %j', (request, expected) => {
+    expect(lookup(domainOf(config, 'mongo_cps'), ...request)).toBe(expected);
+  });
+
+  it.each([
+    [['message_type=marketing', 'to_number=2061234567'], 'messaging.message_type_marketing.to_number → 5/day'],
+    [['to_number=2061234567'], 'messaging.to_number → 100/day'],
+    // A placeholder node (no rate_limit) applies nothing, and an unknown value does not fall back to to_number.
+    [['message_type=marketing'], 'none'],
+    [['message_type=transactional', 'to_number=2061234567'], 'none'],
+  ])('messaging %j', (request, expected) => {
+    expect(lookup(domainOf(config, 'messaging'), ...request)).toBe(expected);
+  });
+
+  it.each([
+    [['remote_address=192.0.2.7'], 'edge_proxy_per_ip.remote_address → 10/second'],
+    [['remote_address=50.0.0.5'], 'edge_proxy_per_ip.remote_address_50.0.0.5 → 100/second'],
+    [['remote_address=10.0.0.1'], 'edge_proxy_per_ip.remote_address_10.0.0.1 → unlimited'],
+  ])('edge_proxy_per_ip %j', (request, expected) => {
+    expect(lookup(domainOf(config, 'edge_proxy_per_ip'), ...request)).toBe(expected);
+  });
+
+  it.each([
+    [['foo=bar'], 'wildcard.foo_bar → 10/minute'],
+    [['foo=bar2'], 'wildcard.foo_bar* → 20/minute'],
+    [['foo=barbar'], 'wildcard.foo_bar* → 20/minute'],
+    [['foo=baz'], 'wildcard.foo_* → 30/minute'],
+    [['foo='], 'wildcard.foo_* → 30/minute'],
+    [['fo=bar'], 'none'],
+  ])('wildcard %j', (request, expected) => {
+    expect(lookup(domainOf(config, 'wildcard'), ...request)).toBe(expected);
+  });
+
+  it.each([
+    [['category=account'], 'rl.category_account → 1/minute'],
+    [['source_cluster=proxy', 'destination_cluster=bar'], 'rl.source_cluster_proxy.destination_cluster_bar → 1000/minute'],
+    [['source_cluster=proxy', 'destination_cluster=mock'], 'rl.source_cluster_proxy.destination_cluster_mock → 1/minute'],
+    [['source_cluster=proxy', 'destination_cluster=other'], 'none'],
+    [['source_cluster=proxy'], 'none'],
+    [['foo=foo'], 'rl.foo → 2/minute'],
+    [['foo=foo', 'bar=banned'], 'rl.foo.bar_banned → 0/minute'],
+    [['foo=foo', 'bar=bar'], 'rl.foo.bar → 3/minute'],
+    [['foo=foo', 'baz=shady'], 'rl.foo.baz_shady → 3/minute [shadow]'],
+    [['foo=foo', 'baz=not-so-shady'], 'rl.foo.baz → 1/second'],
+    // Deeper than the config: the leaf has no children, so the walk stops before the last entry.
+    [['foo=foo', 'bar=banned', 'extra=1'], 'none'],
+    [['foo=foo', 'qux=1'], 'none'],
+    [['bar=banned'], 'none'],
+  ])('rl %j', (request, expected) => {
+    expect(lookup(domainOf(config, 'rl'), ...request)).toBe(expected);
+  });
+
+  it('carries name and replaces', () => {
+    const api = domainOf(config, 'api');
+    expect(api.lookup(entries('user=alice'))?.rule.limits[0]?.name).toBe('per_user');
+    const search = api.lookup(entries('path=/search', 'user=alice'));
+    expect(search?.rule.replaces).toEqual(['per_user']);
+    expect(search?.rule.statsKey).toBe('api.path_/search.user');
+  });
+
+  it('builds detailed_metric stats keys from the request values', () => {
+    const api = domainOf(config, 'api');
+    expect(api.lookup(entries('client=batch'))?.statsKey).toBe('api.client_batch');
+    expect(api.lookup(entries('client=acme'))?.statsKey).toBe('api.client_acme');
+    expect(api.lookup(entries('client=acme'))?.rule.statsKey).toBe('api.client');
+  });
+
+  it('answers nothing for an unknown domain', () => {
+    expect(config.domains.get('nope')).toBeUndefined();
+  });
+});
