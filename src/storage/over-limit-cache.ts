@@ -5,11 +5,15 @@
  * - What is cached: a check with hits = 1 that was not allowed, with remaining 0. Its resetMs is the time
  *   until one hit can be admitted, so no single hit is admitted for this key, limit and burst before
  *   `nowMs + resetMs` (hits only ever add to the state, and a rejected hit adds nothing, on any replica).
- *   The entry is keyed by key, limit and burst: a reload that changes the limit misses the cache.
+ *   The entry is keyed by key, limit and burst: a reload that changes the limit misses the cache. A key
+ *   repeated within a batch is not cached from it (its later checks were decided on uncommitted state).
  * - When it answers: only when every check of the batch has hits = 1 and a live entry (`nowMs` strictly
  *   before its expiry). Then every check is rejected, nothing would be committed, and the outcome of each is
  *   {allowed: false, remaining: 0, resetMs: expiry - nowMs}. A batch with any other check goes to the store
  *   (a hits = 0 check needs the state to report remaining; more hits need a later retry time).
+ * - Assumes every replica applies one limit and burst per key. While a reload rolls out, a replica with a
+ *   higher limit may count hits on a key cached here as over: the cached rejection stays right for this
+ *   replica's limit, but its resetMs may be short (Redis would then answer a later time).
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
 import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from './counter-store.js';
@@ -48,9 +52,13 @@ export class OverLimitCache implements CounterStore {
       return cached;
     }
     const outcomes = await this.inner.apply(checks, nowMs, options);
+    // A key repeated in the batch is decided on the state its earlier checks would leave, not on the stored
+    // state, so its rejection says nothing about the stored state.
+    const seen = new Map<string, number>();
+    for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
     checks.forEach((check, i) => {
       const o = outcomes[i];
-      if (o && check.hits === 1 && !o.allowed && o.remaining === 0 && o.resetMs > 0) {
+      if (o && check.hits === 1 && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1) {
         this.remember(entryKey(check), nowMs + o.resetMs);
       }
     });
