@@ -29,19 +29,3 @@ export function createLogger(options: { level: LogLevel; format: 'json' | 'text'
     error: (m, f) => emit('error', m, f),
   };
 }
-
-/** Logs a recurring condition at most once per interval, with the count of what was suppressed. */
-export function throttledLog(log: (msg: string, fields?: Record<string, unknown>) => void, intervalMs: number, now: () => number = Date.now) {
-  let last = -Infinity;
-  let suppressed = 0;
-  return (msg: string, fields?: Record<string, unknown>) => {
-    const t = now();
-    if (t - last < intervalMs) {
-      suppressed++;
-      return;
-    }
-    log(msg, suppressed > 0 ? { ...fields, suppressed } : fields);
-    last = t;
-    suppressed = 0;
-  };
-}

@@ -13,7 +13,10 @@ import { startGrpcServer } from './server/grpc-server.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import type { Settings } from './settings.js';
+import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
+
+export { StartupError };
 
 export interface RunningService {
   readonly grpcPort: number;
@@ -23,13 +26,6 @@ export interface RunningService {
   readonly metrics: Metrics;
   /** Graceful stop: NOT_SERVING, drain in-flight calls (SHUTDOWN_GRACE_MS), close servers and store. */
   close(): Promise<void>;
-}
-
-export class StartupError extends Error {
-  constructor(message: string, readonly details: readonly string[] = []) {
-    super(details.length > 0 ? `${message}\n  ${details.join('\n  ')}` : message);
-    this.name = 'StartupError';
-  }
 }
 
 export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {

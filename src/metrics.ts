@@ -14,8 +14,11 @@ export interface Metrics {
   readonly configLastReloadSuccess: Gauge;
   readonly configDomains: Gauge;
   readonly storeFallbacks: Counter<'mode'>;
-  readonly overLimitCacheHits: Counter;
   readonly storeReady: Gauge;
+  /** Exports the Redis store's own counters (requests, script calls, round trips...). */
+  watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number }): void;
+  /** Exports the over-limit cache's hit count and size. */
+  watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
 }
 
 export function createMetrics(options: { defaultMetrics: boolean } = { defaultMetrics: true }): Metrics {
@@ -62,7 +65,43 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
     configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
     configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),
     storeFallbacks: new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers }),
-    overLimitCacheHits: new Counter({ name: 'ratelimit_over_limit_cache_hits_total', help: 'Requests answered from the local over-limit cache without Redis.', registers }),
     storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store can answer.', registers }),
+    watchRedis(stats) {
+      // Counters kept by the store itself, read at scrape time.
+      const counter = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(pick(stats()));
+          },
+        });
+      counter('ratelimit_redis_requests_total', 'Requests that needed Redis.', (s) => s.requests);
+      counter('ratelimit_redis_script_calls_total', 'Batch script calls sent (one per request; per slot on Cluster).', (s) => s.scriptCalls);
+      counter('ratelimit_redis_round_trips_total', 'Pipelines written to Redis (network round trips); below requests when concurrent requests share one.', (s) => s.roundTrips);
+      counter('ratelimit_redis_cross_slot_requests_total', 'Requests whose limits spanned several Cluster slots (best effort across slots).', (s) => s.crossSlotRequests);
+      counter('ratelimit_redis_failures_total', 'Requests Redis could not answer (then FAILURE_MODE decides).', (s) => s.failures);
+    },
+    watchOverLimitCache(stats) {
+      new Counter({
+        name: 'ratelimit_over_limit_cache_hits_total',
+        help: 'Requests answered from the local over-limit cache without Redis.',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(stats().hits);
+        },
+      });
+      new Gauge({
+        name: 'ratelimit_over_limit_cache_entries',
+        help: 'Keys currently known to be over their limit.',
+        registers,
+        collect() {
+          this.set(stats().entries);
+        },
+      });
+    },
   };
 }

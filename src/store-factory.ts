@@ -2,8 +2,8 @@
  * Builds the counter store the settings ask for. Part of the composition root: the only place that
  * knows which concrete stores exist.
  *  - memory: the embedded MemoryStore.
- *  - redis:  RedisStore, behind the local over-limit cache, behind the failure-mode guard
- *            (open | closed | local, the last one deciding with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
+ *  - redis:  RedisStore, behind the local over-limit cache (LOCAL_CACHE_SIZE > 0), behind the failure-mode
+ *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
  */
 import type { Clock } from './core/clock.js';
 import type { Logger } from './log.js';
@@ -11,9 +11,74 @@ import type { Metrics } from './metrics.js';
 import type { Settings } from './settings.js';
 import type { CounterStore } from './storage/counter-store.js';
 import { MemoryStore } from './storage/memory/memory-store.js';
+import { OverLimitCache } from './storage/over-limit-cache.js';
+import { parseHostPorts } from './storage/redis/options.js';
+import { createRedisStore, type RedisStoreOptions } from './storage/redis/redis-store.js';
+import { ResilientStore } from './storage/resilient.js';
+import { StartupError } from './startup-error.js';
+import { throttledLog } from './storage/throttled-log.js';
+
+export function redisOptions(settings: Settings, clock: Clock, log: Logger): RedisStoreOptions {
+  const tls = {
+    ...(settings.redisTlsCa ? { caFile: settings.redisTlsCa } : {}),
+    ...(settings.redisTlsCert ? { certFile: settings.redisTlsCert } : {}),
+    ...(settings.redisTlsKey ? { keyFile: settings.redisTlsKey } : {}),
+    ...(settings.redisTlsServername ? { servername: settings.redisTlsServername } : {}),
+    ...(settings.redisTlsInsecure ? { insecureSkipVerify: true } : {}),
+  };
+  return {
+    url: settings.redisUrl,
+    type: settings.redisType,
+    sentinelMaster: settings.redisSentinelMaster,
+    ...(settings.redisSentinelAddrs.length > 0 ? { sentinels: parseHostPorts(settings.redisSentinelAddrs.join(','), 26379) } : {}),
+    ...(settings.redisSentinelPassword ? { sentinelPassword: settings.redisSentinelPassword } : {}),
+    ...(settings.redisClusterNodes.length > 0 ? { clusterNodes: parseHostPorts(settings.redisClusterNodes.join(',')) } : {}),
+    ...(Object.keys(tls).length > 0 ? { tls } : {}),
+    connectTimeoutMs: settings.redisConnectTimeoutMs,
+    commandTimeoutMs: settings.redisCommandTimeoutMs,
+    clock,
+    log: (message, error) => log.warn(message, error === undefined ? undefined : { error: error instanceof Error ? error.message : String(error) }),
+  };
+}
 
 export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): Promise<CounterStore> {
+  const { clock, log, metrics } = deps;
   if (settings.backend === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys });
-  void deps;
-  throw new Error('BACKEND=redis is wired in a later step');
+
+  let redis;
+  try {
+    redis = createRedisStore(redisOptions(settings, clock, log));
+  } catch (err) {
+    throw new StartupError(`Redis settings are invalid: ${(err as Error).message}`);
+  }
+  metrics.watchRedis(() => redis.stats());
+  // Do not block start-up on Redis: the failure mode answers meanwhile, and the client keeps reconnecting.
+  await redis.waitUntilReady(settings.redisConnectTimeoutMs).then(
+    () => log.info('connected to Redis', { url: redactUrl(settings.redisUrl), type: settings.redisType }),
+    (err: unknown) => log.warn('Redis not reachable yet; answering by FAILURE_MODE until it is', { url: redactUrl(settings.redisUrl), failureMode: settings.failureMode, error: String(err) }),
+  );
+
+  let primary: CounterStore = redis;
+  if (settings.localCacheSize > 0) {
+    const cache = new OverLimitCache(redis, { maxEntries: settings.localCacheSize });
+    metrics.watchOverLimitCache(() => cache.stats());
+    primary = cache;
+  }
+  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: String(error) }), clock, intervalMs: 10_000 });
+  return new ResilientStore(primary, {
+    mode: settings.failureMode,
+    expectedReplicas: settings.expectedReplicas,
+    clock,
+    timeoutMarginMs: 1,
+    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys }) } : {}),
+    onFallback: (mode, reason, error) => {
+      metrics.storeFallbacks.inc({ mode });
+      fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
+    },
+  });
+}
+
+/** The URL without its password, for logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^@/]*):([^@/]*)@/, '//$1:***@');
 }
