@@ -11,10 +11,11 @@
  * - A periodic poll does the same hash comparison, covering missed events, filesystems without inotify and
  *   watchers that died; a watcher that errors is closed, reported and re-created at the next poll.
  */
-import { watch } from 'node:fs';
+import { readFileSync, readdirSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { readConfigFiles } from './loader.js';
+import { join } from 'node:path';
+import { isConfigFileName, readConfigFiles } from './loader.js';
 
 export interface WatchOptions {
   /** Quiet time after the last event before the directory is re-read (e.g. 200 ms). */
@@ -34,9 +35,40 @@ export interface ConfigWatcher {
 /** Content fingerprint of the rules files of `dir` (names, contents, and read failures). */
 export async function fingerprintConfigDir(dir: string): Promise<string> {
   const { files, errors } = await readConfigFiles(dir);
+  return fingerprint(
+    files,
+    errors.map((e) => e.message),
+  );
+}
+
+/**
+ * The same fingerprint, read synchronously: the baseline is taken inside watchConfigDir so that "watching"
+ * starts when the call returns, leaving no window in which a change could slip in unseen.
+ */
+export function fingerprintConfigDirSync(dir: string): string {
+  const files: { name: string; text: string }[] = [];
+  const failures: string[] = [];
+  try {
+    const names = readdirSync(dir).filter(isConfigFileName);
+    names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const name of names) {
+      const path = join(dir, name);
+      try {
+        if (statSync(path).isFile()) files.push({ name, text: readFileSync(path, 'utf8') });
+      } catch (err) {
+        failures.push(`${name}:1:1: cannot read file: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  } catch (err) {
+    failures.push(`${dir}:1:1: cannot read config directory: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return fingerprint(files, failures);
+}
+
+function fingerprint(files: readonly { name: string; text: string }[], failures: readonly string[]): string {
   const hash = createHash('sha256');
   for (const f of files) hash.update(`${Buffer.byteLength(f.name)}:${f.name}${Buffer.byteLength(f.text)}:${f.text}`);
-  for (const e of errors) hash.update(`!${e.message}\n`);
+  for (const message of failures) hash.update(`!${message}\n`);
   return hash.digest('hex');
 }
 
@@ -46,8 +78,8 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
   let debounce: NodeJS.Timeout | undefined;
   let running = false;
   let again = false;
-  // The state the caller loaded is the baseline; we read it right away so the first change is seen as one.
-  let last: Promise<string> | string = fingerprintConfigDir(dir);
+  // The state the caller has just loaded is the baseline.
+  let last = fingerprintConfigDirSync(dir);
 
   const report = (err: unknown): void => {
     try {
@@ -65,9 +97,8 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
     }
     running = true;
     try {
-      const previous = await last;
       const current = await fingerprintConfigDir(dir);
-      if (!closed && current !== previous) {
+      if (!closed && current !== last) {
         last = current;
         options.onChange();
       }
