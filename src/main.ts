@@ -85,13 +85,17 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   healthTimer.unref();
 
   const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
+  const onGrpcError = (err: unknown, status: string) => {
+    metrics.grpcErrors.inc({ code: status });
+    if (status !== 'INVALID_ARGUMENT') onError(err);
+  };
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   try {
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError }),
+      rls: rlsHandlers({ limiter, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);

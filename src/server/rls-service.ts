@@ -1,5 +1,5 @@
 /** envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit: wire → engine → wire. */
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import { toGrpcError } from './grpc-errors.js';
 import { requestFromWire, responseToWire, type WireRequest } from './wire.js';
@@ -10,7 +10,8 @@ export interface RlsServiceOptions {
   readonly deadlineMarginMs: number;
   /** Store budget when the caller sent no deadline. */
   readonly defaultTimeoutMs: number;
-  readonly onError?: (err: unknown) => void;
+  /** Every call answered with a gRPC error: the cause and the status name (e.g. UNAVAILABLE). */
+  readonly onError?: (err: unknown, status: string) => void;
 }
 
 /** Epoch-ms by which the store must answer: the gRPC deadline (Envoy sends grpc-timeout) less a margin. */
@@ -23,21 +24,23 @@ export function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>, marginM
 
 export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImplementation {
   const shouldRateLimit: grpc.handleUnaryCall<WireRequest, unknown> = (call, callback) => {
+    const fail = (err: unknown) => {
+      const e = toGrpcError(err);
+      options.onError?.(err, grpc.status[e.code]);
+      callback(e);
+    };
     let request;
     try {
       request = requestFromWire(call.request);
     } catch (err) {
-      callback(toGrpcError(err));
+      fail(err);
       return;
     }
     options.limiter
       .decide(request, { deadlineMs: deadlineOf(call, options.deadlineMarginMs, options.defaultTimeoutMs) })
       .then(
         (decision) => callback(null, responseToWire(decision)),
-        (err: unknown) => {
-          options.onError?.(err);
-          callback(toGrpcError(err));
-        },
+        fail,
       );
   };
   return { ShouldRateLimit: shouldRateLimit };

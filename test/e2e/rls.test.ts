@@ -133,6 +133,8 @@ describe('ShouldRateLimit over gRPC', () => {
   it('rejects an empty domain or no descriptors with INVALID_ARGUMENT', async () => {
     await expect(client.ask('', [[['remote_address', '1']]])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit domain must not be empty' });
     await expect(client.ask('edge', [])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit descriptor list must not be empty' } satisfies Partial<ServiceError>);
+    const metrics = await (await fetch(`${t.httpBase}/metrics`)).text();
+    expect(metrics).toContain('ratelimit_grpc_errors_total{code="INVALID_ARGUMENT"} 2');
   });
 });
 
