@@ -98,9 +98,14 @@ function join(path: string, key: string): string {
   return path === '' ? key : `${path}.${key}`;
 }
 
-/** Checks the keys of a mapping (strings, known, see schema.ts) and returns its fields by name. */
-function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: readonly string[]): Fields {
+/**
+ * Checks the keys of a mapping (strings, known, see schema.ts) and returns its fields by name. YAML merge keys
+ * (`<<: *anchor` or `<<: [*a, *b]`) are honoured as gopkg.in/yaml.v2 honours them: the mapping's own keys win,
+ * then the merged mappings in order.
+ */
+function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: readonly string[], depth = 0): Fields {
   const fields: Fields = new Map();
+  const merged: Fields[] = [];
   for (const pair of map.items) {
     const key = ctx.deref(pair.key);
     if (key === undefined || !isScalar(key)) {
@@ -109,6 +114,10 @@ function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: reado
     }
     const kind = scalarKind(key);
     const text = String(key.value);
+    if (kind === 'string' && text === '<<' && key.type === 'PLAIN') {
+      merged.push(...readMerge(ctx, pair.value, path, allowed, depth));
+      continue;
+    }
     if (kind !== 'string') {
       ctx.error(key, path, `key is not of type string: ${text === '' ? 'null' : text}`);
       continue;
@@ -119,7 +128,31 @@ function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: reado
     }
     fields.set(text, { key, value: pair.value });
   }
+  for (const m of merged) {
+    for (const [k, v] of m) if (!fields.has(k)) fields.set(k, v);
+  }
   return fields;
+}
+
+function readMerge(ctx: FileContext, raw: unknown, path: string, allowed: readonly string[], depth: number): Fields[] {
+  const node = ctx.deref(raw);
+  // Aliases cannot form cycles in valid YAML, but a bound keeps a malicious file from recursing deeply.
+  if (depth > 16) {
+    ctx.error(node, join(path, '<<'), 'merge keys nested too deeply');
+    return [];
+  }
+  if (node !== undefined && isMap(node)) return [readFields(ctx, node, path, allowed, depth + 1)];
+  if (node !== undefined && isSeq(node)) {
+    const out: Fields[] = [];
+    for (const item of node.items) {
+      const m = ctx.deref(item);
+      if (m !== undefined && isMap(m)) out.push(readFields(ctx, m, path, allowed, depth + 1));
+      else ctx.error(m ?? node, join(path, '<<'), `can only merge mappings, not ${describeNode(m)}`);
+    }
+    return out;
+  }
+  ctx.error(node, join(path, '<<'), `can only merge mappings, not ${describeNode(node)}`);
+  return [];
 }
 
 /** A list whose items must all be mappings (envoyproxy rejects any other list item). */

@@ -49,6 +49,26 @@ descriptors:
     expect(lookup(d, 'aliased=a')).toBe('42.aliased → 5/second');
   });
 
+  it('honours merge keys, the mapping’s own keys winning', () => {
+    const c = compile({
+      'm.yaml': `domain: m
+descriptors:
+  - key: a
+    rate_limit: &std {unit: second, requests_per_unit: 10}
+  - key: b
+    rate_limit:
+      <<: *std
+      requests_per_unit: 20
+  - key: c
+    rate_limit:
+      <<: [{unit: hour}, *std]
+`,
+    });
+    const d = domainOf(c, 'm');
+    expect(lookup(d, 'b=1')).toBe('m.b → 20/second');
+    expect(lookup(d, 'c=1')).toBe('m.c → 10/hour');
+  });
+
   it('treats an empty rate_limit as no limit, as the reference does', () => {
     expect(lookup(d, 'none=a')).toBe('none');
   });

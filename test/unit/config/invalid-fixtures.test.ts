@@ -66,6 +66,10 @@ const EXPECTED: Record<string, string[]> = {
   'list-of-non-maps.yaml': [
     "list-of-non-maps.yaml:7:5: descriptors[1]: list items must be mappings, not the string 'remote_address'",
   ],
+  'merge-not-a-mapping.yaml': [
+    "merge-not-a-mapping.yaml:5:7: descriptors[0].rate_limit.unit: missing rate limit unit: set 'unit' (one of second, minute, hour, day, week, month, year) or 'window'",
+    "merge-not-a-mapping.yaml:5:11: descriptors[0].rate_limit.<<: can only merge mappings, not the string 'second'",
+  ],
   'misplaced-key.yaml': [
     "misplaced-key.yaml:4:5: descriptors[0].unit: unknown key 'unit' here ('unit' belongs in rate_limit)",
     "misplaced-key.yaml:6:7: descriptors[0].rate_limit.unit: missing rate limit unit: set 'unit' (one of second, minute, hour, day, week, month, year) or 'window'",
