@@ -1,0 +1,119 @@
+/**
+ * Conformance: random request traces (seeded, so a failure replays) give identical outcomes from
+ * - a reference model written here from the pure algorithms (getAlgorithm(name).evaluate) and the batch
+ *   contract of counter-store.ts,
+ * - the MemoryStore,
+ * - Redis standalone and Redis Cluster (the Lua fragments inside batch.lua).
+ * Times, hits, limits, bursts, windows, shadow mode and batch shapes are random; a few steps use parameters
+ * near the exactness bounds (large limits and windows) to reach the long-arithmetic paths.
+ *
+ * Fake time runs much faster than real time here, so a Redis TTL (real time) never ends before the state's
+ * own time says it should; the algorithms decide by the times in their state, not by expiry.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { counterKey } from '../../../src/core/keys.js';
+import { getAlgorithm, paramsError } from '../../../src/algorithms/registry.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
+import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
+import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
+import { prng, type Prng } from '../../support/prng.js';
+
+/** The batch contract, straight from counter-store.ts, over the pure algorithms (repeated keys in order). */
+class ReferenceModel {
+  private readonly states = new Map<string, unknown>();
+  apply(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
+    const pending = new Map<string, unknown>();
+    let admitted = true;
+    const evaluated = checks.map((c) => {
+      const state = pending.has(c.key) ? pending.get(c.key) : this.states.get(c.key);
+      const e = getAlgorithm(c.algorithm).evaluate(state, nowMs, { limit: c.limit, windowMs: c.windowMs, burst: c.burst }, c.hits);
+      if (!e.outcome.allowed && c.enforce) admitted = false;
+      if (e.outcome.allowed && c.hits > 0) pending.set(c.key, e.next);
+      return e.outcome;
+    });
+    if (admitted) for (const [k, s] of pending) this.states.set(k, s);
+    return evaluated.map((o, i) => {
+      const committed = admitted && o.allowed && checks[i]!.hits > 0;
+      return { allowed: o.allowed, remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted, resetMs: o.resetMs };
+    });
+  }
+}
+
+interface KeySpec {
+  readonly key: string;
+  readonly algorithm: AlgorithmName;
+  readonly windowMs: number;
+  readonly big: boolean;
+}
+
+function keySpecs(random: Prng, run: string): KeySpec[] {
+  const specs: KeySpec[] = [];
+  for (let i = 0; i < 12; i++) {
+    const algorithm = ALGORITHM_NAMES[i % ALGORITHM_NAMES.length]!;
+    const big = i >= 10;
+    const windowMs = big ? random.pick([31_536_000_000, 34_359_738_368]) : random.pick([1000, 1500, 7_000, 60_000]);
+    const descriptor = [{ key: 'k', value: `${run}-${i % 7}` }]; // some descriptors carry several limits
+    specs.push({ key: counterKey('rl:conf:', 'd', descriptor, algorithm, windowMs), algorithm, windowMs, big });
+  }
+  return specs;
+}
+
+function randomBatch(random: Prng, specs: readonly KeySpec[]): LimitCheck[] {
+  const n = random.pick([1, 1, 1, 2, 2, 3]);
+  return Array.from({ length: n }, () => {
+    const s = random.pick(specs);
+    const limit = s.big ? random.pick([4_294_967_295, 1_000_000_007, 3]) : random.int(0, 6);
+    const burst = s.big ? random.pick([1, 4_294_967_295 / 5, 77]) : random.int(1, 6);
+    const hits = s.big ? random.pick([0, 1, 1_000_000]) : random.pick([0, 1, 1, 1, 1, 2, 3]);
+    const params = { limit, windowMs: s.windowMs, burst: Math.floor(burst) };
+    // stay where the algorithms are exact (what config validation enforces)
+    const safe = paramsError(s.algorithm, params) === undefined ? params : { ...params, limit: 4_294_967_295, burst: 1 };
+    return { key: s.key, algorithm: s.algorithm, ...safe, hits, enforce: random.chance(0.85) };
+  });
+}
+
+const STEPS = 600;
+const TRACES = 3;
+
+describe('conformance of the pure algorithms, MemoryStore and Redis on random traces', () => {
+  let single: RedisStoreHandle;
+  let cluster: RedisStoreHandle;
+  beforeAll(async () => {
+    [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
+  });
+  afterAll(async () => {
+    await Promise.all([single?.store.close(), cluster?.store.close()]);
+    await Promise.all([single?.stop(), cluster?.stop()]);
+  });
+
+  it.each(Array.from({ length: TRACES }, (_, i) => i))('trace %i', async (trace) => {
+    const random = prng(`conformance-${trace}`);
+    const run = `${process.pid}-${Date.now()}-${trace}`;
+    const specs = keySpecs(random, run);
+    const model = new ReferenceModel();
+    const stores: [string, CounterStore][] = [
+      ['memory', new MemoryStore({ maxKeys: 10_000 })],
+      ['redis', single.store],
+      ['cluster', cluster.store],
+    ];
+    let now = 1_700_000_000_000 + random.int(0, 86_400_000);
+    const seen = { allowed: 0, rejected: 0, admittedBatches: 0 };
+    for (let step = 0; step < STEPS; step++) {
+      now += random.pick([0, 0, 1, random.int(0, 400), random.int(0, 3000), random.int(0, 90_000)]);
+      const batch = randomBatch(random, specs);
+      const expected = model.apply(batch, now);
+      for (const o of expected) seen[o.allowed ? 'allowed' : 'rejected']++;
+      if (expected.every((o, i) => o.allowed || !batch[i]!.enforce)) seen.admittedBatches++;
+      const answers = await Promise.all(stores.map(([, s]) => s.apply(batch, now)));
+      answers.forEach((got, i) => {
+        expect(got, `${stores[i]![0]} trace ${trace} step ${step} at ${now}: ${JSON.stringify(batch)}`).toEqual(expected);
+      });
+    }
+    await stores[0]![1].close();
+    // the traces exercise both sides of every decision
+    expect(seen.allowed).toBeGreaterThan(STEPS / 4);
+    expect(seen.rejected).toBeGreaterThan(STEPS / 10);
+    expect(seen.admittedBatches).toBeLessThan(STEPS);
+  });
+});
