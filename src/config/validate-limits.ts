@@ -1,0 +1,254 @@
+/**
+ * Validation of `rate_limit` / `rate_limits` blocks: envoyproxy/ratelimit's rules (unit, unlimited, name,
+ * replaces) plus our extensions (window, algorithm, burst, several limits on one key, file defaults).
+ */
+import type { Node, YAMLMap } from 'yaml';
+import { ALGORITHM_NAMES, isAlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../algorithms/types.js';
+import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../core/types.js';
+import type { Unit } from '../core/types.js';
+import { parseWindow } from './duration.js';
+import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
+import type { Field, Fields } from './fields.js';
+import type { RawLimit, RawRule } from './raw.js';
+import { RATE_LIMIT_KEYS, REPLACES_KEYS, notOneOfMessage } from './schema.js';
+import { readBool, readInt, readString } from './yaml-nodes.js';
+import type { FileContext } from './yaml-nodes.js';
+
+export const UINT32_MAX = 4_294_967_295;
+const BURST_ALGORITHMS: readonly AlgorithmName[] = ['token_bucket', 'leaky_bucket'];
+
+/** The top-level `defaults:` block of a file. */
+export interface FileDefaults {
+  readonly algorithm?: AlgorithmName;
+  readonly burst?: number;
+}
+
+export function readAlgorithm(
+  ctx: FileContext,
+  field: Field | undefined,
+  path: string,
+): AlgorithmName | undefined {
+  if (field === undefined) return undefined;
+  const text = readString(ctx, field.value, path);
+  if (text === undefined) return undefined;
+  if (isAlgorithmName(text)) return text;
+  ctx.error(valueNode(ctx, field), path, notOneOfMessage(text, ALGORITHM_NAMES));
+  return undefined;
+}
+
+/** `rate_limit: {...}` or `rate_limits: [...]` of one descriptor; undefined when absent or invalid. */
+export function readRule(ctx: FileContext, fields: Fields, path: string, defaults: FileDefaults): RawRule | undefined {
+  const single = fields.get('rate_limit');
+  const list = fields.get('rate_limits');
+  if (single !== undefined && list !== undefined) {
+    ctx.error(list.key, join(path, 'rate_limits'), "'rate_limit' and 'rate_limits' are mutually exclusive");
+    // Still validate both, to report everything wrong in one pass.
+    const map = readMap(ctx, single, join(path, 'rate_limit'));
+    if (map) readSingleRule(ctx, map, join(path, 'rate_limit'), defaults);
+    readRuleList(ctx, list, join(path, 'rate_limits'), defaults);
+    return undefined;
+  }
+  if (single !== undefined) {
+    const map = readMap(ctx, single, join(path, 'rate_limit'));
+    // `rate_limit:` with nothing after it means no limit, as in envoyproxy/ratelimit.
+    if (map === null) return undefined;
+    if (map === undefined) return undefined;
+    return readSingleRule(ctx, map, join(path, 'rate_limit'), defaults);
+  }
+  if (list !== undefined) return readRuleList(ctx, list, join(path, 'rate_limits'), defaults);
+  return undefined;
+}
+
+function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults): RawRule | undefined {
+  const fields = readFields(ctx, map, path, RATE_LIMIT_KEYS);
+  const unlimitedField = fields.get('unlimited');
+  const unlimited = unlimitedField ? readBool(ctx, unlimitedField.value, join(path, 'unlimited')) : false;
+  if (unlimited === undefined) return undefined;
+  const errorsBefore = ctx.errors.length;
+  if (unlimited) {
+    const unitField = fields.get('unit');
+    if (unitField !== undefined && readString(ctx, unitField.value, join(path, 'unit')) !== '') {
+      ctx.error(valueNode(ctx, unitField), join(path, 'unit'), 'should not specify rate limit unit when unlimited');
+    }
+    for (const extension of ['window', 'algorithm', 'burst'] as const) {
+      const f = fields.get(extension);
+      if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
+    }
+    const rpu = fields.get('requests_per_unit');
+    if (rpu !== undefined) readInt(ctx, rpu.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0);
+    const name = readName(ctx, fields, path);
+    const replaces = readReplaces(ctx, fields, path);
+    checkReplaces(ctx, replaces, name === undefined ? [] : [name]);
+    if (ctx.errors.length > errorsBefore) return undefined;
+    return { unlimited: true, limits: [], replaces: replaces.map((r) => r.name) };
+  }
+  const limit = readLimit(ctx, map, fields, path, defaults);
+  const replaces = readReplaces(ctx, fields, path);
+  checkReplaces(ctx, replaces, limit?.name === undefined ? [] : [limit.name]);
+  if (limit === undefined || ctx.errors.length > errorsBefore) return undefined;
+  return { unlimited: false, limits: [limit], replaces: replaces.map((r) => r.name) };
+}
+
+function readRuleList(
+  ctx: FileContext,
+  field: Field,
+  path: string,
+  defaults: FileDefaults,
+): RawRule | undefined {
+  const errorsBefore = ctx.errors.length;
+  const items = readMapList(ctx, field, path);
+  if (items.length === 0 && ctx.errors.length === errorsBefore) {
+    ctx.error(valueNode(ctx, field), path, 'must list at least one limit');
+    return undefined;
+  }
+  const limits: RawLimit[] = [];
+  const replaces: { name: string; node: Node; path: string }[] = [];
+  const seen: { algorithm: AlgorithmName; windowMs: number; index: number }[] = [];
+  items.forEach(({ map, path: itemPath }, index) => {
+    const fields = readFields(ctx, map, itemPath, RATE_LIMIT_KEYS);
+    const unlimited = fields.get('unlimited');
+    if (unlimited !== undefined) {
+      ctx.error(
+        unlimited.key,
+        join(itemPath, 'unlimited'),
+        "'unlimited' is not allowed inside rate_limits; write rate_limit: {unlimited: true} instead",
+      );
+      return;
+    }
+    const limit = readLimit(ctx, map, fields, itemPath, defaults);
+    replaces.push(...readReplaces(ctx, fields, itemPath));
+    if (limit === undefined) return;
+    const twin = seen.find((s) => s.algorithm === limit.algorithm && s.windowMs === limit.windowMs);
+    if (twin !== undefined) {
+      ctx.error(map, itemPath, `duplicate limit: same algorithm and window as ${path.split('.').pop()}[${twin.index}]`);
+    } else {
+      seen.push({ algorithm: limit.algorithm, windowMs: limit.windowMs, index });
+    }
+    limits.push(limit);
+  });
+  checkReplaces(
+    ctx,
+    replaces,
+    limits.flatMap((l) => (l.name === undefined ? [] : [l.name])),
+  );
+  if (ctx.errors.length > errorsBefore) return undefined;
+  return { unlimited: false, limits, replaces: replaces.map((r) => r.name) };
+}
+
+function readName(ctx: FileContext, fields: Fields, path: string): string | undefined {
+  const f = fields.get('name');
+  if (f === undefined) return undefined;
+  const name = readString(ctx, f.value, join(path, 'name'));
+  return name === '' ? undefined : name;
+}
+
+/** One limit (the body of `rate_limit`, or one item of `rate_limits`), with file defaults applied. */
+function readLimit(
+  ctx: FileContext,
+  map: YAMLMap,
+  fields: Fields,
+  path: string,
+  defaults: FileDefaults,
+): RawLimit | undefined {
+  const errorsBefore = ctx.errors.length;
+  const unitField = fields.get('unit');
+  const windowField = fields.get('window');
+  const unitText = unitField ? readString(ctx, unitField.value, join(path, 'unit')) : '';
+  let unit: Unit | undefined;
+  let windowMs = 0;
+  let window: string | undefined;
+  if (windowField !== undefined && unitField !== undefined) {
+    ctx.error(windowField.key, join(path, 'window'), "'window' and 'unit' are mutually exclusive");
+  } else if (windowField !== undefined) {
+    const text = readString(ctx, windowField.value, join(path, 'window'));
+    if (text !== undefined) {
+      const parsed = parseWindow(text);
+      if (parsed.ok) {
+        windowMs = parsed.ms;
+        window = text.trim();
+        unit = largestDividingUnit(windowMs);
+      } else {
+        ctx.error(valueNode(ctx, windowField), join(path, 'window'), parsed.reason);
+      }
+    }
+  } else if (unitText === '' || unitField === undefined) {
+    ctx.error(
+      unitField ? valueNode(ctx, unitField) : map,
+      join(path, 'unit'),
+      `missing rate limit unit: set 'unit' (one of ${UNITS.join(', ')}) or 'window'`,
+    );
+  } else if (unitText !== undefined) {
+    const lower = unitText.toLowerCase();
+    if ((UNITS as readonly string[]).includes(lower)) {
+      unit = lower as Unit;
+      windowMs = UNIT_SECONDS[unit] * 1000;
+    } else {
+      ctx.error(valueNode(ctx, unitField), join(path, 'unit'), notOneOfMessage(unitText, UNITS));
+    }
+  }
+
+  const rpuField = fields.get('requests_per_unit');
+  // Omitted means 0 (reject everything), as envoyproxy/ratelimit's uint32 zero value does.
+  const requestsPerUnit = rpuField
+    ? readInt(ctx, rpuField.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0)
+    : 0;
+  const name = readName(ctx, fields, path);
+  const algorithm = readAlgorithm(ctx, fields.get('algorithm'), join(path, 'algorithm')) ?? defaults.algorithm;
+  const effective: AlgorithmName = algorithm ?? 'fixed_window';
+  const burstField = fields.get('burst');
+  let burst: number | undefined;
+  if (burstField !== undefined) {
+    if (!BURST_ALGORITHMS.includes(effective)) {
+      ctx.error(
+        burstField.key,
+        join(path, 'burst'),
+        `burst applies only to token_bucket and leaky_bucket, not ${effective}`,
+      );
+    } else {
+      burst = readInt(ctx, burstField.value, join(path, 'burst'), 1, UINT32_MAX, undefined);
+    }
+  }
+  if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
+  const fallbackBurst =
+    effective === 'token_bucket'
+      ? (defaults.burst ?? requestsPerUnit)
+      : effective === 'leaky_bucket'
+        ? (defaults.burst ?? 1)
+        : requestsPerUnit;
+  return {
+    ...(name !== undefined ? { name } : {}),
+    requestsPerUnit,
+    windowMs,
+    unit,
+    ...(window !== undefined ? { window } : {}),
+    algorithm: effective,
+    burst: burst ?? fallbackBurst,
+  };
+}
+
+function readReplaces(ctx: FileContext, fields: Fields, path: string): { name: string; node: Node; path: string }[] {
+  const out: { name: string; node: Node; path: string }[] = [];
+  const replacesPath = join(path, 'replaces');
+  for (const item of readMapList(ctx, fields.get('replaces'), replacesPath)) {
+    const itemFields = readFields(ctx, item.map, item.path, REPLACES_KEYS);
+    const nameField = itemFields.get('name');
+    const namePath = join(item.path, 'name');
+    const name = nameField ? readString(ctx, nameField.value, namePath) : '';
+    if (name === undefined) continue;
+    const node = nameField ? valueNode(ctx, nameField) : item.map;
+    if (name === '') ctx.error(node, namePath, 'should not have an empty replaces entry');
+    else out.push({ name, node, path: namePath });
+  }
+  return out;
+}
+
+function checkReplaces(
+  ctx: FileContext,
+  replaces: readonly { name: string; node: Node; path: string }[],
+  ownNames: readonly string[],
+): void {
+  for (const r of replaces) {
+    if (ownNames.includes(r.name)) ctx.error(r.node, r.path, 'replaces should not contain name of same descriptor');
+  }
+}
