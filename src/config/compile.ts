@@ -182,6 +182,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
     quotaMode: raw.quotaMode,
     detailedMetric: raw.detailedMetric,
     shareThreshold: raw.shareThreshold,
+    ...(raw.metadata !== undefined ? { metadata: raw.metadata } : {}),
   });
 }
 

@@ -32,6 +32,7 @@ export interface DescribedRule {
   readonly detailed_metric: boolean;
   readonly value_to_metric: boolean;
   readonly share_threshold: boolean;
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 export interface ConfigDescription {
@@ -85,6 +86,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
     detailed_metric: rule.detailedMetric,
     value_to_metric: raw.valueToMetric,
     share_threshold: rule.shareThreshold,
+    ...(rule.metadata !== undefined ? { metadata: rule.metadata } : {}),
   };
 }
 

@@ -5,7 +5,7 @@
 import { isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
 import { unknownKeyMessage } from './schema.js';
-import type { FileContext} from './yaml-nodes.js';
+import type { FileContext } from './yaml-nodes.js';
 import { describeNode, scalarKind } from './yaml-nodes.js';
 
 /** One field of a mapping: its key node and its (not yet dereferenced) value. */

@@ -1,6 +1,7 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { Unit } from '../core/types.js';
+import type { JsonValue } from './yaml-nodes.js';
 
 export interface Position {
   readonly line: number;
@@ -38,6 +39,8 @@ export interface RawDescriptor {
   readonly detailedMetric: boolean;
   readonly valueToMetric: boolean;
   readonly shareThreshold: boolean;
+  /** `metadata:` as written (a mapping), undefined when absent. */
+  readonly metadata?: { readonly [key: string]: JsonValue };
   readonly descriptors: readonly RawDescriptor[];
 }
 

@@ -19,6 +19,7 @@ export const DESCRIPTOR_KEYS = [
   'detailed_metric',
   'value_to_metric',
   'share_threshold',
+  'metadata',
 ] as const;
 export const RATE_LIMIT_KEYS = [
   'unit',

@@ -34,6 +34,11 @@ export interface CompiledRule {
   readonly detailedMetric: boolean;
   /** `share_threshold`: every value matching this node's wildcard shares one counter. */
   readonly shareThreshold: boolean;
+  /**
+   * `metadata:` of the descriptor, as written (a frozen JSON object), for the engine to pass on (e.g. into the
+   * response's dynamic metadata). Absent when the descriptor has none.
+   */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 /** Result of looking up one request descriptor. */

@@ -13,7 +13,8 @@ import type { RawDescriptor, RawFile } from './raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
 import type { FileDefaults } from './validate-limits.js';
-import { FileContext, describeNode, readBool, readInt, readString, scalarKind } from './yaml-nodes.js';
+import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
+import type { JsonValue } from './yaml-nodes.js';
 
 export function validateFile(name: string, text: string): { file: RawFile; errors: ConfigError[] } {
   const lineCounter = new LineCounter();
@@ -127,6 +128,7 @@ function readDescriptor(
   const quotaMode = flag('quota_mode');
   const detailedMetric = flag('detailed_metric');
   const valueToMetric = flag('value_to_metric');
+  const metadata = readMetadata(ctx, fields.get('metadata'), join(path, 'metadata'));
   const rule = readRule(ctx, fields, path, defaults);
   const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults);
   if (key === undefined || value === undefined) return undefined;
@@ -141,6 +143,23 @@ function readDescriptor(
     detailedMetric,
     valueToMetric,
     shareThreshold,
+    ...(metadata !== undefined ? { metadata } : {}),
     descriptors,
   };
+}
+
+/** `metadata:` must be a mapping (or empty); its content is free-form and passed through as JSON. */
+function readMetadata(
+  ctx: FileContext,
+  field: Field | undefined,
+  path: string,
+): { readonly [key: string]: JsonValue } | undefined {
+  if (field === undefined) return undefined;
+  const node = ctx.deref(field.value);
+  if (node === undefined || (isScalar(node) && scalarKind(node) === 'null')) return undefined;
+  if (!isMap(node)) {
+    ctx.error(node, path, `must be a mapping, not ${describeNode(node)}`);
+    return undefined;
+  }
+  return readJson(ctx, node, path) as { readonly [key: string]: JsonValue } | undefined;
 }

@@ -155,3 +155,61 @@ export function readInt(
   ctx.error(node, path, `must be ${range}, not ${describeNode(node)}`);
   return undefined;
 }
+
+export type JsonValue = string | number | boolean | null | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+
+/**
+ * A free-form value (descriptor `metadata`) as frozen JSON: scalars resolved with the YAML 1.1 rules above,
+ * mappings with string keys only. Undefined (and an error) for anything that cannot be JSON.
+ */
+export function readJson(ctx: FileContext, raw: unknown, path: string, depth = 0): JsonValue | undefined {
+  const node = ctx.deref(raw);
+  if (depth > 32) {
+    ctx.error(node, path, 'nested too deeply');
+    return undefined;
+  }
+  if (node === undefined) return null;
+  if (isScalar(node)) {
+    const text = String(node.value);
+    switch (scalarKind(node)) {
+      case 'null':
+        return null;
+      case 'bool':
+        return TRUES.has(text);
+      case 'int':
+        return parseYamlInt(text) ?? Number(text.replaceAll('_', ''));
+      case 'float': {
+        const n = Number(text.replaceAll('_', ''));
+        if (Number.isFinite(n)) return n;
+        ctx.error(node, path, `${text} cannot be represented in JSON`);
+        return undefined;
+      }
+      default:
+        return text;
+    }
+  }
+  if (isSeq(node)) {
+    const items: JsonValue[] = [];
+    node.items.forEach((item, i) => {
+      const v = readJson(ctx, item, `${path}[${i}]`, depth + 1);
+      if (v !== undefined) items.push(v);
+    });
+    return Object.freeze(items);
+  }
+  if (isMap(node)) {
+    const out: Record<string, JsonValue> = {};
+    for (const pair of node.items) {
+      const key = ctx.deref(pair.key);
+      if (key === undefined || !isScalar(key) || scalarKind(key) !== 'string') {
+        ctx.error(key ?? node, path, `metadata keys must be strings, not ${describeNode(key)}`);
+        continue;
+      }
+      const name = String(key.value);
+      const v = readJson(ctx, pair.value, `${path}.${name}`, depth + 1);
+      if (v !== undefined) out[name] = v;
+    }
+    return Object.freeze(out);
+  }
+  ctx.error(node, path, `unsupported value: ${describeNode(node)}`);
+  return undefined;
+}

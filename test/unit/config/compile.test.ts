@@ -84,6 +84,31 @@ descriptors:
   });
 });
 
+describe('metadata', () => {
+  it('passes descriptor metadata through to the rule as frozen JSON', () => {
+    const c = compile({
+      'md.yaml': `domain: md
+descriptors:
+  - key: team
+    metadata:
+      owner: payments
+      tier: 2
+      paging: yes
+      tags: [a, "b"]
+      nested: {x: ~}
+    rate_limit: {unit: second, requests_per_unit: 1}
+  - key: plain
+    rate_limit: {unit: second, requests_per_unit: 1}
+`,
+    });
+    const d = domainOf(c, 'md');
+    const metadata = d.lookup(entries('team=t'))?.rule.metadata;
+    expect(metadata).toEqual({ owner: 'payments', tier: 2, paging: true, tags: ['a', 'b'], nested: { x: null } });
+    expect(Object.isFrozen(metadata)).toBe(true);
+    expect(d.lookup(entries('plain=p'))?.rule.metadata).toBeUndefined();
+  });
+});
+
 describe('domains and files', () => {
   const a = 'domain: shared\ndescriptors:\n  - {key: a, rate_limit: {unit: second, requests_per_unit: 1}}\n';
   const b = 'domain: shared\ndescriptors:\n  - {key: b, rate_limit: {unit: second, requests_per_unit: 2}}\n';
