@@ -26,7 +26,7 @@ describe('OverLimitCache on a Redis store', () => {
   let redis: RedisStore;
   let cache: OverLimitCache;
   beforeAll(async () => {
-    handle = await startRedisStore('single', { algorithmsDir: 'test/support/lua-fixture', requiredAlgorithms: ['fixed_window'] });
+    handle = await startRedisStore('single');
     redis = handle.store;
     cache = new OverLimitCache(redis, { maxEntries: 2 });
   });

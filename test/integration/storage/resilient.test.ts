@@ -45,7 +45,7 @@ describe('ResilientStore', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    primary = createRedisStore({ url: redis.url, commandTimeoutMs: 2000, algorithmsDir: 'test/support/lua-fixture', requiredAlgorithms: ['fixed_window'] });
+    primary = createRedisStore({ url: redis.url, commandTimeoutMs: 2000 });
     await primary.waitUntilReady(5000);
   });
   afterAll(async () => {
