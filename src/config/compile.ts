@@ -82,7 +82,7 @@ export function compileConfigFiles(
   }
   const version = contentVersion(files);
   const frozenDomains: ReadonlyMap<string, CompiledDomain> = compiled;
-  const description = describeConfig(version, order, [...domains.values()].map((d) => ({
+  const description = describeConfig([...domains.values()].map((d) => ({
     name: d.name,
     files: d.files,
     rules: collectRules(d.root, d.files),

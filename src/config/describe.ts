@@ -1,5 +1,5 @@
 /**
- * The JSON served at GET /rules: every domain and rule as loaded, with snake_case field names matching the
+ * The JSON served at GET /rules (under `domains`, next to the version and files): every domain and rule as loaded, with snake_case field names matching the
  * YAML, so an operator can compare what they wrote with what the service understood. Built once per compiled
  * config and deep-frozen (the same object is returned on every call).
  */
@@ -35,34 +35,29 @@ export interface DescribedRule {
   readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
-export interface ConfigDescription {
-  readonly version: string;
+export interface DescribedDomain {
+  readonly name: string;
   readonly files: readonly string[];
-  readonly domains: readonly {
-    readonly name: string;
-    readonly files: readonly string[];
-    readonly rules: readonly DescribedRule[];
-  }[];
+  readonly rules: readonly DescribedRule[];
 }
 
+/** What describe() returns: the domains, in load order (version and files are on CompiledConfig itself). */
+export type ConfigDescription = readonly DescribedDomain[];
+
 export function describeConfig(
-  version: string,
-  files: readonly string[],
   domains: readonly {
     name: string;
     files: readonly string[];
     rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[] }[];
   }[],
 ): ConfigDescription {
-  return deepFreeze({
-    version,
-    files: [...files],
-    domains: domains.map((d) => ({
+  return deepFreeze(
+    domains.map((d) => ({
       name: d.name,
       files: [...d.files],
       rules: d.rules.map(({ rule, raw, chain }) => describeRule(rule, raw, chain)),
     })),
-  });
+  );
 }
 
 function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly RawDescriptor[]): DescribedRule {

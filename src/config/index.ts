@@ -6,7 +6,7 @@ export { loadConfigDir, readConfigFiles } from './loader.js';
 export type { ConfigFile } from './loader.js';
 export { watchConfigDir } from './watcher.js';
 export type { ConfigWatcher, WatchOptions } from './watcher.js';
-export type { ConfigDescription, DescribedLimit, DescribedRule } from './describe.js';
+export type { ConfigDescription, DescribedDomain, DescribedLimit, DescribedRule } from './describe.js';
 export type {
   CompiledConfig,
   CompiledDomain,

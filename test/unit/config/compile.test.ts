@@ -205,61 +205,57 @@ descriptors:
   });
 
   it('lists every rule with its source, limits and flags', () => {
-    expect(config.describe()).toEqual({
-      version: config.version,
-      files: ['d.yaml'],
-      domains: [
-        {
-          name: 'd',
-          files: ['d.yaml'],
-          rules: [
-            {
-              stats_key: 'd.tenant.plan_pro',
-              source: 'd.yaml:5',
-              descriptor: [{ key: 'tenant' }, { key: 'plan', value: 'pro' }],
-              unlimited: false,
-              limits: [
-                {
-                  name: 'burst',
-                  requests_per_unit: 20,
-                  unit: 'second',
-                  window: '1s',
-                  window_ms: 1000,
-                  algorithm: 'token_bucket',
-                  burst: 40,
-                },
-                {
-                  requests_per_unit: 3,
-                  unit: null,
-                  window: '1500ms',
-                  window_ms: 1500,
-                  algorithm: 'fixed_window',
-                },
-              ],
-              replaces: ['per_ip'],
-              shadow_mode: false,
-              quota_mode: true,
-              detailed_metric: false,
-              value_to_metric: false,
-              share_threshold: false,
-            },
-            {
-              stats_key: 'd.internal',
-              source: 'd.yaml:11',
-              descriptor: [{ key: 'internal' }],
-              unlimited: true,
-              limits: [],
-              replaces: [],
-              shadow_mode: false,
-              quota_mode: false,
-              detailed_metric: false,
-              value_to_metric: false,
-              share_threshold: false,
-            },
-          ],
-        },
-      ],
-    });
+    expect(config.describe()).toEqual([
+      {
+        name: 'd',
+        files: ['d.yaml'],
+        rules: [
+          {
+            stats_key: 'd.tenant.plan_pro',
+            source: 'd.yaml:5',
+            descriptor: [{ key: 'tenant' }, { key: 'plan', value: 'pro' }],
+            unlimited: false,
+            limits: [
+              {
+                name: 'burst',
+                requests_per_unit: 20,
+                unit: 'second',
+                window: '1s',
+                window_ms: 1000,
+                algorithm: 'token_bucket',
+                burst: 40,
+              },
+              {
+                requests_per_unit: 3,
+                unit: null,
+                window: '1500ms',
+                window_ms: 1500,
+                algorithm: 'fixed_window',
+              },
+            ],
+            replaces: ['per_ip'],
+            shadow_mode: false,
+            quota_mode: true,
+            detailed_metric: false,
+            value_to_metric: false,
+            share_threshold: false,
+          },
+          {
+            stats_key: 'd.internal',
+            source: 'd.yaml:11',
+            descriptor: [{ key: 'internal' }],
+            unlimited: true,
+            limits: [],
+            replaces: [],
+            shadow_mode: false,
+            quota_mode: false,
+            detailed_metric: false,
+            value_to_metric: false,
+            share_threshold: false,
+          },
+        ],
+      },
+    ]);
   });
 
   it('is JSON-serialisable and frozen', () => {
