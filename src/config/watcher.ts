@@ -72,6 +72,9 @@ function fingerprint(files: readonly { name: string; text: string }[], failures:
   return hash.digest('hex');
 }
 
+/** Minimum wait before re-creating a watcher that reported an error. */
+const RESTART_DELAY_MS = 1000;
+
 export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatcher {
   let closed = false;
   let watcher: FSWatcher | undefined;
@@ -131,6 +134,12 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
         w.close();
         if (watcher === w) watcher = undefined;
         schedule();
+        // One delayed restart (the poll also restarts it): a watcher that fails again waits for the next poll
+        // rather than spinning.
+        const retry = setTimeout(() => {
+          if (!closed && watcher === undefined) startWatcher();
+        }, Math.max(options.debounceMs, RESTART_DELAY_MS));
+        retry.unref();
       });
       watcher = w;
     } catch (err) {
