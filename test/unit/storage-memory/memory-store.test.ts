@@ -112,6 +112,23 @@ describe('MemoryStore memory bounds', () => {
     expect(counts.map((o) => o.remaining)).toEqual([4, 4]); // both kept
   });
 
+  it('when full, frees expired entries rather than live ones, even beyond what the sweep reached', async () => {
+    store = new MemoryStore({ maxKeys: 100 });
+    // the least recently used keys are live ones, so evicting by recency alone would lose them
+    for (let i = 0; i < 10; i++) await store.apply([check(`long-${i}`, 5)], T0);
+    for (let i = 0; i < 50; i++) await store.apply([check(`short-${i}`, 5, { windowMs: 1_000 })], T0);
+    for (let i = 10; i < 50; i++) await store.apply([check(`long-${i}`, 5)], T0 + 1);
+    // one batch of 40 new keys: the sweep frees at most 16 per call, the rest must come from eviction
+    const fresh = Array.from({ length: 40 }, (_, i) => check(`new-${i}`, 5));
+    await store.apply(fresh, T0 + 2_000);
+    expect(store.size).toBeLessThanOrEqual(100);
+    const longs = await store.apply(
+      Array.from({ length: 50 }, (_, i) => check(`long-${i}`, 5, { hits: 0 })),
+      T0 + 2_001,
+    );
+    expect(longs.every((o) => o.remaining === 4)).toBe(true); // no live key was evicted
+  });
+
   it('evicts the least recently used live entry when nothing has expired', async () => {
     store = new MemoryStore({ maxKeys: 3 });
     for (const k of ['a', 'b', 'c']) await store.apply([check(k, 5)], T0);
