@@ -166,9 +166,10 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<RedisServer> {
+/** A standalone server; `extraArgs` are further redis-server options (e.g. `--repl-diskless-sync-delay 0`). */
+export async function startRedis(extraArgs: readonly string[] = []): Promise<RedisServer> {
   const port = await freePort();
-  const proc = new RedisProcess(port);
+  const proc = new RedisProcess(port, extraArgs);
   await proc.start();
   return {
     url: `redis://${HOST}:${port}`,
@@ -187,12 +188,18 @@ export interface SentinelSetup {
   stop(): Promise<void>;
 }
 
+export interface SentinelOptions {
+  /** How long the master must be unreachable before the sentinel fails over (default 5000 ms). */
+  readonly downAfterMs?: number;
+}
+
 /** A sentinel watching the master on `masterPort` (start it first with startRedis) as `mymaster`. */
-export async function startSentinel(masterPort: number): Promise<SentinelSetup> {
+export async function startSentinel(masterPort: number, options: SentinelOptions = {}): Promise<SentinelSetup> {
   const port = await freePort();
   const config = [
     `sentinel monitor mymaster ${HOST} ${masterPort} 1`,
-    'sentinel down-after-milliseconds mymaster 5000',
+    `sentinel down-after-milliseconds mymaster ${options.downAfterMs ?? 5000}`,
+    'sentinel failover-timeout mymaster 5000',
     '',
   ].join('\n');
   const proc = new RedisProcess(port, [], config);
