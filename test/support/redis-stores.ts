@@ -11,19 +11,24 @@ export interface RedisStoreHandle {
   readonly store: RedisStore;
   /** Options to open more stores on the same servers (more replicas). */
   readonly options: RedisStoreOptions;
+  /** Port of a server to send raw commands to (the standalone server, the master, or a cluster node). */
+  readonly port: number;
   readonly stop: () => Promise<void>;
 }
 
 export async function startRedisStore(shape: RedisShape, extra: Partial<RedisStoreOptions> = {}): Promise<RedisStoreHandle> {
   let options: RedisStoreOptions;
   let stop: () => Promise<void>;
+  let port: number;
   if (shape === 'single') {
     const redis = await startRedis();
+    port = redis.port;
     options = { url: redis.url, ...extra };
     stop = () => redis.stop();
   } else if (shape === 'sentinel') {
     const redis = await startRedis();
     const sentinel = await startSentinel(redis.port);
+    port = redis.port;
     options = { url: 'redis://', type: 'sentinel', sentinelMaster: sentinel.masterName, sentinels: sentinel.sentinels, ...extra };
     stop = async () => {
       await sentinel.stop();
@@ -31,10 +36,11 @@ export async function startRedisStore(shape: RedisShape, extra: Partial<RedisSto
     };
   } else {
     const cluster = await startCluster();
+    port = cluster.nodes[0]!.port;
     options = { url: `redis://${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}`, type: 'cluster', clusterNodes: cluster.nodes, ...extra };
     stop = () => cluster.stop();
   }
   const store = createRedisStore(options);
   await store.waitUntilReady(10_000);
-  return { store, options, stop };
+  return { store, options, port, stop };
 }

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterKey } from '../../../src/core/keys.js';
 import { ALGORITHM_NAMES } from '../../../src/algorithms/types.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
+import { rawCommand } from '../../support/redis.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 
 const T0 = 1_700_002_800_000 + 1_000;
@@ -43,5 +44,14 @@ describe('concurrent replicas on one Redis', () => {
     const trips = after.reduce((n, s, i) => n + s.roundTrips - before[i]!.roundTrips, 0);
     expect(calls).toBe(200);
     expect(trips).toBeLessThan(20);
+  });
+
+  it('reloads the script by itself when Redis lost it (SCRIPT FLUSH, as after a restart or failover)', async () => {
+    const key = counterKey('rl:conc:', 'd', [{ key: 'flush', value: String(process.pid) }], 'fixed_window', 60_000);
+    const c = { key, algorithm: 'fixed_window' as const, limit: 5, windowMs: 60_000, burst: 1, hits: 1, enforce: true };
+    await handle.store.apply([c], T0);
+    await rawCommand(handle.port, ['SCRIPT', 'FLUSH']);
+    const outcomes = await Promise.all([handle.store.apply([c], T0), handle.store.apply([c], T0)]);
+    expect(outcomes.map(([o]) => o!.remaining).sort()).toEqual([2, 3]);
   });
 });
