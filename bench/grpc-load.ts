@@ -1,0 +1,135 @@
+/**
+ * gRPC load benchmark: the real service in its own process (`ratelimit serve`), h2load (nghttp2) as the
+ * client sending Envoy-shaped ShouldRateLimit calls over HTTP/2, then a sequential Node client for latency
+ * percentiles at low load. Prints the figures and the command that produced them.
+ *
+ *   npx tsx bench/grpc-load.ts [--backend memory|redis] [--requests 200000] [--connections 4] [--streams 64]
+ *
+ * With --backend redis it starts its own redis-server on a free port (never the one on 6379).
+ * The machine has 2 cores shared by server, client (and Redis): compare figures from one run, not across machines.
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { encodeRequest, RawRlsClient } from '../test/support/raw-rls.js';
+import { startRedis, type RedisServer } from '../test/support/redis.js';
+
+const run = promisify(execFile);
+const args = process.argv.slice(2);
+const opt = (name: string, def: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
+};
+const backend = opt('backend', 'memory');
+const requests = Number(opt('requests', '200000'));
+const connections = Number(opt('connections', '4'));
+const streams = Number(opt('streams', '64'));
+
+const RULES = `domain: bench
+descriptors:
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: blocked
+    rate_limit: {unit: day, requests_per_unit: 1}
+  - key: api
+    rate_limits:
+      - {unit: second, requests_per_unit: 1000000000, algorithm: token_bucket}
+      - {unit: day, requests_per_unit: 4000000000, algorithm: sliding_window_counter}
+`;
+
+function grpcFrame(message: Uint8Array): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(message.length, 1);
+  return Buffer.concat([head, Buffer.from(message)]);
+}
+
+async function startServer(dir: string, env: Record<string, string>): Promise<{ child: ChildProcess; grpc: string; http: string }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, '../bin/ratelimit.mjs'), 'serve'], {
+    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_DIR: dir, CONFIG_WATCH: 'false', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /"grpc":"([^"]+)","http":"([^"]+)"/.exec(err);
+      if (m) resolve({ child, grpc: m[1]!, http: m[2]! });
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+async function h2load(address: string, bodyFile: string): Promise<{ rps: number; meanMs: number; maxMs: number; ok: number; line: string }> {
+  const cmd = ['-n', String(requests), '-c', String(connections), '-m', String(streams), '-d', bodyFile,
+    '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-H', 'grpc-timeout: 20m',
+    `http://${address}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`];
+  const { stdout } = await run('h2load', cmd, { maxBuffer: 1 << 24 });
+  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN);
+  const t = /time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(stdout);
+  const ms = (v: string, u: string) => Number(v) * (u === 'us' ? 0.001 : u === 's' ? 1000 : 1);
+  const ok = Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0);
+  return { rps, meanMs: t ? ms(t[5]!, t[6]!) : NaN, maxMs: t ? ms(t[3]!, t[4]!) : NaN, ok, line: `h2load ${cmd.join(' ')}` };
+}
+
+async function latency(address: string, n: number): Promise<{ p50: number; p99: number; p999: number }> {
+  const client = new RawRlsClient(address);
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    await client.call('bench', [{ entries: [['user', `u${i % 1000}`]] }]);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  client.close();
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+  return { p50: at(0.5), p99: at(0.99), p999: at(0.999) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'rl-bench-'));
+writeFileSync(join(dir, 'bench.yaml'), RULES);
+let redis: RedisServer | undefined;
+let server: Awaited<ReturnType<typeof startServer>> | undefined;
+try {
+  const env: Record<string, string> = { BACKEND: backend, LOG_LEVEL: 'info' };
+  if (backend === 'redis') {
+    redis = await startRedis();
+    env.REDIS_URL = redis.url;
+  }
+  server = await startServer(dir, env);
+  const scenarios: [string, Uint8Array][] = [
+    ['1 descriptor, admitted (fixed_window)', encodeRequest('bench', [{ entries: [['user', 'alice']] }])],
+    ['1 descriptor, over limit', encodeRequest('bench', [{ entries: [['blocked', 'x']] }])],
+    ['2 descriptors, 3 limits (fixed, token_bucket, sliding_window_counter)', encodeRequest('bench', [{ entries: [['user', 'bob']] }, { entries: [['api', 'k']] }])],
+  ];
+  console.log(`# gRPC load, backend=${backend}, ${requests} requests, ${connections} connections x ${streams} streams, node ${process.version}`);
+  console.log(`# command: npx tsx bench/grpc-load.ts ${args.join(' ')}`.trimEnd());
+  console.log('| scenario | req/s | mean ms | max ms | HTTP 200 |');
+  console.log('|---|---|---|---|---|');
+  let firstLine = '';
+  for (const [name, body] of scenarios) {
+    const file = join(dir, 'body.bin');
+    writeFileSync(file, grpcFrame(body));
+    const r = await h2load(server.grpc, file);
+    firstLine ||= r.line;
+    console.log(`| ${name} | ${Math.round(r.rps)} | ${r.meanMs.toFixed(2)} | ${r.maxMs.toFixed(1)} | ${r.ok} |`);
+  }
+  const lat = await latency(server.grpc, 5000);
+  console.log(`\nsequential latency (one call in flight, 5000 calls): p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms, p99.9 ${lat.p999.toFixed(3)} ms`);
+  const metrics = await (await fetch(`http://${server.http.replace('0.0.0.0', '127.0.0.1')}/metrics`)).text();
+  const decided = [...metrics.matchAll(/^ratelimit_decisions_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+  const sum = (re: RegExp) => [...metrics.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+  console.log(`decisions counted by the server: ${decided}; gRPC errors: ${sum(/^ratelimit_grpc_errors_total\{[^}]*\} (\d+)/gm)}; answered by FAILURE_MODE (store slower than the 20 ms deadline): ${sum(/^ratelimit_store_fallbacks_total\{[^}]*\} (\d+)/gm)}`);
+  if (backend === 'redis') {
+    const get = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
+    const reqs = get('ratelimit_redis_requests_total');
+    const trips = get('ratelimit_redis_round_trips_total');
+    console.log(`Redis: ${reqs} requests, ${trips} round trips → ${(trips / reqs).toFixed(3)} round trips per request; over-limit cache hits ${get('ratelimit_over_limit_cache_hits_total')}`);
+  }
+  console.log(`(h2load line: ${firstLine})`);
+} finally {
+  server?.child.kill('SIGTERM');
+  await redis?.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
