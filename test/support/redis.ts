@@ -1,12 +1,15 @@
 /**
  * Real redis-server processes for integration tests: standalone, Sentinel (1 master + 1 sentinel) and a
  * 3-master Cluster. Each binds 127.0.0.1 on free ports, persists nothing (`--save '' --appendonly no`, a temp
- * dir) and is stopped with SIGTERM (awaiting exit) by `stop()`. A process-exit hook SIGKILLs anything a
- * crashed test left behind, so no server outlives the test run. Never touches the Redis on 6379.
+ * dir) and is stopped with SIGTERM (awaiting exit) by `stop()`. Never touches the Redis on 6379.
+ *
+ * No server outlives the test process, however it ends: vitest ends its workers with a signal, which runs
+ * no exit hook, so each redis-server runs under a tiny node guard that stops it when the guard's stdin pipe
+ * from the test process closes (that happens even on SIGKILL).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,8 +19,20 @@ const HOST = '127.0.0.1';
 const live = new Set<ChildProcess>();
 
 process.on('exit', () => {
-  for (const child of live) child.kill('SIGKILL');
+  for (const child of live) child.kill('SIGTERM');
 });
+
+/** The guard: runs argv[1..] and SIGTERMs it when stdin ends or the guard gets SIGTERM; exits with it. */
+const GUARD = `
+const child = require('node:child_process').spawn(process.argv[1], process.argv.slice(2), { stdio: ['ignore', 'ignore', 'inherit'] });
+const stop = () => child.kill('SIGTERM');
+process.stdin.on('end', stop);
+process.stdin.on('error', stop);
+process.stdin.resume();
+process.on('SIGTERM', stop);
+child.on('error', (e) => { console.error(String(e)); process.exit(127); });
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+`;
 
 /** A port nobody listens on right now (the OS picks it). */
 export async function freePort(): Promise<number> {
@@ -122,7 +137,9 @@ export class RedisProcess {
       args = ['--port', String(this.port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', this.dir];
       args.push(...this.extraArgs);
     }
-    const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', GUARD, 'redis-server', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+    // the pipe only signals our death to the guard; it must not keep this process alive
+    (child.stdin as Socket | null)?.unref();
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     live.add(child);

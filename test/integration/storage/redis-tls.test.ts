@@ -11,18 +11,24 @@ import { makeTestPki, type TestPki } from '../../support/tls.js';
 const key = counterKey('rl:tls:', 'd', [{ key: 'k', value: String(process.pid) }], 'fixed_window', 60_000);
 const check = { key, algorithm: 'fixed_window' as const, limit: 10, windowMs: 60_000, burst: 1, hits: 1, enforce: true };
 
-/** Whether a store with these options gets ready, and if so that it counts. */
+/** Whether a store with these options gets ready (and then counts), or reports a connection error first. */
 async function connects(options: RedisStoreOptions): Promise<boolean> {
-  const errors: string[] = [];
-  const store = createRedisStore({ ...options, connectTimeoutMs: 500, log: (m) => errors.push(m) });
+  let failed!: () => void;
+  const error = new Promise<void>((resolve) => (failed = resolve));
+  const store = createRedisStore({
+    ...options,
+    connectTimeoutMs: 1000,
+    log: (m) => {
+      if (m.includes('error')) failed();
+    },
+  });
   try {
-    await store.waitUntilReady(800);
-    const [o] = await store.apply([check], Date.now());
-    expect(o!.allowed).toBe(true);
-    return true;
-  } catch {
-    expect(errors.length).toBeGreaterThan(0); // the refusal was logged, not thrown at the process
-    return false;
+    const ready = await Promise.race([store.waitUntilReady(3000).then(() => true), error.then(() => false)]);
+    if (ready) {
+      const [o] = await store.apply([check], Date.now());
+      expect(o!.allowed).toBe(true);
+    }
+    return ready;
   } finally {
     await store.close();
   }
