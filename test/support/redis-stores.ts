@@ -40,7 +40,14 @@ export async function startRedisStore(shape: RedisShape, extra: Partial<RedisSto
     options = { url: `redis://${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}`, type: 'cluster', clusterNodes: cluster.nodes, ...extra };
     stop = () => cluster.stop();
   }
-  const store = createRedisStore(options);
-  await store.waitUntilReady(10_000);
+  let store: RedisStore | undefined;
+  try {
+    store = createRedisStore(options);
+    await store.waitUntilReady(10_000);
+  } catch (error) {
+    await store?.close();
+    await stop();
+    throw error;
+  }
   return { store, options, port, stop };
 }
