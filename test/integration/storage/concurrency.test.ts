@@ -1,7 +1,8 @@
 /**
  * Three replicas (three RedisStores, three connections) fire 200 concurrent requests at one key with a limit
  * of 100: exactly 100 are admitted, for every algorithm (buckets with burst = L and no time passing, so no
- * refill). Also measures that concurrent requests share round trips (auto-pipelining).
+ * refill). Also measures that concurrent requests share round trips (auto-pipelining), and on Redis Cluster
+ * that requests spanning two slots never over-admit a shared limit.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterKey } from '../../../src/core/keys.js';
@@ -53,5 +54,36 @@ describe('concurrent replicas on one Redis', () => {
     await rawCommand(handle.port, ['SCRIPT', 'FLUSH']);
     const outcomes = await Promise.all([handle.store.apply([c], T0), handle.store.apply([c], T0)]);
     expect(outcomes.map(([o]) => o!.remaining).sort()).toEqual([2, 3]);
+  });
+});
+
+describe('concurrent replicas on Redis Cluster', () => {
+  let handle: RedisStoreHandle;
+  let replicas: RedisStore[];
+  beforeAll(async () => {
+    handle = await startRedisStore('cluster');
+    replicas = [handle.store, createRedisStore(handle.options), createRedisStore(handle.options)];
+    await Promise.all(replicas.map((r) => r.waitUntilReady(10_000)));
+  });
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.close()));
+    await handle.stop();
+  });
+
+  it('exact per limit when requests span slots: a shared limit of 100 admits exactly 100 of 200', async () => {
+    const shared = counterKey('rl:conc:', 'd', [{ key: 'api', value: `${process.pid}` }], 'sliding_window_log', 60_000);
+    const check = (key: string, limit: number) =>
+      ({ key, algorithm: 'sliding_window_log' as const, limit, windowMs: 60_000, burst: 1, hits: 1, enforce: true });
+    const outcomes = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => {
+        // each request also has a per-user limit on another descriptor (another slot, usually another node)
+        const user = counterKey('rl:conc:', 'd', [{ key: 'user', value: `${process.pid}-${i % 7}` }], 'sliding_window_log', 60_000);
+        return replicas[i % 3]!.apply([check(user, 1000), check(shared, L)], T0);
+      }),
+    );
+    expect(outcomes.filter((o) => o.every((x) => x.allowed))).toHaveLength(L);
+    const [after] = await replicas[0]!.apply([{ ...check(shared, L), hits: 0 }], T0);
+    expect(after!.remaining).toBe(0);
+    expect(replicas.reduce((n, r) => n + r.stats().crossSlotRequests, 0)).toBeGreaterThanOrEqual(200);
   });
 });
