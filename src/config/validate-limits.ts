@@ -7,6 +7,7 @@ import { ALGORITHM_NAMES, isAlgorithmName } from '../algorithms/types.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../core/types.js';
 import type { Unit } from '../core/types.js';
+import { paramsError } from '../algorithms/registry.js';
 import { parseWindow } from './duration.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
@@ -212,10 +213,19 @@ function readLimit(
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
-      ? (defaults.burst ?? requestsPerUnit)
+      ? (defaults.burst ?? Math.max(1, requestsPerUnit))
       : effective === 'leaky_bucket'
         ? (defaults.burst ?? 1)
         : requestsPerUnit;
+  // The algorithms are exact only within PARAM_BOUNDS (e.g. a window of at most ~397 days); say so here,
+  // at the limit, rather than decide imprecisely later.
+  const bounds = paramsError(effective, { limit: requestsPerUnit, windowMs, burst: burst ?? fallbackBurst });
+  if (bounds !== undefined) {
+    const field = /^window/.test(bounds) ? 'window' : /^burst/.test(bounds) ? 'burst' : undefined;
+    const at = field === undefined ? undefined : fields.get(field);
+    ctx.error(at !== undefined ? valueNode(ctx, at) : map, at !== undefined && field !== undefined ? join(path, field) : path, bounds);
+    return undefined;
+  }
   return {
     ...(name !== undefined ? { name } : {}),
     requestsPerUnit,

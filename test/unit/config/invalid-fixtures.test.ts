@@ -148,6 +148,12 @@ const EXPECTED: Record<string, string[]> = {
   'window-and-unit.yaml': [
     "window-and-unit.yaml:6:7: descriptors[0].rate_limit.window: 'window' and 'unit' are mutually exclusive",
   ],
+  'window-too-long.yaml': [
+    'window-too-long.yaml:5:15: descriptors[0].rate_limit.window: window must be a whole number of ms from 1 to 34359738368 (about 397 days)',
+  ],
+  'burst-refill-too-long.yaml': [
+    'burst-refill-too-long.yaml:8:14: descriptors[0].rate_limit.burst: burst × window / requests_per_unit (the time to refill an empty bucket) must not exceed 2^48 ms',
+  ],
   'window-too-short.yaml': [
     "window-too-short.yaml:5:15: descriptors[0].rate_limit.window: '500ms' is shorter than the minimum window of 1s",
   ],
