@@ -21,7 +21,9 @@ export interface AppliedLimit {
   readonly limit: CompiledLimit;
   readonly outcome: LimitOutcome;
   readonly policyName: string;
-  readonly enforced: boolean;
+  /** Its rejection rejects the request (false for shadow_mode and, unless all are over, quota_mode). */
+  enforced: boolean;
+  readonly quotaMode?: boolean;
 }
 
 const seconds = (ms: number) => Math.ceil(ms / 1000);

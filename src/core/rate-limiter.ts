@@ -4,7 +4,9 @@
  * 1. Resolve every descriptor to a rule (or a per-request override), drop limits named in any
  *    matched rule's `replaces`, and turn the remaining limits into store checks.
  * 2. Ask the store once, atomically: the request is admitted iff every enforced limit allows it, and a
- *    rejected request consumes no quota from any limit.
+ *    rejected request consumes no quota from any limit. (One exception, as in envoyproxy/ratelimit: a
+ *    request is also rejected when every one of its quota_mode descriptors is over; ordinary limits that
+ *    admitted it have then counted it, since the store cannot know that rule.)
  * 3. Build one status per descriptor, in order, plus the response headers.
  *
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
@@ -94,23 +96,32 @@ export class RateLimiter {
 
     const statuses: DescriptorStatus[] = [];
     const applied: AppliedLimit[] = [];
+    const quotaDescriptors: number[] = [];
     const quotaViolations: number[] = [];
     let overLimit = false;
     resolved.forEach((r, index) => {
       const status = this.describe(request.domain, r, outcomes, applied);
       if (status.code === 'OVER_LIMIT') overLimit = true;
-      if (r.rule?.quotaMode === true && r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
+      if (r.rule?.quotaMode === true && r.limits.length > 0) {
+        quotaDescriptors.push(index);
+        if (r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
+      }
       statuses.push(status);
     });
+    // envoyproxy/ratelimit (#1059): quota-mode descriptors only report, unless every one of them is over;
+    // then they reject the request like ordinary limits.
+    if (quotaDescriptors.length > 0 && quotaViolations.length === quotaDescriptors.length) {
+      overLimit = true;
+      for (const i of quotaViolations) statuses[i] = { ...statuses[i]!, code: 'OVER_LIMIT', limitRemaining: 0 };
+      for (const a of applied) if (a.quotaMode) a.enforced = true;
+    }
 
     const decision: RateLimitDecision = {
       overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
       statuses,
       responseHeadersToAdd: buildResponseHeaders(applied, overLimit, this.options.headers),
       requestHeadersToAdd: [],
-      ...(resolved.some((r) => r.rule?.quotaMode === true)
-        ? { dynamicMetadata: quotaMetadata(request, quotaViolations) }
-        : {}),
+      ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
     };
     this.observer.onDecision(request.domain, overLimit, performance.now() - started);
     return decision;
@@ -133,7 +144,7 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode) });
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode), quotaMode: r.rule?.quotaMode === true });
     });
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;

@@ -77,14 +77,17 @@ export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
   };
 }
 
-/** JSON value → google.protobuf.Value in proto-loader's object form. */
+/**
+ * JSON value → google.protobuf.Value. protobufjs bundles the well-known types with camelCase field names
+ * (`stringValue`, not `string_value`), and keepCase keeps them so: a snake_case object would encode empty.
+ */
 function valueToWire(v: unknown): Record<string, unknown> {
-  if (v === null || v === undefined) return { null_value: 'NULL_VALUE' };
-  if (typeof v === 'number') return { number_value: v };
-  if (typeof v === 'string') return { string_value: v };
-  if (typeof v === 'boolean') return { bool_value: v };
-  if (Array.isArray(v)) return { list_value: { values: v.map(valueToWire) } };
-  return { struct_value: structToWire(v as Record<string, unknown>) };
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(valueToWire) } };
+  return { structValue: structToWire(v as Record<string, unknown>) };
 }
 
 export function structToWire(obj: Readonly<Record<string, unknown>>): { fields: Record<string, unknown> } {

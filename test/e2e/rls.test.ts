@@ -31,6 +31,9 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 1}
   - key: weekly
     rate_limit: {unit: week, requests_per_unit: 10}
+  - key: quota
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
 `;
 
 let t: TestService;
@@ -130,6 +133,26 @@ describe('ShouldRateLimit over gRPC', () => {
     expect((await client.shouldRateLimit(override)).overall_code).toBe('OVER_LIMIT');
   });
 
+  it('quota_mode reports in dynamic metadata and rejects only when every quota descriptor is over', async () => {
+    nextHour();
+    const [q1, q2] = [[['quota', 'backend-1']], [['quota', 'backend-2']]];
+    const ip = [['remote_address', '10.0.5.1']];
+    expect((await client.ask('edge', [q1, ip])).overall_code).toBe('OK'); // backend-1 used up
+    const failover = await client.ask('edge', [q1, q2, ip]);
+    expect(failover.overall_code).toBe('OK'); // backend-2 still has quota
+    expect(failover.statuses.map((s) => s.code)).toEqual(['OK', 'OK', 'OK']);
+    // google.protobuf.Struct as protobufjs decodes it (its bundled well-known types use camelCase names).
+    const fields = failover.dynamic_metadata!.fields as Record<string, { listValue?: { values: { numberValue: number }[] }; boolValue?: boolean; stringValue?: string }>;
+    expect(fields.quotaModeEnabled!.boolValue).toBe(true);
+    expect(fields.domain!.stringValue).toBe('edge');
+    expect(fields.quotaModeViolations!.listValue!.values.map((v) => v.numberValue)).toEqual([0]);
+    // Now both are over: the request is rejected, like envoyproxy/ratelimit does.
+    const allOver = await client.ask('edge', [q1, q2]);
+    expect(allOver.overall_code).toBe('OVER_LIMIT');
+    expect(allOver.statuses).toMatchObject([{ code: 'OVER_LIMIT', limit_remaining: 0 }, { code: 'OVER_LIMIT', limit_remaining: 0 }]);
+    expect(allOver.response_headers_to_add).toContainEqual(expect.objectContaining({ key: 'retry-after' }));
+  });
+
   it('rejects an empty domain or no descriptors with INVALID_ARGUMENT', async () => {
     await expect(client.ask('', [[['remote_address', '1']]])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit domain must not be empty' });
     await expect(client.ask('edge', [])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit descriptor list must not be empty' } satisfies Partial<ServiceError>);
@@ -156,6 +179,14 @@ describe('wire compatibility with Envoy field numbers (independent encoder)', ()
     expect((await raw.call('edge', [d], 3)).statuses[0]).toMatchObject({ code: 1, limitRemaining: 0 });
     expect((await raw.call('edge', [{ ...d, hitsAddend: 0 }])).statuses[0]).toMatchObject({ code: 1 });
     expect((await raw.call('edge', [d])).overallCode).toBe(2); // OVER_LIMIT
+  });
+
+  it('sends dynamic_metadata as a google.protobuf.Struct in field 6', async () => {
+    nextHour();
+    const r = await raw.call('edge', [{ entries: [['quota', 'raw']] }]);
+    expect(r.dynamicMetadata.get('quotaModeEnabled')).toEqual({ field: 4, value: 1 }); // Value.bool_value = 4
+    expect(r.dynamicMetadata.get('domain')?.field).toBe(3); // Value.string_value = 3
+    expect(Buffer.from(r.dynamicMetadata.get('domain')!.value as Uint8Array).toString()).toBe('edge');
   });
 
   it('reads the override (field 2) with envoy.type.v3.RateLimitUnit numbers', async () => {

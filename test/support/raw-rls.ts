@@ -72,6 +72,8 @@ export interface RawResponse {
   statuses: RawStatus[];
   responseHeaders: [string, string][];
   rawBody: string;
+  /** dynamic_metadata (field 6, google.protobuf.Struct): key → the Value's field number and raw content. */
+  dynamicMetadata: Map<string, { field: number; value: Field }>;
 }
 
 export function decodeResponse(bytes: Uint8Array): RawResponse {
@@ -95,6 +97,14 @@ export function decodeResponse(bytes: Uint8Array): RawResponse {
       return [text(h.get(1)?.[0]), text(h.get(2)?.[0])] as [string, string];
     }),
     rawBody: text(f.get(5)?.[0]),
+    dynamicMetadata: new Map(
+      (f.get(6) ? (fields(f.get(6)![0] as Uint8Array).get(1) ?? []) : []).map((entry) => {
+        const e = fields(entry as Uint8Array);
+        const value = fields((e.get(2)?.[0] as Uint8Array | undefined) ?? new Uint8Array());
+        const [field, content] = [...value.entries()][0] ?? [0, [0]];
+        return [text(e.get(1)?.[0]), { field, value: content[0]! }];
+      }),
+    ),
   };
 }
 
