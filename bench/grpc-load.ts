@@ -52,7 +52,7 @@ async function startServer(dir: string, env: Record<string, string>): Promise<{ 
   });
   return new Promise((resolve, reject) => {
     let err = '';
-    child.stderr!.on('data', (c: Buffer) => {
+    child.stderr.on('data', (c: Buffer) => {
       err += c.toString();
       const m = /"grpc":"([^"]+)","http":"([^"]+)"/.exec(err);
       if (m) resolve({ child, grpc: m[1]!, http: m[2]! });

@@ -34,14 +34,14 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const metrics = deps.metrics ?? createMetrics();
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig };
-  let rules: RulesHolder | undefined;
+  const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
     ? watchConfigDir(settings.configDir, {
         debounceMs: settings.configDebounceMs,
         pollIntervalMs: settings.configPollIntervalMs,
-        onChange: () => void rules?.reload(),
+        onChange: () => void late.rules?.reload(),
         onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
       })
     : undefined;
@@ -58,7 +58,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
   });
-  rules = holder;
+  late.rules = holder;
   metrics.configLastReloadSuccess.set(1);
   metrics.configDomains.set(initial.config.domains.size);
 

@@ -37,7 +37,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     connectTimeoutMs: settings.redisConnectTimeoutMs,
     commandTimeoutMs: settings.redisCommandTimeoutMs,
     clock,
-    log: (message, error) => log.warn(message, error === undefined ? undefined : { error: error instanceof Error ? error.message : String(error) }),
+    log: (message, error) => log.warn(message, error === undefined ? undefined : { error: describeError(error) }),
   };
 }
 
@@ -64,7 +64,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     metrics.watchOverLimitCache(() => cache.stats());
     primary = cache;
   }
-  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: String(error) }), clock, intervalMs: 10_000 });
+  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
   return new ResilientStore(primary, {
     mode: settings.failureMode,
     expectedReplicas: settings.expectedReplicas,
@@ -76,6 +76,10 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
       fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
     },
   });
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
 }
 
 /** The URL without its password, for logs. */

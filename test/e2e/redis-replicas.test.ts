@@ -34,7 +34,7 @@ function startReplica(env: Record<string, string>): Promise<Replica> {
     });
     let stderr = '';
     const timer = setTimeout(() => reject(new Error(`replica did not start:\n${stderr}`)), 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
+    child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       const m = /"msg":"ratelimit-sidecar started","grpc":"([^"]+)"/.exec(stderr);
       if (m) {
