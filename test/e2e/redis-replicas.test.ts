@@ -77,10 +77,9 @@ describe('three replicas sharing one Redis', () => {
   it('keeps answering while Redis is down (FAILURE_MODE=open, within the deadline) and recovers when it returns', async () => {
     const client = replicas[0]!.client;
     await redis.stopRedis();
-    const started = Date.now();
+    // A 50 ms gRPC deadline: an answer after it would fail the call with DEADLINE_EXCEEDED.
     const during = await client.shouldRateLimit({ domain: 'shared', descriptors: [{ entries: [{ key: 'algo', value: 'fixed_window' }] }] }, 50);
     expect(during.overall_code).toBe('OK'); // fail open: the limit is exhausted, but Redis cannot say so
-    expect(Date.now() - started).toBeLessThan(50);
     await redis.restart(); // empty: counts start again
     const until = Date.now() + 5000;
     let recovered = false;
