@@ -42,7 +42,8 @@ export function counterTag(domain: string, entries: readonly DescriptorEntry[]):
   let tag = escapeComponent(domain);
   for (const e of entries) tag += `|${escapeComponent(e.key)}=${escapeComponent(e.value)}`;
   if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
-  return tag;
+  // Redis ignores an empty hash tag `{}`; `%.` is never produced by escaping, so it stays unique.
+  return tag === '' ? '%.' : tag;
 }
 
 export function counterKey(
