@@ -12,6 +12,8 @@ import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../algo
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
+/** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
+const LIBRARIES = ['int_math', 'meter'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
 const COMMAND = 'ratelimitBatch';
 
@@ -28,7 +30,7 @@ export interface LoadBatchScriptOptions {
 }
 
 /**
- * Read batch.lua and every `<algorithm>.lua` fragment and join them. Throws when a fragment has a name that
+ * Read batch.lua, the shared libraries and every `<algorithm>.lua` fragment and join them. Throws when a fragment has a name that
  * is not an algorithm (a misspelt file would otherwise be silently unreachable) or batch.lua has no marker.
  */
 export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScript {
@@ -42,7 +44,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const algorithms: AlgorithmName[] = [];
-  const parts: string[] = [];
+  const parts: string[] = [luaLibraries()];
   for (const name of ALGORITHM_NAMES) {
     if (!files.includes(`${name}.lua`)) continue;
     algorithms.push(name);
@@ -52,6 +54,11 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
   // A function replacement keeps `$` sequences in the Lua text literal.
   return { lua: template.replace(MARKER, () => parts.join('\n')), algorithms };
+}
+
+/** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER), as one text. */
+export function luaLibraries(): string {
+  return LIBRARIES.map((name) => `-- lib/${name}.lua\n${readFileSync(join(LUA_DIR, 'lib', `${name}.lua`), 'utf8')}`).join('\n');
 }
 
 type BatchCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
 import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName, type AlgorithmParams } from '../../../src/algorithms/types.js';
 import { FakeClock } from '../../../src/core/clock.js';
+import { luaLibraries } from '../../../src/storage/redis/batch-script.js';
 import { startRedis, type RedisServer } from '../../support/redis.js';
 import { Driver, prng } from './support.js';
 
@@ -50,7 +51,7 @@ interface Step {
 
 /** Runs the steps through the fragment (on Redis) and the TypeScript module; they must agree step by step. */
 async function compare(name: AlgorithmName, key: string, params: AlgorithmParams, start: number, steps: Step[]): Promise<void> {
-  const script = `local ALGORITHMS = {}\n${fragment(name)}\n${DRIVER}`;
+  const script = `local ALGORITHMS = {}\n${luaLibraries()}\n${fragment(name)}\n${DRIVER}`;
   const clock = new FakeClock(start);
   const ts = new Driver(getAlgorithm(name), params, clock, false);
   for (const [i, { dt, hits }] of steps.entries()) {

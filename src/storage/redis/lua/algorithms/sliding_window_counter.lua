@@ -2,7 +2,7 @@
 sliding_window_counter: two epoch-aligned windows; with ws = now - now mod W and e = now - ws,
   estimate = current + floor(previous * (W - e) / W), allowed iff estimate + hits <= L.
 Same arithmetic, in the same order, as src/algorithms/sliding-window-counter.ts, including the exact
-long multiplication (muldivrem) for products past 2^53 and the closed-form retry time.
+long multiplication (INT_MATH.muldivrem, lib/int_math.lua) past 2^53 and the closed-form retry time.
 
 State under `key`: a string "<start of current window>:<current>:<previous>", kept until the end of the
 window after it (then `current` no longer weighs anything).
@@ -12,36 +12,7 @@ Cost: GET; commit: SET PX.
 ]]
 ALGORITHMS['sliding_window_counter'] = (function()
   local floor = math.floor
-  local TWO_52 = 4503599627370496
-
-  -- exact (a * b) div c and mod c for a, c < 2^36, b < 2^53 (see src/algorithms/int-math.ts)
-  local function muldivrem(a, b, c)
-    local p = a * b
-    if p <= TWO_52 then
-      local q = floor(p / c)
-      return q, p - q * c
-    end
-    local d3 = floor(b / 35184372088832)
-    local rest = b - d3 * 35184372088832
-    local d2 = floor(rest / 1073741824)
-    rest = rest - d2 * 1073741824
-    local d1 = floor(rest / 32768)
-    local digits = { d3, d2, d1, rest - d1 * 32768 }
-    local q, r = 0, 0
-    for i = 1, 4 do
-      local s = r * 32768 + a * digits[i]
-      local qs = floor(s / c)
-      q = q * 32768 + qs
-      r = s - qs * c
-    end
-    return q, r
-  end
-
-  local function muldivceil(a, b, c)
-    local q, r = muldivrem(a, b, c)
-    if r > 0 then return q + 1 end
-    return q
-  end
+  local muldivrem, muldivceil = INT_MATH.muldivrem, INT_MATH.muldivceil
 
   -- the smallest e in [0, W] with floor(p * (W - e) / W) <= m
   local function first_at_most(p, m, window)
