@@ -29,7 +29,7 @@ export async function metricsTable(): Promise<string> {
     const labels = (metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [];
     return `| \`${m.name}\` | ${String(m.type)} | ${labels.map((l) => `\`${l}\``).join(', ') || '—'} | ${cell(m.help)} |`;
   });
-  return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows, '| `ratelimit_process_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC) from prom-client. |'].join('\n');
+  return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows, '| `ratelimit_process_*`, `ratelimit_nodejs_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC, handles) from prom-client. |'].join('\n');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -23,7 +23,7 @@ export interface Metrics {
 
 export function createMetrics(options: { defaultMetrics: boolean } = { defaultMetrics: true }): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_process_' });
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_' });
   const registers = [registry];
 
   const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'ShouldRateLimit decisions by domain and overall code.', labelNames: ['domain', 'code'] as const, registers });
