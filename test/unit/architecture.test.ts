@@ -1,0 +1,66 @@
+/**
+ * The layering of style.md #1, checked: one folder per role, imports pointing one way
+ * (server → core → algorithms / storage / config), a protocol-free core, and no import cycles.
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = join(import.meta.dirname, '../../src');
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** module (relative to src, without extension) → its imports: relative ones resolved, packages as named. */
+const graph = new Map<string, string[]>();
+for (const file of files(SRC)) {
+  const text = readFileSync(file, 'utf8');
+  const specs = [...text.matchAll(/^(?:import|export)\s[^'"]*?from\s+'([^']+)'/gm)].map((m) => m[1]!);
+  const id = relative(SRC, file).replace(/\.ts$/, '');
+  graph.set(id, specs.map((s) => (s.startsWith('.') ? relative(SRC, resolve(dirname(file), s)).replace(/\.js$/, '') : s)));
+}
+
+const layer = (id: string) => id.split('/')[0]!;
+
+describe('architecture', () => {
+  it('keeps the core protocol-free: no gRPC, Redis, YAML, Prometheus or file system', () => {
+    for (const [id, deps] of graph) {
+      if (layer(id) !== 'core') continue;
+      for (const d of deps) expect(d, `${id} imports ${d}`).not.toMatch(/^(@grpc|ioredis|yaml|prom-client|node:fs)/);
+    }
+  });
+
+  it('points imports one way: server → core → algorithms / storage / config, and never back up', () => {
+    const allowed: Record<string, string[]> = {
+      algorithms: ['algorithms'],
+      config: ['config', 'core', 'algorithms'],
+      storage: ['storage', 'core', 'algorithms'],
+      core: ['core', 'algorithms', 'storage', 'config'],
+      server: ['server', 'core', 'config'],
+    };
+    for (const [id, deps] of graph) {
+      const rules = allowed[layer(id)];
+      if (!rules) continue; // the composition root (main.ts, cli.ts, store-factory.ts...) may import anything
+      for (const d of deps.filter((x) => !x.startsWith('node:') && graph.has(x))) {
+        expect(rules, `${id} imports ${d}`).toContain(layer(d));
+      }
+    }
+  });
+
+  it('has no import cycles', () => {
+    const state = new Map<string, 'visiting' | 'done'>();
+    const visit = (id: string, path: string[]): void => {
+      if (state.get(id) === 'done') return;
+      if (state.get(id) === 'visiting') throw new Error(`import cycle: ${[...path, id].join(' → ')}`);
+      state.set(id, 'visiting');
+      for (const d of graph.get(id) ?? []) if (graph.has(d)) visit(d, [...path, id]);
+      state.set(id, 'done');
+    };
+    for (const id of graph.keys()) visit(id, []);
+    expect(state.size).toBe(graph.size);
+  });
+});
