@@ -95,7 +95,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
+      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);

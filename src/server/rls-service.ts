@@ -1,11 +1,14 @@
 /** envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit: wire → engine → wire. */
 import * as grpc from '@grpc/grpc-js';
+import type { Clock } from '../core/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import { toGrpcError } from './grpc-errors.js';
 import { requestFromWire, responseToWire, type WireRequest } from './wire.js';
 
 export interface RlsServiceOptions {
   readonly limiter: RateLimiter;
+  /** The engine's clock: deadlines are handed to the store in its time. */
+  readonly clock: Clock;
   /** Answer this long before the caller's deadline. */
   readonly deadlineMarginMs: number;
   /** Store budget when the caller sent no deadline. */
@@ -14,12 +17,21 @@ export interface RlsServiceOptions {
   readonly onError?: (err: unknown, status: string) => void;
 }
 
-/** Epoch-ms by which the store must answer: the gRPC deadline (Envoy sends grpc-timeout) less a margin. */
-export function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>, marginMs: number, defaultTimeoutMs: number): number {
+/** The longest a decision waits for the store, whatever deadline the caller sent. */
+export const MAX_BUDGET_MS = 10_000;
+
+/**
+ * When the store must have answered, on the engine's clock: the time left before the gRPC deadline (Envoy
+ * sends grpc-timeout; grpc-js gives it as wall-clock time) less a margin, or the default budget when the
+ * caller set none. Converting the budget, not the instant, keeps an injected clock consistent.
+ */
+export function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>, marginMs: number, defaultTimeoutMs: number, clock: Clock): number {
   const d = call.getDeadline();
-  const ms = d instanceof Date ? d.getTime() : d;
-  if (!Number.isFinite(ms)) return Date.now() + defaultTimeoutMs;
-  return ms - marginMs;
+  const at = d instanceof Date ? d.getTime() : d;
+  const budget = Number.isFinite(at) ? at - Date.now() - marginMs : defaultTimeoutMs;
+  // A caller may send any grpc-timeout (hours); no decision is worth waiting for that long, and timers
+  // past 2^31 ms would fire at once.
+  return clock.nowMs() + Math.min(budget, MAX_BUDGET_MS);
 }
 
 export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImplementation {
@@ -37,7 +49,7 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
       return;
     }
     options.limiter
-      .decide(request, { deadlineMs: deadlineOf(call, options.deadlineMarginMs, options.defaultTimeoutMs) })
+      .decide(request, { deadlineMs: deadlineOf(call, options.deadlineMarginMs, options.defaultTimeoutMs, options.clock) })
       .then(
         (decision) => callback(null, responseToWire(decision)),
         fail,

@@ -1,0 +1,80 @@
+/**
+ * The failure modes through the real service, in-process, against a real redis-server that is stopped and
+ * restarted: readiness (gRPC health and /readyz) follows Redis only with FAILURE_MODE=closed; each mode
+ * answers as documented while Redis is down; fallbacks are counted.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RlsTestClient } from '../support/rls-client.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const RULES = { 'app.yaml': 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 4}\n' };
+
+async function eventually(probe: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > until) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+async function withService(mode: 'open' | 'closed' | 'local', body: (t: TestService, c: RlsTestClient) => Promise<void>): Promise<void> {
+  const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: mode, expectedReplicas: 2, cacheKeyPrefix: `rl-${mode}:` });
+  const client = new RlsTestClient(t.grpcAddress);
+  try {
+    await body(t, client);
+  } finally {
+    client.close();
+    await t.close();
+    await redis.restart().catch(() => {}); // leave Redis up for the next test
+  }
+}
+
+const ask = (c: RlsTestClient, user: string) => c.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: user }] }] }, 200);
+const ready = async (t: TestService) => (await fetch(`${t.httpBase}/readyz`)).status === 200;
+
+describe('failure modes with Redis stopped', () => {
+  it('closed: rejects while Redis is down, reports NOT_SERVING / 503, and recovers', async () => {
+    await withService('closed', async (t, c) => {
+      expect((await ask(c, 'a')).statuses[0]!.limit_remaining).toBe(3);
+      await redis.stopRedis();
+      await eventually(async () => (await c.healthCheck('')).status === 'NOT_SERVING');
+      expect(await ready(t)).toBe(false);
+      const down = await ask(c, 'a');
+      expect(down.overall_code).toBe('OVER_LIMIT');
+      expect(down.response_headers_to_add).toContainEqual(expect.objectContaining({ key: 'retry-after', value: '60' }));
+      await redis.restart();
+      await eventually(async () => (await c.healthCheck('')).status === 'SERVING');
+      expect(await ready(t)).toBe(true);
+      await eventually(async () => (await ask(c, 'b')).statuses[0]!.limit_remaining === 3);
+      const metrics = await (await fetch(`${t.httpBase}/metrics`)).text();
+      expect(metrics).toMatch(/ratelimit_store_fallbacks_total\{mode="closed"\} [1-9]/);
+    });
+  });
+
+  it('open: admits while Redis is down and stays ready', async () => {
+    await withService('open', async (t, c) => {
+      await redis.stopRedis();
+      await eventually(async () => (await c.healthCheck('')).status === 'SERVING');
+      for (let i = 0; i < 6; i++) expect((await ask(c, 'a')).overall_code).toBe('OK');
+      expect(await ready(t)).toBe(true);
+    });
+  });
+
+  it('local: decides in-process at limit ÷ EXPECTED_REPLICAS while Redis is down', async () => {
+    await withService('local', async (_t, c) => {
+      await redis.stopRedis();
+      const codes = [];
+      for (let i = 0; i < 4; i++) codes.push((await ask(c, 'a')).overall_code);
+      expect(codes).toEqual(['OK', 'OK', 'OVER_LIMIT', 'OVER_LIMIT']); // 4 ÷ 2 replicas = 2
+    });
+  });
+});
