@@ -11,7 +11,7 @@
  *
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
  */
-import type { CompiledConfig, CompiledLimit, CompiledRule } from '../config/types.js';
+import type { CompiledConfig, CompiledLimit, CompiledRule, RuleMatch } from '../config/types.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
@@ -48,7 +48,8 @@ export interface DecideOptions {
 /** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
 interface Resolved {
   readonly rule: CompiledRule | undefined;
-  readonly limits: readonly CompiledLimit[];
+  /** The rule's limits, less those another matched rule `replaces`. */
+  limits: readonly CompiledLimit[];
   readonly counterEntries: readonly DescriptorEntry[];
   readonly statsKey: string;
   readonly hits: number;
@@ -77,7 +78,7 @@ export class RateLimiter {
     const checks: LimitCheck[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
-      const enforce = r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode);
+      const enforce = enforced(r);
       for (const limit of r.limits) {
         checks.push({
           key: counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
@@ -144,7 +145,7 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode), quotaMode: r.rule?.quotaMode === true });
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r), quotaMode: r.rule?.quotaMode === true });
     });
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;
@@ -159,9 +160,8 @@ export class RateLimiter {
       shadowMode: rejected && shadow,
       quotaMode: rejected && quota,
     });
-    const enforcedRejection = rejected && !shadow && !quota;
     return {
-      code: enforcedRejection ? 'OVER_LIMIT' : 'OK',
+      code: rejected && enforced(r) ? 'OVER_LIMIT' : 'OK',
       currentLimit: {
         ...(limit.name !== undefined ? { name: limit.name } : {}),
         requestsPerUnit: limit.requestsPerUnit,
@@ -174,6 +174,11 @@ export class RateLimiter {
   }
 }
 
+/** Whether a descriptor's rejection rejects the request (shadow_mode and quota_mode only report). */
+function enforced(r: Resolved): boolean {
+  return r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode);
+}
+
 function validate(request: RateLimitRequest): void {
   if (request.domain === '') throw new InvalidRequestError('rate limit domain must not be empty');
   if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
@@ -184,7 +189,7 @@ function resolve(
   domainKnown: boolean,
   d: RequestDescriptor,
   requestHits: number,
-  match: ReturnType<NonNullable<ReturnType<CompiledConfig['domains']['get']>>['lookup']> | undefined,
+  match: RuleMatch | undefined,
 ): Resolved {
   const hits = d.hitsAddend ?? requestHits;
   // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit does).
@@ -203,9 +208,7 @@ function applyReplaces(resolved: Resolved[]): void {
   for (const r of resolved) for (const name of r.rule?.replaces ?? []) replaced.add(name);
   if (replaced.size === 0) return;
   for (const r of resolved) {
-    if (r.limits.some((l) => l.name !== undefined && replaced.has(l.name))) {
-      (r as { limits: readonly CompiledLimit[] }).limits = r.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
-    }
+    r.limits = r.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
   }
 }
 
