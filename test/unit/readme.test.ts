@@ -27,6 +27,11 @@ describe('README', () => {
     for (const link of links) expect(existsSync(join(ROOT, link)), link).toBe(true);
   });
 
+  it('has no two headings with the same text (their anchors would clash)', () => {
+    const headings = [...README.matchAll(/^#{2,6} (.+)$/gm)].map((m) => m[1]!);
+    expect(headings.filter((h, i) => headings.indexOf(h) !== i)).toEqual([]);
+  });
+
   it('has an anchor for every internal link', () => {
     const anchors = new Set(
       [...README.matchAll(/^#{2,6} (.+)$/gm)].map((m) =>
