@@ -170,6 +170,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       unit: l.unit,
       algorithm: l.algorithm,
       burst: l.burst,
+      softRequestsPerUnit: l.softRequestsPerUnit,
     }),
   );
   return Object.freeze({

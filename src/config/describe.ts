@@ -17,6 +17,8 @@ export interface DescribedLimit {
   readonly algorithm: string;
   /** Only for token_bucket and leaky_bucket. */
   readonly burst?: number;
+  /** Only when set. */
+  readonly soft_requests_per_unit?: number;
 }
 
 export interface DescribedRule {
@@ -74,6 +76,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       window_ms: l.windowMs,
       algorithm: l.algorithm,
       ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
+      ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

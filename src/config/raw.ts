@@ -17,6 +17,8 @@ export interface RawLimit {
   readonly window?: string;
   readonly algorithm: AlgorithmName;
   readonly burst: number;
+  /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset): accepted, validated and reported. */
+  readonly softRequestsPerUnit: number;
 }
 
 export interface RawRule {

@@ -23,8 +23,10 @@ export const DESCRIPTOR_KEYS = [
 ] as const;
 export const RATE_LIMIT_KEYS = [
   'unit',
+  'unit_multiplier',
   'window',
   'requests_per_unit',
+  'soft_requests_per_unit',
   'unlimited',
   'name',
   'replaces',

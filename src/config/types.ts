@@ -16,6 +16,8 @@ export interface CompiledLimit {
   readonly algorithm: AlgorithmName;
   /** token_bucket capacity (default requests_per_unit) / leaky_bucket tolerance (default 1). */
   readonly burst: number;
+  /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset); reported at /rules, no effect on decisions. */
+  readonly softRequestsPerUnit: number;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

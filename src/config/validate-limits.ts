@@ -188,12 +188,36 @@ function readLimit(
       ctx.error(valueNode(ctx, unitField), join(path, 'unit'), notOneOfMessage(unitText, UNITS));
     }
   }
+  // envoyproxy/ratelimit's `unit_multiplier`: the window is that many units (5 × minute); the unit reported
+  // to Envoy stays the configured one, as the reference reports it.
+  const multiplierField = fields.get('unit_multiplier');
+  if (multiplierField !== undefined) {
+    const multiplierPath = join(path, 'unit_multiplier');
+    if (windowField !== undefined) {
+      ctx.error(multiplierField.key, multiplierPath, "'unit_multiplier' goes with 'unit', not with 'window'");
+    } else {
+      const multiplier = readInt(ctx, multiplierField.value, multiplierPath, 0, UINT32_MAX, undefined);
+      if (multiplier === 0) ctx.error(valueNode(ctx, multiplierField), multiplierPath, 'unit_multiplier must be at least 1');
+      else if (multiplier !== undefined) windowMs *= multiplier;
+    }
+  }
 
   const rpuField = fields.get('requests_per_unit');
   // Omitted means 0 (reject everything), as envoyproxy/ratelimit's uint32 zero value does.
   const requestsPerUnit = rpuField
     ? readInt(ctx, rpuField.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0)
     : 0;
+  const softField = fields.get('soft_requests_per_unit');
+  const softRequestsPerUnit = softField
+    ? readInt(ctx, softField.value, join(path, 'soft_requests_per_unit'), 0, UINT32_MAX, 0)
+    : 0;
+  if (softField && softRequestsPerUnit !== undefined && requestsPerUnit !== undefined && softRequestsPerUnit > 0 && softRequestsPerUnit >= requestsPerUnit) {
+    ctx.error(
+      valueNode(ctx, softField),
+      join(path, 'soft_requests_per_unit'),
+      `soft_requests_per_unit (${softRequestsPerUnit}) must be below requests_per_unit (${requestsPerUnit})`,
+    );
+  }
   const name = readName(ctx, fields, path);
   const algorithm = readAlgorithm(ctx, fields.get('algorithm'), join(path, 'algorithm')) ?? defaults.algorithm;
   const effective: AlgorithmName = algorithm ?? 'fixed_window';
@@ -234,6 +258,7 @@ function readLimit(
     ...(window !== undefined ? { window } : {}),
     algorithm: effective,
     burst: burst ?? fallbackBurst,
+    softRequestsPerUnit: softRequestsPerUnit ?? 0,
   };
 }
 

@@ -195,7 +195,7 @@ function resolve(
   // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit does).
   if (domainKnown && d.limit !== undefined && d.limit.unit !== undefined) {
     const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
-    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit };
+    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit, softRequestsPerUnit: 0 };
     return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
   }
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };

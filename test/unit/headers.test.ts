@@ -8,6 +8,7 @@ const limit = (name: string | undefined, requestsPerUnit: number, windowMs: numb
   unit: undefined,
   algorithm: 'fixed_window' as const,
   burst: requestsPerUnit,
+  softRequestsPerUnit: 0,
 });
 
 const burst: AppliedLimit = { limit: limit('burst', 10, 1000), outcome: { allowed: true, remaining: 4, resetMs: 300 }, policyName: 'burst', enforced: true };

@@ -24,6 +24,7 @@ describe('envoyproxy/ratelimit configs', () => {
       'nested.yaml',
       'replaces.yaml',
       'wildcard.yaml',
+      'windows.yaml',
     ]);
     expect([...config.domains.keys()].sort()).toEqual([
       'api',
@@ -32,7 +33,15 @@ describe('envoyproxy/ratelimit configs', () => {
       'mongo_cps',
       'rl',
       'wildcard',
+      'windows',
     ]);
+  });
+
+  it('reads unit_multiplier as a window of several units, reported with the configured unit', () => {
+    const [five, one, soft] = ['key1', 'key2', 'key3'].map((k) => domainOf(config, 'windows').lookup(entries(`${k}=x`))!.rule.limits[0]!);
+    expect(five).toMatchObject({ requestsPerUnit: 20, unit: 'minute', windowMs: 300_000 });
+    expect(one).toMatchObject({ requestsPerUnit: 25, unit: 'minute', windowMs: 60_000, softRequestsPerUnit: 0 });
+    expect(soft).toMatchObject({ requestsPerUnit: 20, unit: 'hour', softRequestsPerUnit: 14 });
   });
 
   it.each([

@@ -154,6 +154,15 @@ const EXPECTED: Record<string, string[]> = {
   'burst-refill-too-long.yaml': [
     'burst-refill-too-long.yaml:8:14: descriptors[0].rate_limit.burst: burst × window / requests_per_unit (the time to refill an empty bucket) must not exceed 2^48 ms',
   ],
+  'zero-unit-multiplier.yaml': [
+    'zero-unit-multiplier.yaml:7:24: descriptors[0].rate_limit.unit_multiplier: unit_multiplier must be at least 1',
+  ],
+  'soft-not-below-hard.yaml': [
+    'soft-not-below-hard.yaml:7:31: descriptors[0].rate_limit.soft_requests_per_unit: soft_requests_per_unit (20) must be below requests_per_unit (20)',
+  ],
+  'multiplier-with-window.yaml': [
+    "multiplier-with-window.yaml:6:7: descriptors[0].rate_limit.unit_multiplier: 'unit_multiplier' goes with 'unit', not with 'window'",
+  ],
   'window-too-short.yaml': [
     "window-too-short.yaml:5:15: descriptors[0].rate_limit.window: '500ms' is shorter than the minimum window of 1s",
   ],
