@@ -51,6 +51,7 @@ async function check(argv: string[]): Promise<number> {
     process.stderr.write(`${result.errors.length} error(s) in ${dir}\n`);
     return 1;
   }
+  for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
   const domains = [...result.config.domains.values()];
   process.stdout.write(`${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`);
   return 0;

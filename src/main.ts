@@ -57,7 +57,9 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     metrics.configDomains.set(holder.config.domains.size);
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
-  });
+    if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
+  }, initial.warnings);
+  if (initial.warnings.length > 0) log.warn('rules have ignored keys', { warnings: initial.warnings.map(String) });
   late.rules = holder;
   metrics.configLastReloadSuccess.set(1);
   metrics.configDomains.set(initial.config.domains.size);

@@ -8,6 +8,7 @@ export interface LoadResult {
   readonly ok: boolean;
   readonly config?: CompiledConfig;
   readonly errors?: readonly { toString(): string }[];
+  readonly warnings?: readonly { toString(): string }[];
 }
 
 export interface ReloadStatus {
@@ -15,6 +16,8 @@ export interface ReloadStatus {
   readonly ok: boolean;
   readonly version: string;
   readonly errors: readonly string[];
+  /** Keys ignored as envoyproxy/ratelimit ignores them (the rules loaded). */
+  readonly warnings: readonly string[];
 }
 
 export class RulesHolder {
@@ -26,8 +29,9 @@ export class RulesHolder {
     private current: CompiledConfig,
     private readonly load: () => Promise<LoadResult>,
     private readonly report: (status: ReloadStatus, changed: boolean) => void,
+    initialWarnings: readonly { toString(): string }[] = [],
   ) {
-    this.last = { at: new Date().toISOString(), ok: true, version: current.version, errors: [] };
+    this.last = { at: new Date().toISOString(), ok: true, version: current.version, errors: [], warnings: initialWarnings.map(String) };
   }
 
   get config(): CompiledConfig {
@@ -65,10 +69,10 @@ export class RulesHolder {
     if (result.ok && result.config) {
       const changed = result.config.version !== this.current.version;
       this.current = result.config;
-      this.last = { at, ok: true, version: result.config.version, errors: [] };
+      this.last = { at, ok: true, version: result.config.version, errors: [], warnings: (result.warnings ?? []).map(String) };
       this.report(this.last, changed);
     } else {
-      this.last = { at, ok: false, version: this.current.version, errors: (result.errors ?? []).map(String) };
+      this.last = { at, ok: false, version: this.current.version, errors: (result.errors ?? []).map(String), warnings: [] };
       this.report(this.last, false);
     }
     return this.last;

@@ -19,7 +19,8 @@ export interface CompileOptions {
   readonly mergeDomains: boolean;
 }
 
-export type CompileResult = { ok: true; config: CompiledConfig } | { ok: false; errors: ConfigError[] };
+/** `warnings` never stop a load: keys that envoyproxy/ratelimit accepts and ignores, so that its configs load unchanged. */
+export type CompileResult = { ok: true; config: CompiledConfig; warnings: ConfigError[] } | { ok: false; errors: ConfigError[] };
 
 /** A level under construction; frozen into an IndexLevel at the end. */
 interface LevelBuilder {
@@ -49,10 +50,12 @@ export function compileConfigFiles(
   options: CompileOptions,
 ): CompileResult {
   const errors: ConfigError[] = [];
+  const warnings: ConfigError[] = [];
   const domains = new Map<string, DomainBuilder>();
   for (const { name, text } of files) {
-    const { file, errors: fileErrors } = validateFile(name, text);
+    const { file, errors: fileErrors, warnings: fileWarnings } = validateFile(name, text);
     errors.push(...fileErrors);
+    warnings.push(...fileWarnings);
     if (file.domain === undefined) continue;
     const existing = domains.get(file.domain);
     if (existing !== undefined && !options.mergeDomains) {
@@ -93,7 +96,7 @@ export function compileConfigFiles(
     version,
     describe: () => description,
   });
-  return { ok: true, config };
+  return { ok: true, config, warnings: sortConfigErrors(warnings, order) };
 }
 
 /** sha256 over names and contents, length-prefixed so that no two file sets hash alike by concatenation. */

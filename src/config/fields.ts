@@ -4,7 +4,7 @@
  */
 import { isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
-import { unknownKeyMessage } from './schema.js';
+import { REFERENCE_KEYS, ignoredKeyMessage, unknownKeyMessage } from './schema.js';
 import type { FileContext } from './yaml-nodes.js';
 import { describeNode, scalarKind } from './yaml-nodes.js';
 
@@ -51,7 +51,8 @@ export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed
       continue;
     }
     if (!allowed.includes(text)) {
-      ctx.error(key, join(path, text), unknownKeyMessage(text, allowed));
+      if (REFERENCE_KEYS.has(text)) ctx.warn(key, join(path, text), ignoredKeyMessage(text));
+      else ctx.error(key, join(path, text), unknownKeyMessage(text, allowed));
       continue;
     }
     fields.set(text, { key, value: pair.value });

@@ -73,6 +73,38 @@ export function closest(word: string, candidates: readonly string[]): string | u
   return bestDistance <= tolerance ? best : undefined;
 }
 
+/**
+ * Every key envoyproxy/ratelimit knows. It checks keys against this one flat set, wherever they stand, and
+ * ignores a known key in the wrong place. So that its configs load unchanged, such a key is a warning here
+ * (not an error), naming where it belongs; a key it does not know either stays an error.
+ */
+export const REFERENCE_KEYS: ReadonlySet<string> = new Set([
+  'domain',
+  'key',
+  'value',
+  'descriptors',
+  'rate_limit',
+  'unit',
+  'unit_multiplier',
+  'requests_per_unit',
+  'soft_requests_per_unit',
+  'unlimited',
+  'shadow_mode',
+  'quota_mode',
+  'name',
+  'replaces',
+  'detailed_metric',
+  'value_to_metric',
+  'share_threshold',
+  'metadata',
+]);
+
+/** The warning for a key envoyproxy/ratelimit accepts anywhere but that has no effect where it stands. */
+export function ignoredKeyMessage(key: string): string {
+  const where = SECTIONS.find(([, keys]) => keys.includes(key))?.[0];
+  return `'${key}' has no effect here and is ignored, as envoyproxy/ratelimit ignores it${where ? ` ('${key}' belongs ${where})` : ''}`;
+}
+
 /** The message for a key that `allowed` does not contain. */
 export function unknownKeyMessage(key: string, allowed: readonly string[]): string {
   const near = closest(key, allowed);

@@ -16,7 +16,7 @@ import type { FileDefaults } from './validate-limits.js';
 import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
 import type { JsonValue } from './yaml-nodes.js';
 
-export function validateFile(name: string, text: string): { file: RawFile; errors: ConfigError[] } {
+export function validateFile(name: string, text: string): { file: RawFile; errors: ConfigError[]; warnings: ConfigError[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, schema: 'failsafe', uniqueKeys: true });
   const ctx = new FileContext(name, lineCounter, doc);
@@ -28,17 +28,17 @@ export function validateFile(name: string, text: string): { file: RawFile; error
       const firstLine = err.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
       ctx.errorAt(pos.line, pos.col, '', `YAML syntax error: ${firstLine}`);
     }
-    return { file: empty, errors: ctx.errors };
+    return { file: empty, errors: ctx.errors, warnings: ctx.warnings };
   }
 
   const root = ctx.deref(doc.contents);
   if (root === undefined || (isScalar(root) && scalarKind(root) === 'null')) {
     ctx.error(undefined, 'domain', 'config file cannot have empty domain');
-    return { file: empty, errors: ctx.errors };
+    return { file: empty, errors: ctx.errors, warnings: ctx.warnings };
   }
   if (!isMap(root)) {
     ctx.error(root, '', `a rules file must be a mapping with 'domain' and 'descriptors', not ${describeNode(root)}`);
-    return { file: empty, errors: ctx.errors };
+    return { file: empty, errors: ctx.errors, warnings: ctx.warnings };
   }
 
   const fields = readFields(ctx, root, '', TOP_KEYS);
@@ -60,6 +60,7 @@ export function validateFile(name: string, text: string): { file: RawFile; error
   return {
     file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors },
     errors: ctx.errors,
+    warnings: ctx.warnings,
   };
 }
 

@@ -17,6 +17,8 @@ import { ConfigError } from './errors.js';
 /** Collects the errors of one file; the position of a node comes from its source range. */
 export class FileContext {
   readonly errors: ConfigError[] = [];
+  /** Problems that do not stop the file from loading (see readFields: keys envoyproxy/ratelimit ignores). */
+  readonly warnings: ConfigError[] = [];
   constructor(
     readonly file: string,
     private readonly lineCounter: LineCounter,
@@ -32,6 +34,11 @@ export class FileContext {
   error(node: Node | null | undefined, path: string, reason: string): void {
     const { line, column } = this.position(node);
     this.errorAt(line, column, path, reason);
+  }
+
+  warn(node: Node | null | undefined, path: string, reason: string): void {
+    const { line, column } = this.position(node);
+    this.warnings.push(new ConfigError({ file: this.file, line, column, path, reason }));
   }
 
   errorAt(line: number, column: number, path: string, reason: string): void {

@@ -7,6 +7,9 @@ domain: web
 descriptors:
   - key: api_key
     rate_limit: {unit: minute, requests_per_unit: 2, name: per-key}
+  - key: ignored
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2, quota_mode: true}
 `;
 
 let t: TestService;
@@ -31,10 +34,13 @@ describe('admin HTTP', () => {
   it('describes the loaded rules at /rules', async () => {
     const res = await fetch(`${t.httpBase}/rules`);
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { version: string; files: string[]; lastReload: { ok: boolean } };
+    const body = (await res.json()) as { version: string; files: string[]; lastReload: { ok: boolean; warnings: string[] } };
     expect(body.files).toEqual(['web.yaml']);
     expect(body.version).toMatch(/^[0-9a-f]{16,}$/);
     expect(body.lastReload.ok).toBe(true);
+    expect(body.lastReload.warnings).toEqual([
+      "web.yaml:8:54: descriptors[1].rate_limit.quota_mode: 'quota_mode' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('quota_mode' belongs in a descriptor)",
+    ]);
     expect(JSON.stringify(body)).toContain('per-key');
   });
 

@@ -42,6 +42,15 @@ describe('ratelimit check', () => {
     expect(r.stdout).toBe(`${dir}: OK — 2 file(s), 2 domain(s): a, b\n`);
   });
 
+  it('warns about keys envoyproxy/ratelimit ignores, and still exits 0', async () => {
+    const dir = dirWith({ 'w.yaml': 'domain: w\ndescriptors:\n  - key: k\n    unit: second\n    rate_limit: {unit: minute, requests_per_unit: 1}\n' });
+    dirs.push(dir);
+    const r = await run(['check', dir]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("warning: w.yaml:4:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)\n");
+    expect(r.stdout).toContain('OK — 1 file(s), 1 domain(s): w');
+  });
+
   it('prints every error with file:line:col and exits 1', async () => {
     const dir = dirWith({
       'bad.yaml': 'domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minit, requests_per_unit: 1}\n  - key: j\n    rate_limt: {}\n',

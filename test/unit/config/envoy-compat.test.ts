@@ -120,3 +120,18 @@ describe('envoyproxy/ratelimit configs', () => {
     expect(config.domains.get('nope')).toBeUndefined();
   });
 });
+
+describe('keys envoyproxy/ratelimit accepts where they have no effect', () => {
+  it('loads the file as the reference does, with one warning per ignored key', async () => {
+    const result = await loadConfigDir(FIXTURES + 'warnings', { mergeDomains: false });
+    if (!result.ok) throw new Error(result.errors.map(String).join('\n'));
+    expect(result.warnings.map(String)).toEqual([
+      "ignored-keys.yaml:4:1: name: 'name' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('name' belongs in rate_limit)",
+      "ignored-keys.yaml:7:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)",
+      "ignored-keys.yaml:11:7: descriptors[0].rate_limit.shadow_mode: 'shadow_mode' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('shadow_mode' belongs in a descriptor)",
+    ]);
+    const rule = domainOf(result.config, 'ignored').lookup(entries('remote_address=1.2.3.4'))!.rule;
+    expect(rule.shadowMode).toBe(false);
+    expect(rule.limits[0]).toMatchObject({ requestsPerUnit: 10, unit: 'minute' });
+  });
+});

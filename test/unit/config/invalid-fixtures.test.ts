@@ -74,7 +74,6 @@ const EXPECTED: Record<string, string[]> = {
     'metadata-not-a-mapping.yaml:4:15: descriptors[0].metadata: must be a mapping, not a list',
   ],
   'misplaced-key.yaml': [
-    "misplaced-key.yaml:4:5: descriptors[0].unit: unknown key 'unit' here ('unit' belongs in rate_limit)",
     "misplaced-key.yaml:6:7: descriptors[0].rate_limit.unit: missing rate limit unit: set 'unit' (one of second, minute, hour, day, week, month, year) or 'window'",
   ],
   'missing-domain.yaml': [
