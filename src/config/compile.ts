@@ -27,6 +27,12 @@ interface LevelBuilder {
   exact: Map<string, Map<string, NodeBuilder>>;
   wildcards: Map<string, NodeBuilder[]>;
   keyOnly: Map<string, NodeBuilder>;
+  /**
+   * Every node of the level by the reference's name for it (`key` or `key_value`). The reference indexes a
+   * level by that name, so two descriptors with the same name are duplicates there even when key and value
+   * differ (`{key: a_b}` and `{key: a, value: b}`); a file it rejects for that is rejected here too.
+   */
+  byRefName: Map<string, NodeBuilder>;
 }
 
 interface NodeBuilder {
@@ -110,7 +116,7 @@ export function contentVersion(files: readonly { name: string; text: string }[])
 }
 
 function newLevel(): LevelBuilder {
-  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map() };
+  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map(), byRefName: new Map() };
 }
 
 /** The reference's name for a config path element: `key` or `key_value`. */
@@ -128,7 +134,7 @@ function addDescriptors(
 ): void {
   for (const raw of descriptors) {
     const statsKey = `${parentKey}.${refName(raw)}`;
-    const previous = findSame(level, raw);
+    const previous = level.byRefName.get(refName(raw));
     if (previous !== undefined) {
       errors.push(
         new ConfigErrorClass({
@@ -142,6 +148,7 @@ function addDescriptors(
     }
     const chain = [...parents, raw];
     const node: NodeBuilder = { raw, chain, file: file.name, children: newLevel() };
+    level.byRefName.set(refName(raw), node);
     if (raw.rule !== undefined) node.rule = compileRule(raw, statsKey, `${file.name}:${raw.position.line}`);
     if (raw.value === '') level.keyOnly.set(raw.key, node);
     else if (isWildcard(raw.value)) {
@@ -155,12 +162,6 @@ function addDescriptors(
     }
     addDescriptors(node.children, file, raw.descriptors, statsKey, chain, errors);
   }
-}
-
-function findSame(level: LevelBuilder, raw: RawDescriptor): NodeBuilder | undefined {
-  if (raw.value === '') return level.keyOnly.get(raw.key);
-  if (isWildcard(raw.value)) return level.wildcards.get(raw.key)?.find((n) => n.raw.value === raw.value);
-  return level.exact.get(raw.key)?.get(raw.value);
 }
 
 function compileRule(raw: RawDescriptor, statsKey: string, source: string): CompiledRule {

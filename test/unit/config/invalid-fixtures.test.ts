@@ -162,6 +162,9 @@ const EXPECTED: Record<string, string[]> = {
   'multiplier-with-window.yaml': [
     "multiplier-with-window.yaml:6:7: descriptors[0].rate_limit.unit_multiplier: 'unit_multiplier' goes with 'unit', not with 'window'",
   ],
+  'reference-name-collision.yaml': [
+    "reference-name-collision.yaml:5:5: descriptors[1]: duplicate descriptor composite key 'edge.a_b' (first defined at reference-name-collision.yaml:3)",
+  ],
   'window-too-short.yaml': [
     "window-too-short.yaml:5:15: descriptors[0].rate_limit.window: '500ms' is shorter than the minimum window of 1s",
   ],
