@@ -55,6 +55,12 @@ export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed
       else ctx.error(key, join(path, text), unknownKeyMessage(text, allowed));
       continue;
     }
+    // gopkg.in/yaml.v2, which envoyproxy/ratelimit reads rules with, keeps the last of duplicate keys.
+    const earlier = fields.get(text);
+    if (earlier !== undefined) {
+      const { line } = ctx.position(earlier.key);
+      ctx.warn(key, join(path, text), `duplicate key '${text}' (also on line ${line}): the last one is used, as envoyproxy/ratelimit uses it`);
+    }
     fields.set(text, { key, value: pair.value });
   }
   for (const m of merged) {

@@ -69,8 +69,14 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   const errorsBefore = ctx.errors.length;
   if (unlimited) {
     const unitField = fields.get('unit');
-    if (unitField !== undefined && readString(ctx, unitField.value, join(path, 'unit')) !== '') {
-      ctx.error(valueNode(ctx, unitField), join(path, 'unit'), 'should not specify rate limit unit when unlimited');
+    const unitText = unitField === undefined ? '' : (readString(ctx, unitField.value, join(path, 'unit')) ?? '');
+    if (unitField !== undefined && unitText !== '') {
+      // As envoyproxy/ratelimit: a real unit contradicts `unlimited`; anything else there is ignored.
+      if ((UNITS as readonly string[]).includes(unitText.toLowerCase())) {
+        ctx.error(valueNode(ctx, unitField), join(path, 'unit'), 'should not specify rate limit unit when unlimited');
+      } else {
+        ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
+      }
     }
     for (const extension of ['window', 'algorithm', 'burst'] as const) {
       const f = fields.get(extension);

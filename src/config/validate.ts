@@ -18,7 +18,7 @@ import type { JsonValue } from './yaml-nodes.js';
 
 export function validateFile(name: string, text: string): { file: RawFile; errors: ConfigError[]; warnings: ConfigError[] } {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, schema: 'failsafe', uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
   const ctx = new FileContext(name, lineCounter, doc);
   const empty: RawFile = { name, domainPosition: { line: 1, column: 1 }, descriptors: [] };
 

@@ -129,7 +129,10 @@ describe('keys envoyproxy/ratelimit accepts where they have no effect', () => {
       "ignored-keys.yaml:4:1: name: 'name' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('name' belongs in rate_limit)",
       "ignored-keys.yaml:7:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)",
       "ignored-keys.yaml:11:7: descriptors[0].rate_limit.shadow_mode: 'shadow_mode' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('shadow_mode' belongs in a descriptor)",
+      "ignored-keys.yaml:15:13: descriptors[1].rate_limit.unit: 'never' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited",
+      "ignored-keys.yaml:20:7: descriptors[2].rate_limit.requests_per_unit: duplicate key 'requests_per_unit' (also on line 19): the last one is used, as envoyproxy/ratelimit uses it",
     ]);
+    expect(domainOf(result.config, 'ignored').lookup(entries('twice=x'))!.rule.limits[0]!.requestsPerUnit).toBe(7);
     const rule = domainOf(result.config, 'ignored').lookup(entries('remote_address=1.2.3.4'))!.rule;
     expect(rule.shadowMode).toBe(false);
     expect(rule.limits[0]).toMatchObject({ requestsPerUnit: 10, unit: 'minute' });
