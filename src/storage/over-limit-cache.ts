@@ -51,7 +51,13 @@ export class OverLimitCache implements CounterStore {
       this.hits++;
       return cached;
     }
-    const outcomes = await this.inner.apply(checks, nowMs, options);
+    let outcomes: LimitOutcome[];
+    try {
+      outcomes = await this.inner.apply(checks, nowMs, options);
+    } catch (error) {
+      this.until.clear(); // as in isReady(): the store's state is unknown from here on
+      throw error;
+    }
     // A key repeated in the batch is decided on the state its earlier checks would leave, not on the stored
     // state, so its rejection says nothing about the stored state.
     const seen = new Map<string, number>();
@@ -66,7 +72,11 @@ export class OverLimitCache implements CounterStore {
   }
 
   isReady(): boolean {
-    return this.inner.isReady();
+    const ready = this.inner.isReady();
+    // What was learnt from a store we lost contact with may not hold when it is back (a restarted Redis is
+    // empty): start afresh, so every replica again answers as the store does.
+    if (!ready) this.until.clear();
+    return ready;
   }
 
   stats(): OverLimitCacheStats {

@@ -10,6 +10,8 @@ import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';
 import type { RedisStore } from '../../../src/storage/redis/redis-store.js';
+import { createRedisStore } from '../../../src/storage/redis/redis-store.js';
+import { startRedis } from '../../support/redis.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng } from '../../support/prng.js';
 
@@ -74,6 +76,33 @@ describe('OverLimitCache on a Redis store', () => {
     await cache.apply([keys[2]!], T0);
     await cache.apply([keys[0]!], T0); // evicted: asks Redis
     expect(redis.stats().requests).toBe(before + 1);
+  });
+});
+
+describe('OverLimitCache across a Redis restart', () => {
+  it('forgets everything once Redis is unreachable (a restarted Redis is empty), then asks it again', async () => {
+    const server = await startRedis();
+    const store = createRedisStore({ url: server.url });
+    const cache = new OverLimitCache(store, { maxEntries: 10 });
+    try {
+      await store.waitUntilReady(5000);
+      const over = check(1);
+      await cache.apply([over], T0);
+      await cache.apply([over], T0);
+      expect(cache.stats().entries).toBe(1);
+      await server.stopRedis();
+      const until = Date.now() + 5000;
+      while (store.isReady() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      expect(cache.isReady()).toBe(false);
+      expect(cache.stats().entries).toBe(0);
+      await server.restart();
+      await store.waitUntilReady(5000);
+      // Redis lost the count, and so did the cache: the same answer from every replica.
+      expect(await cache.apply([over], T0)).toEqual([{ allowed: true, remaining: 0, resetMs: 59_000 }]);
+    } finally {
+      await cache.close();
+      await server.stop();
+    }
   });
 });
 
