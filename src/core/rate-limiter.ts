@@ -11,7 +11,7 @@
  *
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
  */
-import type { CompiledConfig, CompiledLimit, CompiledRule, RuleMatch } from '../config/types.js';
+import type { CompiledConfig, CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
@@ -72,7 +72,7 @@ export class RateLimiter {
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
 
-    const resolved = request.descriptors.map((d) => resolve(request.domain, domain !== undefined, d, requestHits, domain?.lookup(d.entries)));
+    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
     applyReplaces(resolved);
 
     const checks: LimitCheck[] = [];
@@ -184,20 +184,16 @@ function validate(request: RateLimitRequest): void {
   if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
 }
 
-function resolve(
-  domainName: string,
-  domainKnown: boolean,
-  d: RequestDescriptor,
-  requestHits: number,
-  match: RuleMatch | undefined,
-): Resolved {
+function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
   const hits = d.hitsAddend ?? requestHits;
-  // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit does).
-  if (domainKnown && d.limit !== undefined && d.limit.unit !== undefined) {
+  // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
+  // does); an override whose unit Envoy sent as UNKNOWN is ignored.
+  if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
     const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
     const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit, softRequestsPerUnit: 0 };
     return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
   }
+  const match = domain?.lookup(d.entries);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
   return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
 }
