@@ -193,6 +193,9 @@ describe('wire compatibility with Envoy field numbers (independent encoder)', ()
     nextHour();
     const d = { entries: [['remote_address', '10.9.9.10']] as [string, string][], limit: { requestsPerUnit: 7, unit: 3 } }; // HOUR
     expect((await raw.call('edge', [d])).statuses[0]).toMatchObject({ currentLimit: { requestsPerUnit: 7, unit: 3 }, limitRemaining: 6 });
+    // An override with unit UNKNOWN (0) is ignored: the configured limit applies.
+    const unknownUnit = { entries: [['remote_address', '10.9.9.11']] as [string, string][], limit: { requestsPerUnit: 7, unit: 0 } };
+    expect((await raw.call('edge', [unknownUnit])).statuses[0]).toMatchObject({ currentLimit: { requestsPerUnit: 3, unit: 2 }, limitRemaining: 2 });
   });
 });
 
