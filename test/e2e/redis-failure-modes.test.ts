@@ -4,19 +4,12 @@
  * answers as documented while Redis is down; fallbacks are counted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const RULES = { 'app.yaml': 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 4}\n' };
-
-async function eventually(probe: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 let redis: RedisServer;
 beforeAll(async () => {

@@ -5,6 +5,7 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -17,15 +18,6 @@ afterEach(async () => {
   await t?.close();
   t = undefined;
 });
-
-/** Polls until `probe` holds; file events are real I/O, so wait on the effect with a bounded timeout. */
-async function eventually(probe: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const limitOf = async () => (await client!.ask('app', [[['user', 'u1']]], 0)).statuses[0]!.current_limit?.requests_per_unit;
 

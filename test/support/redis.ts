@@ -13,6 +13,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { eventually } from './eventually.js';
 
 const run = promisify(execFile);
 const HOST = '127.0.0.1';
@@ -93,17 +94,8 @@ function respEnd(text: string, pos: number): number | undefined {
   return eol + 2;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
+  return eventually(check, { what, timeoutMs: 15_000, intervalMs: 25 });
 }
 
 async function pong(port: number): Promise<boolean> {

@@ -2,6 +2,7 @@
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../../support/eventually.js';
 
 export async function tempDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'ratelimit-config-'));
@@ -38,10 +39,6 @@ export class ConfigMapDir {
 }
 
 /** Resolves once `check()` is true; rejects after `timeoutMs` (file events are real I/O, so we poll for them). */
-export async function waitFor(check: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+export function waitFor(check: () => boolean, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  return eventually(check, { timeoutMs, what, intervalMs: 5 });
 }
