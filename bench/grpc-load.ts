@@ -8,13 +8,14 @@
  * With --backend redis it starts its own redis-server on a free port (never the one on 6379).
  * The machine has 2 cores shared by server, client (and Redis): compare figures from one run, not across machines.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { encodeRequest, RawRlsClient } from '../test/support/raw-rls.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
+import { spawnService, type ServiceProcess } from '../test/support/service-process.js';
 
 const run = promisify(execFile);
 const args = process.argv.slice(2);
@@ -43,22 +44,6 @@ function grpcFrame(message: Uint8Array): Buffer {
   const head = Buffer.alloc(5);
   head.writeUInt32BE(message.length, 1);
   return Buffer.concat([head, Buffer.from(message)]);
-}
-
-async function startServer(dir: string, env: Record<string, string>): Promise<{ child: ChildProcess; grpc: string; http: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, '../bin/ratelimit.mjs'), 'serve'], {
-    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_DIR: dir, CONFIG_WATCH: 'false', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let err = '';
-    child.stderr.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /"grpc":"([^"]+)","http":"([^"]+)"/.exec(err);
-      if (m) resolve({ child, grpc: m[1]!, http: m[2]! });
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
 }
 
 async function h2load(address: string, bodyFile: string): Promise<{ rps: number; meanMs: number; maxMs: number; ok: number; line: string }> {
@@ -90,14 +75,14 @@ async function latency(address: string, n: number): Promise<{ p50: number; p99: 
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-'));
 writeFileSync(join(dir, 'bench.yaml'), RULES);
 let redis: RedisServer | undefined;
-let server: Awaited<ReturnType<typeof startServer>> | undefined;
+let server: ServiceProcess | undefined;
 try {
-  const env: Record<string, string> = { BACKEND: backend, LOG_LEVEL: 'info' };
+  const env: Record<string, string> = { BACKEND: backend };
   if (backend === 'redis') {
     redis = await startRedis();
     env.REDIS_URL = redis.url;
   }
-  server = await startServer(dir, env);
+  server = await spawnService({ CONFIG_DIR: dir, ...env });
   const scenarios: [string, Uint8Array][] = [
     ['1 descriptor, admitted (fixed_window)', encodeRequest('bench', [{ entries: [['user', 'alice']] }])],
     ['1 descriptor, over limit', encodeRequest('bench', [{ entries: [['blocked', 'x']] }])],
@@ -111,13 +96,13 @@ try {
   for (const [name, body] of scenarios) {
     const file = join(dir, 'body.bin');
     writeFileSync(file, grpcFrame(body));
-    const r = await h2load(server.grpc, file);
+    const r = await h2load(server.grpcAddress, file);
     firstLine ||= r.line;
     console.log(`| ${name} | ${Math.round(r.rps)} | ${r.meanMs.toFixed(2)} | ${r.maxMs.toFixed(1)} | ${r.ok} |`);
   }
-  const lat = await latency(server.grpc, 5000);
+  const lat = await latency(server.grpcAddress, 5000);
   console.log(`\nsequential latency (one call in flight, 5000 calls): p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms, p99.9 ${lat.p999.toFixed(3)} ms`);
-  const metrics = await (await fetch(`http://${server.http.replace('0.0.0.0', '127.0.0.1')}/metrics`)).text();
+  const metrics = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
   const decided = [...metrics.matchAll(/^ratelimit_decisions_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
   const sum = (re: RegExp) => [...metrics.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
   console.log(`decisions counted by the server: ${decided}; gRPC errors: ${sum(/^ratelimit_grpc_errors_total\{[^}]*\} (\d+)/gm)}; answered by FAILURE_MODE (store slower than the 20 ms deadline): ${sum(/^ratelimit_store_fallbacks_total\{[^}]*\} (\d+)/gm)}`);
@@ -129,7 +114,7 @@ try {
   }
   console.log(`(h2load line: ${firstLine})`);
 } finally {
-  server?.child.kill('SIGTERM');
+  await server?.stop();
   await redis?.stop();
   rmSync(dir, { recursive: true, force: true });
 }

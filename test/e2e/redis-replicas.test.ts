@@ -3,15 +3,14 @@
  * real redis-server; 200 concurrent clients spread over them must see exactly L = 100 admitted, for every
  * algorithm that promises exactness. Then Redis goes away and comes back under the running servers.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
-const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
 const ALGORITHMS = ['fixed_window', 'sliding_window_log', 'sliding_window_counter', 'token_bucket', 'leaky_bucket'];
 
 // Day windows: refill during the test (100 per day) is far below one request, so every algorithm is exact here.
@@ -20,30 +19,15 @@ descriptors:
 ${ALGORITHMS.map((a) => `  - key: algo\n    value: ${a}\n    rate_limit: {unit: day, requests_per_unit: 100, algorithm: ${a}${a.endsWith('bucket') ? ', burst: 100' : ''}}`).join('\n')}
 `;
 
-interface Replica { child: ChildProcess; client: RlsTestClient; stderr: string }
+interface Replica { service: ServiceProcess; client: RlsTestClient }
 
 let redis: RedisServer;
 let dir: string;
 const replicas: Replica[] = [];
 
-function startReplica(env: Record<string, string>): Promise<Replica> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_DIR: dir, CONFIG_WATCH: 'false', BACKEND: 'redis', REDIS_URL: redis.url, LOG_FORMAT: 'json', ...env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    const timer = setTimeout(() => reject(new Error(`replica did not start:\n${stderr}`)), 20_000);
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const m = /"msg":"ratelimit-sidecar started","grpc":"([^"]+)"/.exec(stderr);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, client: new RlsTestClient(m[1]!), stderr });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`replica exited with ${code}:\n${stderr}`)));
-  });
+async function startReplica(env: Record<string, string>): Promise<Replica> {
+  const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, ...env });
+  return { service, client: new RlsTestClient(service.grpcAddress) };
 }
 
 beforeAll(async () => {
@@ -54,11 +38,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const r of replicas) {
-    r.client.close();
-    r.child.kill('SIGTERM');
-  }
-  await Promise.all(replicas.map((r) => new Promise((resolve) => (r.child.exitCode !== null ? resolve(null) : r.child.once('exit', resolve)))));
+  for (const r of replicas) r.client.close();
+  await Promise.all(replicas.map((r) => r.service.stop()));
   await redis?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
