@@ -13,6 +13,7 @@
 import { slidingWindowCounter, type SlidingWindowCounterState } from '../src/algorithms/sliding-window-counter.js';
 import { slidingWindowLog, type SlidingWindowLogState } from '../src/algorithms/sliding-window-log.js';
 import type { AlgorithmParams } from '../src/algorithms/types.js';
+import { prng } from '../test/unit/algorithms/support.js';
 
 interface Options {
   keys: number;
@@ -40,18 +41,6 @@ function parseArgs(argv: readonly string[]): Options {
     o[field] = value;
   }
   return o;
-}
-
-/** mulberry32: small, fast, seeded. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /** Request times (ms, sorted) of one key over `duration` ms starting at `start`. */
@@ -154,7 +143,8 @@ function main(): void {
     ['mixed', mixed],
   ];
   for (const [i, [name, generate]] of traces.entries()) {
-    const rnd = prng(o.seed * 1_000 + i);
+    const random = prng(o.seed * 1_000 + i);
+    const rnd = () => random.next();
     const tally: Tally = { requests: 0, logAdmitted: 0, falseAllow: 0, falseReject: 0, independentDiffer: 0, counterAdmitted: 0 };
     for (let k = 0; k < o.keys; k++) {
       // each key starts at a random offset into a window, so window phases are not all alike

@@ -6,6 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from './server/protos.js';
+import type { WireResponse } from './server/wire.js';
 
 export const QUERY_USAGE = `query options:
   --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
@@ -17,7 +18,7 @@ export const QUERY_USAGE = `query options:
 
 interface Writable { write(text: string): unknown }
 
-type Callback = (e: grpc.ServiceError | null, r: Record<string, unknown>) => void;
+type Callback = (e: grpc.ServiceError | null, r: WireResponse) => void;
 interface RlsClient {
   ShouldRateLimit(request: unknown, options: grpc.CallOptions, callback: Callback): void;
   close(): void;
@@ -78,7 +79,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   const Client = clientFor(loadProtos().rls, 'RateLimitService');
   const client = new Client(server, grpc.credentials.createInsecure()) as unknown as RlsClient;
   try {
-    const response = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const response = await new Promise<WireResponse>((resolve, reject) => {
       client.ShouldRateLimit({ domain, descriptors, hits_addend: hits }, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
     out.write(json ? `${JSON.stringify(response, null, 2)}\n` : formatResponse(response, descriptors));
@@ -92,21 +93,14 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   }
 }
 
-interface WireStatusView {
-  code: string;
-  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
-  limit_remaining: number;
-  duration_until_reset: { seconds: string } | null;
-}
-
-function formatResponse(r: Record<string, unknown>, descriptors: readonly { entries: { key: string; value: string }[] }[]): string {
-  const lines = [`overall: ${String(r.overall_code)}`];
-  (r.statuses as WireStatusView[]).forEach((s, i) => {
+function formatResponse(r: WireResponse, descriptors: readonly { entries: { key: string; value: string }[] }[]): string {
+  const lines = [`overall: ${r.overall_code}`];
+  r.statuses.forEach((s, i) => {
     const d = descriptors[i]?.entries.map((e) => `${e.key}=${e.value}`).join(',') ?? '?';
     const limit = s.current_limit ? `${s.current_limit.requests_per_unit}/${s.current_limit.unit.toLowerCase()}${s.current_limit.name ? ` (${s.current_limit.name})` : ''}` : 'no limit';
     const reset = s.duration_until_reset ? `, reset in ${s.duration_until_reset.seconds}s` : '';
     lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining}${reset}`);
   });
-  for (const h of (r.response_headers_to_add as { key: string; value: string }[]) ?? []) lines.push(`  header ${h.key}: ${h.value}`);
+  for (const h of r.response_headers_to_add) lines.push(`  header ${h.key}: ${h.value}`);
   return `${lines.join('\n')}\n`;
 }

@@ -53,6 +53,16 @@ export interface WireStatus {
   duration_until_reset: { seconds: string; nanos: number } | null;
 }
 
+/** A RateLimitResponse as proto-loader decodes it on the client side (the CLI's `query`, the tests). */
+export interface WireResponse {
+  overall_code: string;
+  statuses: WireStatus[];
+  response_headers_to_add: { key: string; value: string }[];
+  request_headers_to_add: { key: string; value: string }[];
+  raw_body: Buffer;
+  dynamic_metadata: { fields: Record<string, unknown> } | null;
+}
+
 export function statusToWire(s: DescriptorStatus): WireStatus {
   return {
     code: s.code,

@@ -2,20 +2,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from '../../src/server/protos.js';
 
-export interface WireStatus {
-  code: string;
-  current_limit: { name: string; requests_per_unit: number; unit: string } | null;
-  limit_remaining: number;
-  duration_until_reset: { seconds: string; nanos: number } | null;
-}
-export interface WireResponse {
-  overall_code: string;
-  statuses: WireStatus[];
-  response_headers_to_add: { key: string; value: string }[];
-  request_headers_to_add: { key: string; value: string }[];
-  raw_body: Buffer;
-  dynamic_metadata: { fields: Record<string, unknown> } | null;
-}
+export type { WireResponse, WireStatus } from '../../src/server/wire.js';
+import type { WireResponse } from '../../src/server/wire.js';
 
 type Unary = (req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void;
 
