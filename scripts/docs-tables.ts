@@ -1,8 +1,10 @@
 /**
- * Prints the README's settings and metrics tables from their single declarations (src/settings.ts,
- * src/metrics.ts). test/unit/readme.test.ts fails when the README's copy differs; refresh it with
- *   npx tsx scripts/docs-tables.ts
+ * The settings and metrics tables of docs/settings.md and docs/metrics.md, generated from their single
+ * declarations (src/settings.ts, src/metrics.ts). test/unit/readme.test.ts fails when a page's copy differs;
+ * refresh both pages in place with
+ *   npx tsx scripts/docs-tables.ts --write
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createMetrics } from '../src/metrics.js';
 import { SETTINGS, flagName } from '../src/settings.js';
@@ -32,6 +34,23 @@ export async function metricsTable(): Promise<string> {
   return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows, '| `ratelimit_process_*`, `ratelimit_nodejs_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC, handles) from prom-client. |'].join('\n');
 }
 
+/** Replaces the table that starts with `header` in the page (the first such block of `|` lines). */
+export function replaceTable(page: string, table: string): string {
+  const lines = page.split('\n');
+  const header = table.split('\n')[0]!;
+  const start = lines.indexOf(header);
+  if (start < 0) throw new Error(`no table starting with ${header}`);
+  let end = start;
+  while (end < lines.length && lines[end]!.startsWith('|')) end++;
+  return [...lines.slice(0, start), table, ...lines.slice(end)].join('\n');
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.stdout.write(`${settingsTable()}\n\n${await metricsTable()}\n`);
+  if (process.argv.includes('--write')) {
+    for (const [path, table] of [['docs/settings.md', settingsTable()], ['docs/metrics.md', await metricsTable()]] as const) {
+      writeFileSync(path, replaceTable(readFileSync(path, 'utf8'), table));
+    }
+  } else {
+    process.stdout.write(`${settingsTable()}\n\n${await metricsTable()}\n`);
+  }
 }

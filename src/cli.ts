@@ -11,7 +11,7 @@ import { loadSettings, SettingsError } from './settings.js';
 const USAGE = `usage: ratelimit <command> [options]
 
 commands:
-  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); every setting is an env var or --flag (see README)
+  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); every setting is an env var or --flag (see docs/settings.md)
   check DIR             validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC and print its decision
   help                  this text

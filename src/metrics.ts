@@ -1,5 +1,5 @@
 /**
- * Every Prometheus metric of the service, declared once (style.md #13). The README's metrics table is
+ * Every Prometheus metric of the service, declared once (style.md #13). The metrics table of docs/metrics.md is
  * checked against METRIC_DOCS by a test. The engine reports through the DecisionObserver interface, so
  * the core never imports prom-client.
  */

@@ -1,7 +1,7 @@
 /**
  * Every setting of the service, declared once: env var, command-line flag, default, description and parser.
  * Only the composition root (main.ts / cli.ts) calls loadSettings(); nothing else reads process.env.
- * The README's settings table is checked against this list by a test.
+ * The settings table of docs/settings.md is checked against this list by a test.
  */
 
 type Parser<T> = (raw: string) => T;
@@ -11,7 +11,7 @@ export interface SettingSpec<T> {
   readonly default: T;
   readonly description: string;
   readonly parse: Parser<T>;
-  /** Shown in the README table: the accepted values. */
+  /** Shown in the settings table: the accepted values. */
   readonly type: string;
 }
 

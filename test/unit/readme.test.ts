@@ -1,43 +1,59 @@
-/** The README is the manual: its settings and metrics tables must be the declared ones, verbatim. */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+/**
+ * The README is the front door and docs/ the manual: the settings and metrics tables must be the declared
+ * ones, verbatim, and every link between the pages must land on a file and a heading that exist.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { metricsTable, settingsTable } from '../../scripts/docs-tables.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
-describe('README', () => {
-  it('lists every setting as declared in src/settings.ts (npx tsx scripts/docs-tables.ts)', () => {
-    expect(README).toContain(settingsTable());
+/** Headings outside code fences. */
+function headings(text: string): string[] {
+  let fenced = false;
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const m = !fenced && /^#{1,6} (.+)$/.exec(line);
+    if (m) out.push(m[1]!);
+  }
+  return out;
+}
+
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[`'"().,:/×÷]/g, '').trim().replace(/\s+/g, '-');
+
+describe('README and docs/', () => {
+  it('list every setting as declared in src/settings.ts (npx tsx scripts/docs-tables.ts)', () => {
+    expect(read('docs/settings.md')).toContain(settingsTable());
   });
 
-  it('lists every metric as declared in src/metrics.ts', async () => {
-    expect(README).toContain(await metricsTable());
+  it('list every metric as declared in src/metrics.ts', async () => {
+    expect(read('docs/metrics.md')).toContain(await metricsTable());
   });
 
-  it('gives the two commands that set up and run everything', () => {
-    expect(README).toContain('npm ci && npm start');
-    expect(README).toContain('npm ci && npm test');
+  it('give the two commands that set up and run everything', () => {
+    expect(read('README.md')).toContain('npm ci && npm start');
+    expect(read('README.md')).toContain('npm ci && npm test');
   });
 
-  it('links only to files that exist', () => {
-    const links = [...README.matchAll(/\]\(((?!https?:|#)[^)]+)\)/g)].map((m) => m[1]!);
-    expect(links.length).toBeGreaterThan(3);
-    for (const link of links) expect(existsSync(join(ROOT, link)), link).toBe(true);
+  it.each(PAGES)('%s links only to files and headings that exist', (page) => {
+    const text = read(page);
+    const links = [...text.matchAll(/\]\(((?!https?:)[^)\s]+)\)/g)].map((m) => m[1]!);
+    for (const link of links) {
+      const [path, anchor] = link.split('#') as [string, string | undefined];
+      const target = path === '' ? page : join(dirname(page), path);
+      expect(existsSync(join(ROOT, target)), `${page}: ${link}`).toBe(true);
+      if (anchor !== undefined && target.endsWith('.md')) {
+        expect(headings(read(target)).map(anchorOf), `${page}: ${link}`).toContain(anchor);
+      }
+    }
   });
 
-  it('has no two headings with the same text (their anchors would clash)', () => {
-    const headings = [...README.matchAll(/^#{2,6} (.+)$/gm)].map((m) => m[1]!);
-    expect(headings.filter((h, i) => headings.indexOf(h) !== i)).toEqual([]);
-  });
-
-  it('has an anchor for every internal link', () => {
-    const anchors = new Set(
-      [...README.matchAll(/^#{2,6} (.+)$/gm)].map((m) =>
-        m[1]!.toLowerCase().replace(/[`'"().,:/×÷]/g, '').trim().replace(/\s+/g, '-'),
-      ),
-    );
-    for (const m of README.matchAll(/\]\(#([^)]+)\)/g)) expect(anchors.has(m[1]!), m[1]).toBe(true);
+  it.each(PAGES)('%s has no two headings with the same text (their anchors would clash)', (page) => {
+    const all = headings(read(page));
+    expect(all.filter((h, i) => all.indexOf(h) !== i)).toEqual([]);
   });
 });
