@@ -115,6 +115,8 @@ describe('the sidecar', () => {
     const store = Number(env(sidecar, 'MEMORY_MAX_BYTES'));
     const heap = Number(/--max-old-space-size=(\d+)/.exec(env(sidecar, 'NODE_OPTIONS') ?? '')?.[1]) * MiB;
     expect(store).toBeGreaterThan(0);
+    // The key bound agrees with the byte bound (measured: ~250 bytes per key; docs/kubernetes.md, sizing).
+    expect(Number(env(sidecar, 'MEMORY_MAX_KEYS')) * 256).toBeLessThanOrEqual(store);
     expect(heap, 'the heap holds the store plus 64 MiB of everything else').toBeGreaterThanOrEqual(store + 64 * MiB);
     expect(limit, 'the limit leaves 64 MiB beyond the heap (code, buffers, young generation)').toBeGreaterThanOrEqual(heap + 64 * MiB);
     expect(request).toBeLessThanOrEqual(limit);
