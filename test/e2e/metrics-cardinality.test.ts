@@ -79,6 +79,16 @@ describe('/metrics series are bounded by the rules', () => {
     expect(hits.filter((l) => l.includes('key="web.user_u')).length).toBe(5);
   });
 
+  it('folds request-level limit overrides (stats keys from request values) under the same cap', async () => {
+    const before = Number(/ratelimit_detailed_series_folded_total\{domain="web"\} (\d+)/.exec(await scrape())![1]);
+    for (let i = 0; i < 3; i++) {
+      await client.shouldRateLimit({ domain: 'web', descriptors: [{ entries: [{ key: 'api_key', value: `override-${i}` }], limit: { requests_per_unit: 9, unit: 'MINUTE' } }] });
+    }
+    const text = await scrape();
+    expect(text).not.toContain('override-');
+    expect(text).toContain(`ratelimit_detailed_series_folded_total{domain="web"} ${before + 3}`);
+  });
+
   it('pre-creates the series of a new domain on reload and drops those of a removed one', async () => {
     writeFileSync(join(t.dir, 'web.yaml'), RULES.replace('domain: web', 'domain: shop'));
     const status = await t.service.rules.reload();
