@@ -1,5 +1,8 @@
-# ratelimit-sidecar image: compiled JavaScript on Node 20, runs as a non-root user.
-FROM node:20-bookworm-slim AS build
+# ratelimit-sidecar image: compiled JavaScript on a maintained Node.js LTS, run as a numeric non-root UID
+# (so the kubelet can verify runAsNonRoot). The base image is pinned to an exact release: bump it, don't float it.
+ARG NODE_IMAGE=node:24.17.0-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -7,16 +10,21 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production CONFIG_DIR=/etc/ratelimit
 WORKDIR /app
 COPY package.json package-lock.json ./
+# Production dependencies only: tsx and the test tooling are dev dependencies.
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY proto ./proto
 COPY config /etc/ratelimit
-USER node
+# Also answers at /bin/ratelimit like envoyproxy/ratelimit's image (no arguments = serve).
+RUN printf '#!/bin/sh\n[ "$#" -eq 0 ] && set -- serve\nexec node /app/bin/ratelimit.mjs "$@"\n' > /bin/ratelimit \
+ && chmod 0755 /bin/ratelimit
+# The base image's "node" user, by number: a name cannot be checked against runAsNonRoot.
+USER 1000:1000
 EXPOSE 8081 8080
-ENTRYPOINT ["node", "bin/ratelimit.mjs"]
+ENTRYPOINT ["node", "/app/bin/ratelimit.mjs"]
 CMD ["serve"]

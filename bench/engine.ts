@@ -39,7 +39,7 @@ const scenarios: [string, (k: number) => RateLimitRequest][] = [
     descriptors: [
       { entries: [{ key: 'remote_address', value: `10.1.${(k >> 8) & 39}.${k & 255}` }] },
       { entries: [{ key: 'generic_key', value: 'api' }, { key: 'user', value: `user-${k % 10_000}` }] },
-      { entries: [{ key: 'plan', value: 'free' }] },
+      { entries: [{ key: 'plan', value: 'free' }, { key: 'user', value: `user-${k % 10_000}` }] },
     ],
   })],
 ];

@@ -7,6 +7,7 @@ import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, watchConfigDir } from './config/index.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { rulesSnapshot } from './metrics-labels.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
@@ -32,6 +33,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   const metrics = deps.metrics ?? createMetrics();
+  metrics.setMaxDetailedSeries(settings.metricsMaxDetailedSeries);
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig };
   const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
@@ -54,7 +56,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const holder = new RulesHolder(initial.config, () => loadConfigDir(settings.configDir, loadOptions), (status, changed) => {
     metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
     metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
-    metrics.configDomains.set(holder.config.domains.size);
+    metrics.configLastReloadTime.set(clock.nowMs() / 1000);
+    if (status.ok && changed) metrics.setRules(rulesSnapshot(holder.config));
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
     if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
@@ -62,7 +65,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   if (initial.warnings.length > 0) log.warn('rules have ignored keys', { warnings: initial.warnings.map(String) });
   late.rules = holder;
   metrics.configLastReloadSuccess.set(1);
-  metrics.configDomains.set(initial.config.domains.size);
+  metrics.configLastReloadTime.set(clock.nowMs() / 1000);
+  metrics.setRules(rulesSnapshot(initial.config));
 
   const store = await buildStore(settings, { clock, log, metrics }).catch((err: unknown) => {
     watcher?.close();

@@ -1,10 +1,20 @@
 /**
- * Every Prometheus metric of the service, declared once (style.md #13). The metrics table of docs/metrics.md is
- * checked against METRIC_DOCS by a test. The engine reports through the DecisionObserver interface, so
- * the core never imports prom-client.
+ * Every Prometheus metric of the service, declared once (style.md #13). The metrics table of docs/metrics.md
+ * is checked against these declarations by a test. The engine reports through the DecisionObserver interface,
+ * so the core never imports prom-client. Label values come from the rules in use, never from requests
+ * (metrics-labels.ts); labelled series exist (at zero) from start and from every reload.
  */
+import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionObserver } from './core/observer.js';
+import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
+
+/** Default of METRICS_MAX_DETAILED_SERIES. */
+export const DEFAULT_MAX_DETAILED_SERIES = 1000;
+const CODES = ['OK', 'OVER_LIMIT'] as const;
+/** The gRPC statuses the service answers with (server/grpc-errors.ts), pre-created at zero. */
+const GRPC_ERROR_CODES = ['INVALID_ARGUMENT', 'UNAVAILABLE', 'INTERNAL'] as const;
+const FAILURE_MODES = ['open', 'closed', 'local'] as const;
 
 export interface Metrics {
   readonly registry: Registry;
@@ -15,18 +25,30 @@ export interface Metrics {
   readonly configDomains: Gauge;
   readonly storeFallbacks: Counter<'mode'>;
   readonly storeReady: Gauge;
+  /** Unix time (seconds) of the last rules load or reload attempt, successful or not. */
+  readonly configLastReloadTime: Gauge;
+  /**
+   * Installs the rules in use: the domain and key labels allowed from now on. Creates their series at zero
+   * and removes the series of rules and domains that are gone. Call at start and after every good reload.
+   */
+  setRules(snapshot: RulesSnapshot): void;
+  /** Distinct request-derived stats keys (detailed_metric, value_to_metric) kept per domain before `other`. */
+  setMaxDetailedSeries(max: number): void;
   /** Exports the Redis store's own counters (requests, script calls, round trips...). */
   watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number }): void;
   /** Exports the over-limit cache's hit count and size. */
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
 }
 
-export function createMetrics(options: { defaultMetrics: boolean } = { defaultMetrics: true }): Metrics {
+export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_' });
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_' });
   const registers = [registry];
+  const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 
-  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'ShouldRateLimit decisions by domain and overall code.', labelNames: ['domain', 'code'] as const, registers });
+  new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
+    .set({ version: packageVersion(), node_version: process.version }, 1);
+  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'ShouldRateLimit decisions by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers });
   const duration = new Histogram({
     name: 'ratelimit_decision_duration_seconds',
     help: 'Time to decide one request, store round trip included.',
@@ -34,16 +56,23 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
     registers,
   });
   const labels = ['domain', 'key'] as const;
-  const totalHits = new Counter({ name: 'ratelimit_total_hits', help: 'Hits counted against a rule (stats key as in envoyproxy/ratelimit).', labelNames: labels, registers });
-  const overLimit = new Counter({ name: 'ratelimit_over_limit', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers });
-  const nearLimit = new Counter({ name: 'ratelimit_near_limit', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers });
-  const withinLimit = new Counter({ name: 'ratelimit_within_limit', help: 'Admitted hits.', labelNames: labels, registers });
-  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
-  const quotaMode = new Counter({ name: 'ratelimit_quota_mode', help: 'Hits over a quota_mode rule (admitted, reported in dynamic metadata).', labelNames: labels, registers });
+  const totalHits = new Counter({ name: 'ratelimit_hits_total', help: 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).', labelNames: labels, registers });
+  const overLimit = new Counter({ name: 'ratelimit_over_limit_total', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers });
+  const nearLimit = new Counter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers });
+  const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers });
+  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
+  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (admitted, reported in dynamic metadata).', labelNames: labels, registers });
+  const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
+  const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
+  const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
+  const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
+  let currentVersion: string | undefined;
 
   const observer: DecisionObserver = {
     onDescriptor(r) {
-      const l = { domain: r.domain, key: r.statsKey };
+      const s = bounds.labels(r.domain, r.statsKey);
+      if (s.folded) folded.inc({ domain: s.domain });
+      const l = { domain: s.domain, key: s.key };
       totalHits.inc(l, r.hits);
       if (r.overLimit) overLimit.inc(l, r.hits);
       else withinLimit.inc(l, r.hits);
@@ -52,20 +81,49 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
       if (r.quotaMode) quotaMode.inc(l, r.hits);
     },
     onDecision(domain, over, ms) {
-      decisions.inc({ domain, code: over ? 'OVER_LIMIT' : 'OK' });
+      decisions.inc({ domain: bounds.domain(domain), code: over ? 'OVER_LIMIT' : 'OK' });
       duration.observe(ms / 1000);
     },
   };
 
+  const grpcErrors = new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers });
+  for (const code of GRPC_ERROR_CODES) grpcErrors.inc({ code }, 0);
+  const configReloads = new Counter({ name: 'ratelimit_config_reloads_total', help: 'Rule reloads by result (success | failure).', labelNames: ['result'] as const, registers });
+  for (const result of ['success', 'failure']) configReloads.inc({ result }, 0);
+  const storeFallbacks = new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers });
+  for (const mode of FAILURE_MODES) storeFallbacks.inc({ mode }, 0);
+  for (const code of CODES) decisions.inc({ domain: UNKNOWN_DOMAIN, code }, 0);
+
   return {
     registry,
     observer,
-    grpcErrors: new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers }),
-    configReloads: new Counter({ name: 'ratelimit_config_reloads_total', help: 'Rule reloads by result (success | failure).', labelNames: ['result'] as const, registers }),
+    grpcErrors,
+    configReloads,
     configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
-    configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),
-    storeFallbacks: new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers }),
+    configLastReloadTime: new Gauge({ name: 'ratelimit_config_last_reload_timestamp_seconds', help: 'Unix time of the last rules load or reload attempt (successful or not).', registers }),
+    configDomains,
+    storeFallbacks,
     storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store can answer.', registers }),
+    setRules(snapshot) {
+      const { removedKeys, removedDomains } = bounds.setRules(snapshot);
+      for (const l of removedKeys) for (const c of perRule) c.remove(l);
+      for (const domain of removedDomains) {
+        folded.remove({ domain });
+        for (const code of CODES) decisions.remove({ domain, code });
+      }
+      for (const d of snapshot.domains) {
+        folded.inc({ domain: d.name }, 0);
+        for (const code of CODES) decisions.inc({ domain: d.name, code }, 0);
+        for (const key of d.statsKeys) for (const c of perRule) c.inc({ domain: d.name, key }, 0);
+      }
+      if (currentVersion !== undefined && currentVersion !== snapshot.version) configVersion.remove({ version: currentVersion });
+      configVersion.set({ version: snapshot.version }, 1);
+      currentVersion = snapshot.version;
+      configDomains.set(snapshot.domains.length);
+    },
+    setMaxDetailedSeries(max) {
+      bounds.setMaxDetailed(max);
+    },
     watchRedis(stats) {
       // Counters kept by the store itself, read at scrape time.
       const counter = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
@@ -104,4 +162,14 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
       });
     },
   };
+}
+
+/** The package version, from the package.json next to src/ (checkout) or dist/ (image). */
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }

@@ -94,6 +94,7 @@ export const SETTINGS = {
     if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`'${s}' is not a number in (0, 1]`);
     return n;
   }),
+  metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
   logLevel: oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', 'Least severe log level written.'),
   logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'On SIGTERM, finish in-flight calls for at most this long.'),

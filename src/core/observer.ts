@@ -4,7 +4,11 @@
  */
 export interface DescriptorReport {
   readonly domain: string;
-  /** The rule's stats key (envoyproxy/ratelimit style: `domain.key_value.key2`). */
+  /**
+   * The rule's stats key (envoyproxy/ratelimit style: `domain.key_value.key2`). With detailed_metric,
+   * value_to_metric or a request-level limit override it carries request values: a consumer that turns it
+   * into labels must bound it (metrics-labels.ts does).
+   */
   readonly statsKey: string;
   readonly hits: number;
   /** This descriptor was over at least one of its limits. */
@@ -19,6 +23,7 @@ export interface DescriptorReport {
 
 export interface DecisionObserver {
   onDescriptor(report: DescriptorReport): void;
+  /** `domain` is the request's, configured or not (bound it before using it as a label). */
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
 }
 

@@ -71,7 +71,7 @@ describe('admin HTTP', () => {
   it('exports Prometheus metrics', async () => {
     await post(JSON.stringify({ domain: 'web', descriptors: [{ entries: [{ key: 'api_key', value: 'm' }] }] }));
     const text = await (await fetch(`${t.httpBase}/metrics`)).text();
-    expect(text).toMatch(/ratelimit_total_hits\{domain="web",key="web\.api_key"\} \d+/);
+    expect(text).toMatch(/ratelimit_hits_total\{domain="web",key="web\.api_key"\} \d+/);
     expect(text).toContain('ratelimit_decisions_total{domain="web",code="OK"}');
     expect(text).toContain('ratelimit_config_last_reload_success 1');
   });

@@ -25,15 +25,23 @@ describe('config/example.yaml', () => {
       'edge.generic_key_api.user → 10/second token_bucket burst 30 (user_burst) + 3000/1200000ms (user_20m)',
     ],
     [['generic_key=api'], 'none'],
-    [['plan=free'], 'edge.plan_free → 1000/day (free_daily)'],
-    [['plan=pro'], 'edge.plan_pro → 100000/day'],
-    [['plan=enterprise'], 'none'],
+    [['plan=free', 'user=alice'], 'edge.plan_free.user → 1000/day (free_daily)'],
+    [['plan=pro', 'user=alice'], 'edge.plan_pro.user → 100000/day'],
+    [['plan=free'], 'none'],
+    [['plan=enterprise', 'user=alice'], 'none'],
   ])('%j → %s', (request, expected) => {
     expect(lookup(edge, ...request)).toBe(expected);
   });
 
   it('lets the pro plan replace the per-address limit', () => {
-    expect(edge.lookup(entries('plan=pro'))?.rule.replaces).toEqual(['per_ip']);
+    expect(edge.lookup(entries('plan=pro', 'user=alice'))?.rule.replaces).toEqual(['per_ip']);
+  });
+
+  it('gives every user of a plan their own quota counter (no counter shared by all free users)', () => {
+    const alice = edge.lookup(entries('plan=free', 'user=alice'))!;
+    const bob = edge.lookup(entries('plan=free', 'user=bob'))!;
+    expect(alice.rule).toBe(bob.rule);
+    expect(alice.counterEntries).not.toEqual(bob.counterEntries);
   });
 
   it('reports the 20m window as unit minute', () => {
