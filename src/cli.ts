@@ -7,6 +7,7 @@ import { loadConfigDir } from './config/index.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { loadSettings, SettingsError } from './settings.js';
+import { redactRedisUrl } from './storage/redis/options.js';
 
 const USAGE = `usage: ratelimit <command> [options]
 
@@ -21,7 +22,8 @@ ${QUERY_USAGE}`;
 async function serve(argv: string[]): Promise<number> {
   const { settings, rest } = loadSettings(process.env, argv);
   if (rest.length > 0) {
-    process.stderr.write(`serve: unknown arguments: ${rest.join(' ')}\n`);
+    // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
+    process.stderr.write(`serve: unknown arguments: ${rest.map(redactRedisUrl).join(' ')}\n`);
     return 2;
   }
   const service = await startService(settings);
