@@ -109,6 +109,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       registry: metrics.registry,
       ready: () => health.status() === 'SERVING',
       rules: () => holder.describe(),
+      jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);
