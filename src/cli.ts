@@ -28,12 +28,15 @@ async function serve(argv: string[]): Promise<number> {
   }
   const service = await startService(settings);
   await new Promise<void>((resolve) => {
+    // The first signal drains (SHUTDOWN_DRAIN_MS) then stops; a second one cuts the drain short.
+    let signals = 0;
     const stop = (signal: string) => {
-      process.stderr.write(`received ${signal}, shutting down\n`);
-      service.close().then(resolve, resolve);
+      signals++;
+      process.stderr.write(`received ${signal}, ${signals === 1 ? 'shutting down' : 'ending the drain now'}\n`);
+      service.close({ now: signals > 1 }).then(resolve, resolve);
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
   // Everything is closed; should a stray handle keep the loop alive, do not hang the pod's termination.
   setTimeout(() => process.exit(0), 1000).unref();

@@ -24,8 +24,13 @@ export interface RunningService {
   readonly limiter: RateLimiter;
   readonly rules: RulesHolder;
   readonly metrics: Metrics;
-  /** Graceful stop: NOT_SERVING, drain in-flight calls (SHUTDOWN_GRACE_MS), close servers and store. */
-  close(): Promise<void>;
+  /**
+   * Graceful stop: NOT_SERVING at once (health Check/Watch, /readyz) while calls are still answered for
+   * SHUTDOWN_DRAIN_MS (Envoy and Kubernetes notice and stop sending); then new calls are refused and in-flight
+   * ones get SHUTDOWN_GRACE_MS to finish; then the admin server and the store close. Calling it again returns
+   * the same promise; `{ now: true }` (a second signal) cuts a drain in progress short.
+   */
+  close(options?: { now?: boolean }): Promise<void>;
 }
 
 export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {
@@ -133,21 +138,36 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   });
 
   let closing: Promise<void> | undefined;
+  let endDrain: (() => void) | undefined;
+  const drain = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      endDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   return {
     grpcPort: grpc.port,
     httpPort: admin.port,
     limiter,
     rules: holder,
     metrics,
-    close: () =>
-      (closing ??= (async () => {
+    close: (options = {}) => {
+      if (options.now === true) endDrain?.();
+      return (closing ??= (async () => {
         clearInterval(healthTimer);
         health.shutdown();
+        const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
+        log.info('shutting down: NOT_SERVING, still answering during the drain', { drainMs, graceMs: settings.shutdownGraceMs });
+        if (drainMs > 0) await drain(drainMs);
         watcher?.close();
+        log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
         await admin.close();
         await store.close();
         log.info('ratelimit-sidecar stopped');
-      })()),
+      })());
+    },
   };
 }
