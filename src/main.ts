@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
+import { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import type { Settings } from './settings.js';
@@ -19,7 +20,10 @@ import { buildStore } from './store-factory.js';
 export { StartupError };
 
 export interface RunningService {
+  /** The TCP port of the gRPC server (0 on a Unix socket). */
   readonly grpcPort: number;
+  /** What a client dials: `host:port` or `unix:/path`. */
+  readonly grpcAddress: string;
   readonly httpPort: number;
   readonly limiter: RateLimiter;
   readonly rules: RulesHolder;
@@ -31,6 +35,25 @@ export interface RunningService {
    * the same promise; `{ now: true }` (a second signal) cuts a drain in progress short.
    */
   close(options?: { now?: boolean }): Promise<void>;
+}
+
+/** GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. */
+function grpcCredentials(settings: Settings, log: Logger): ReloadingServerCredentials | undefined {
+  const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
+  if (!certFile && !keyFile && !clientCaFile) return undefined;
+  if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
+  try {
+    return ReloadingServerCredentials.create(
+      { certFile, keyFile, ...(clientCaFile ? { clientCaFile } : {}) },
+      {
+        labels: { cert: 'GRPC_TLS_CERT', key: 'GRPC_TLS_KEY', clientCa: 'GRPC_TLS_CLIENT_CA' },
+        onReload: (info) => log.info('gRPC TLS certificate reloaded', { cert: certFile, notAfter: info.notAfter }),
+        onError: (err) => log.warn('gRPC TLS files not reloaded', { error: err.message }),
+      },
+    );
+  } catch (err) {
+    throw new StartupError(`gRPC TLS files are unusable: ${(err as Error).message}`);
+  }
 }
 
 export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {
@@ -98,14 +121,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   };
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  let credentials: ReloadingServerCredentials | undefined;
   try {
+    credentials = grpcCredentials(settings, log);
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
       rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
+      ...(credentials === undefined ? {} : { credentials }),
+      socketMode: settings.grpcUnixSocketMode,
     }).catch((err: unknown) => {
-      throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);
+      const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
+      throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
     });
     admin = await startAdminServer({
       host: settings.httpHost,
@@ -121,6 +149,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     });
   } catch (err) {
     watcher?.close();
+    credentials?.close();
     clearInterval(healthTimer);
     await grpcServer?.close(0);
     await store.close();
@@ -130,8 +159,9 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
 
 
   log.info('ratelimit-sidecar started', {
-    grpc: `${settings.grpcHost}:${grpc.port}`,
+    grpc: grpc.address,
     http: `${settings.httpHost}:${admin.port}`,
+    grpcTls: credentials === undefined ? 'off' : settings.grpcTlsClientCa ? 'mutual' : 'on',
     backend: settings.backend,
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
@@ -149,6 +179,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     });
   return {
     grpcPort: grpc.port,
+    grpcAddress: grpc.address,
     httpPort: admin.port,
     limiter,
     rules: holder,
@@ -164,6 +195,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         watcher?.close();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
+        credentials?.close();
         await admin.close();
         await store.close();
         log.info('ratelimit-sidecar stopped');
