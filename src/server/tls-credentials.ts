@@ -128,6 +128,7 @@ export class ReloadingServerCredentials extends grpc.ServerCredentials {
     for (const dir of dirs) {
       try {
         const w = watch(dir, () => this.schedule());
+        w.unref(); // never the reason the process stays up
         w.on('error', (err) => options.onError?.(new Error(`TLS file watcher on ${dir} failed: ${err.message}; polling continues`)));
         this.dirWatchers.push(w);
       } catch (err) {

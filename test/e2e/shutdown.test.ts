@@ -1,6 +1,6 @@
 /**
  * SIGTERM as Kubernetes sends it to `ratelimit serve` (issue #7): NOT_SERVING at once on health Check and
- * Watch, calls still answered for SHUTDOWN_DRAIN_MS, then new calls refused while an in-flight call (held
+ * Watch (and /readyz 503), calls still answered for SHUTDOWN_DRAIN_MS, then new calls refused while an in-flight call (held
  * up by a paused Redis) still finishes, and the process exits 0 within drain + grace.
  */
 import * as grpc from '@grpc/grpc-js';
@@ -53,6 +53,7 @@ it('drains on SIGTERM: NOT_SERVING first, answers during the drain, refuses afte
 
     await eventually(() => seen.includes('NOT_SERVING'), { timeoutMs: 1000, what: 'Watch to report NOT_SERVING' });
     expect((await client.healthCheck('')).status).toBe('NOT_SERVING');
+    expect((await fetch(`http://${svc.httpAddress}/readyz`)).status).toBe(503);
     expect((await late.ask('edge', [[['ip', 'b']]], 1)).overall_code).toBe('OK');
     expect(Date.now() - t0).toBeLessThan(DRAIN_MS);
 
