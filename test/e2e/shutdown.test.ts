@@ -13,7 +13,7 @@ import { rawCommand, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
 
-const DRAIN_MS = 2000;
+const DRAIN_MS = 3000;
 const GRACE_MS = 5000;
 const dir = mkdtempSync(join(tmpdir(), 'rl-shutdown-'));
 writeFileSync(join(dir, 'edge.yaml'), 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n');
@@ -57,8 +57,8 @@ it('drains on SIGTERM: NOT_SERVING first, answers during the drain, refuses afte
     expect((await late.ask('edge', [[['ip', 'b']]], 1)).overall_code).toBe('OK');
     expect(Date.now() - t0).toBeLessThan(DRAIN_MS);
 
-    // An in-flight call across the end of the drain: Redis holds every command for 2.5 s from now.
-    expect(await rawCommand(redis.port, ['CLIENT', 'PAUSE', '2500', 'ALL'])).toContain('OK');
+    // An in-flight call across the end of the drain: Redis holds every command for 4 s from now (past the drain's end).
+    expect(await rawCommand(redis.port, ['CLIENT', 'PAUSE', '4000', 'ALL'])).toContain('OK');
     const inflight = client.ask('edge', [[['ip', 'c']]], 1).then((r) => ({ code: r.overall_code, at: Date.now() }));
 
     let refusedAt = 0;
