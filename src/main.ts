@@ -130,7 +130,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
       ...(credentials === undefined ? {} : { credentials }),
-      socketMode: settings.grpcUnixSocketMode,
+      socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
     }).catch((err: unknown) => {
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);

@@ -60,9 +60,10 @@ function list(env: string, description: string) {
 export const SETTINGS = {
   grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, Health) listens on; `unix:/path/to.sock` listens on a Unix domain socket instead (GRPC_PORT is then unused).'),
   grpcPort: port('GRPC_PORT', 8081, 'gRPC port; 0 picks a free port (printed at start).'),
-  grpcUnixSocketMode: spec('GRPC_UNIX_SOCKET_MODE', 'octal file mode', 0o660, 'Permissions of the Unix socket file (GRPC_HOST=unix:...), e.g. 660: owner and group may connect.', (s) => {
+  // Kept as the octal text (shown as 660, not 432, in the docs); main.ts converts it.
+  grpcUnixSocketMode: spec('GRPC_UNIX_SOCKET_MODE', 'octal file mode', '660', 'Permissions of the Unix socket file (GRPC_HOST=unix:...): 660 lets owner and group connect.', (s) => {
     if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
-    return Number.parseInt(s.trim(), 8);
+    return s.trim().replace(/^0(?=\d{3}$)/, '');
   }),
   grpcTlsCert: str('GRPC_TLS_CERT', '', 'gRPC TLS: PEM certificate chain file of the server; with GRPC_TLS_KEY turns TLS on. Reloaded when the file changes.'),
   grpcTlsKey: str('GRPC_TLS_KEY', '', 'gRPC TLS: PEM private key file matching GRPC_TLS_CERT.'),

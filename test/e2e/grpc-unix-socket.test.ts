@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StartupError } from '../../src/main.js';
+import { loadSettings } from '../../src/settings.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
 import { startTestService } from '../support/service.js';
@@ -47,7 +48,7 @@ describe('gRPC on a Unix domain socket', () => {
 
   it('applies GRPC_UNIX_SOCKET_MODE', async () => {
     const sock = join(root, 'mode.sock');
-    const t = await startTestService(RULES, { grpcHost: `unix:${sock}`, grpcUnixSocketMode: 0o600 });
+    const t = await startTestService(RULES, { grpcHost: `unix:${sock}`, grpcUnixSocketMode: '600' });
     try {
       expect(statSync(sock).mode & 0o777).toBe(0o600);
       expect(t.service.grpcAddress).toBe(`unix:${sock}`);
@@ -55,6 +56,11 @@ describe('gRPC on a Unix domain socket', () => {
     } finally {
       await t.close();
     }
+  });
+
+  it('reads GRPC_UNIX_SOCKET_MODE as octal and rejects anything else', () => {
+    expect(loadSettings({ GRPC_UNIX_SOCKET_MODE: '0640' }).settings.grpcUnixSocketMode).toBe('640');
+    expect(() => loadSettings({ GRPC_UNIX_SOCKET_MODE: '999' })).toThrow("GRPC_UNIX_SOCKET_MODE: '999' is not an octal file mode such as 660");
   });
 
   it('replaces a stale socket file left by a killed process', async () => {
