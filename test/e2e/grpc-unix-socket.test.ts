@@ -10,15 +10,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { StartupError } from '../../src/main.js';
+import { startService, StartupError } from '../../src/main.js';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
 import { loadSettings } from '../../src/settings.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
-import { startTestService } from '../support/service.js';
+import { startTestService, testSettings } from '../support/service.js';
 
 const RULES = { 'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 2}\n' };
 const root = mkdtempSync(join(tmpdir(), 'rl-uds-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** The error a start on `grpcHost` fails with (the rules dir lives under root, so nothing is left behind). */
+async function startError(grpcHost: string): Promise<unknown> {
+  const configDir = mkdtempSync(join(root, 'rules-'));
+  writeFileSync(join(configDir, 'edge.yaml'), RULES['edge.yaml']);
+  const deps = { log: createLogger({ level: 'error', format: 'text', write: () => {} }), metrics: createMetrics({ defaultMetrics: false }) };
+  return startService(testSettings({ configDir, grpcHost }), deps).then((s) => s.close(), (e: unknown) => e);
+}
 
 async function ask(address: string): Promise<string> {
   const client = new RlsTestClient(address);
@@ -81,7 +91,7 @@ describe('gRPC on a Unix domain socket', () => {
     const other = createServer();
     await new Promise<void>((resolve) => other.listen(sock, resolve));
     try {
-      const err = await startTestService(RULES, { grpcHost: `unix:${sock}` }).then((t) => t.close(), (e: unknown) => e);
+      const err = await startError(`unix:${sock}`);
       expect(err).toBeInstanceOf(StartupError);
       expect((err as Error).message).toBe(`cannot listen for gRPC on unix:${sock}: another process is listening on ${sock}`);
     } finally {
@@ -92,7 +102,7 @@ describe('gRPC on a Unix domain socket', () => {
   it('refuses to replace a file that is not a socket', async () => {
     const path = join(root, 'regular');
     writeFileSync(path, 'keep me\n');
-    const err = await startTestService(RULES, { grpcHost: `unix:${path}` }).then((t) => t.close(), (e: unknown) => e);
+    const err = await startError(`unix:${path}`);
     expect((err as Error).message).toBe(`cannot listen for gRPC on unix:${path}: ${path} exists and is not a socket; refusing to replace it`);
     expect(existsSync(path)).toBe(true);
   });
