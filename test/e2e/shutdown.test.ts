@@ -90,3 +90,21 @@ it('drains on SIGTERM: NOT_SERVING first, answers during the drain, refuses afte
     await svc.stop();
   }
 }, 30_000);
+
+it('a second SIGTERM ends the drain at once, and the process still exits 0', async () => {
+  const svc = await spawnService({ CONFIG_DIR: dir, SHUTDOWN_DRAIN_MS: '30000', SHUTDOWN_GRACE_MS: '1000' });
+  const client = new RlsTestClient(svc.grpcAddress);
+  try {
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) => svc.child.once('exit', (code) => resolve({ code, at: Date.now() })));
+    svc.child.kill('SIGTERM');
+    await eventually(async () => (await client.healthCheck('')).status === 'NOT_SERVING', { what: 'NOT_SERVING' });
+    const t1 = Date.now();
+    svc.child.kill('SIGTERM');
+    const exit = await exited;
+    expect(exit.code).toBe(0);
+    expect(exit.at - t1).toBeLessThan(5000);
+  } finally {
+    client.close();
+    await svc.stop();
+  }
+}, 30_000);
