@@ -7,6 +7,7 @@ import { loadConfigDir } from './config/index.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { loadSettings, SettingsError } from './settings.js';
+import { redactRedisUrl } from './storage/redis/options.js';
 
 const USAGE = `usage: ratelimit <command> [options]
 
@@ -21,17 +22,21 @@ ${QUERY_USAGE}`;
 async function serve(argv: string[]): Promise<number> {
   const { settings, rest } = loadSettings(process.env, argv);
   if (rest.length > 0) {
-    process.stderr.write(`serve: unknown arguments: ${rest.join(' ')}\n`);
+    // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
+    process.stderr.write(`serve: unknown arguments: ${rest.map(redactRedisUrl).join(' ')}\n`);
     return 2;
   }
   const service = await startService(settings);
   await new Promise<void>((resolve) => {
+    // The first signal drains (SHUTDOWN_DRAIN_MS) then stops; a second one cuts the drain short.
+    let signals = 0;
     const stop = (signal: string) => {
-      process.stderr.write(`received ${signal}, shutting down\n`);
-      service.close().then(resolve, resolve);
+      signals++;
+      process.stderr.write(`received ${signal}, ${signals === 1 ? 'shutting down' : 'ending the drain now'}\n`);
+      service.close({ now: signals > 1 }).then(resolve, resolve);
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
   // Everything is closed; should a stray handle keep the loop alive, do not hang the pod's termination.
   setTimeout(() => process.exit(0), 1000).unref();

@@ -11,6 +11,7 @@ import { rulesSnapshot } from './metrics-labels.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
+import { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import type { Settings } from './settings.js';
@@ -20,13 +21,40 @@ import { buildStore } from './store-factory.js';
 export { StartupError };
 
 export interface RunningService {
+  /** The TCP port of the gRPC server (0 on a Unix socket). */
   readonly grpcPort: number;
+  /** What a client dials: `host:port` or `unix:/path`. */
+  readonly grpcAddress: string;
   readonly httpPort: number;
   readonly limiter: RateLimiter;
   readonly rules: RulesHolder;
   readonly metrics: Metrics;
-  /** Graceful stop: NOT_SERVING, drain in-flight calls (SHUTDOWN_GRACE_MS), close servers and store. */
-  close(): Promise<void>;
+  /**
+   * Graceful stop: NOT_SERVING at once (health Check/Watch, /readyz) while calls are still answered for
+   * SHUTDOWN_DRAIN_MS (Envoy and Kubernetes notice and stop sending); then new calls are refused and in-flight
+   * ones get SHUTDOWN_GRACE_MS to finish; then the admin server and the store close. Calling it again returns
+   * the same promise; `{ now: true }` (a second signal) cuts a drain in progress short.
+   */
+  close(options?: { now?: boolean }): Promise<void>;
+}
+
+/** GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. */
+function grpcCredentials(settings: Settings, log: Logger): ReloadingServerCredentials | undefined {
+  const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
+  if (!certFile && !keyFile && !clientCaFile) return undefined;
+  if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
+  try {
+    return ReloadingServerCredentials.create(
+      { certFile, keyFile, ...(clientCaFile ? { clientCaFile } : {}) },
+      {
+        labels: { cert: 'GRPC_TLS_CERT', key: 'GRPC_TLS_KEY', clientCa: 'GRPC_TLS_CLIENT_CA' },
+        onReload: (info) => log.info('gRPC TLS certificate reloaded', { cert: certFile, notAfter: info.notAfter }),
+        onError: (err) => log.warn('gRPC TLS files not reloaded', { error: err.message }),
+      },
+    );
+  } catch (err) {
+    throw new StartupError(`gRPC TLS files are unusable: ${(err as Error).message}`);
+  }
 }
 
 export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {
@@ -97,14 +125,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   };
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  let credentials: ReloadingServerCredentials | undefined;
   try {
+    credentials = grpcCredentials(settings, log);
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
       rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
+      ...(credentials === undefined ? {} : { credentials }),
+      socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
     }).catch((err: unknown) => {
-      throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);
+      const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
+      throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
     });
     admin = await startAdminServer({
       host: settings.httpHost,
@@ -113,12 +146,14 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       registry: metrics.registry,
       ready: () => health.status() === 'SERVING',
       rules: () => holder.describe(),
+      jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);
     });
   } catch (err) {
     watcher?.close();
+    credentials?.close();
     clearInterval(healthTimer);
     await grpcServer?.close(0);
     await store.close();
@@ -128,29 +163,47 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
 
 
   log.info('ratelimit-sidecar started', {
-    grpc: `${settings.grpcHost}:${grpc.port}`,
+    grpc: grpc.address,
     http: `${settings.httpHost}:${admin.port}`,
+    grpcTls: credentials === undefined ? 'off' : settings.grpcTlsClientCa ? 'mutual' : 'on',
     backend: settings.backend,
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
   });
 
   let closing: Promise<void> | undefined;
+  let endDrain: (() => void) | undefined;
+  const drain = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      endDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   return {
     grpcPort: grpc.port,
+    grpcAddress: grpc.address,
     httpPort: admin.port,
     limiter,
     rules: holder,
     metrics,
-    close: () =>
-      (closing ??= (async () => {
+    close: (options = {}) => {
+      if (options.now === true) endDrain?.();
+      return (closing ??= (async () => {
         clearInterval(healthTimer);
         health.shutdown();
+        const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
+        log.info('shutting down: NOT_SERVING, still answering during the drain', { drainMs, graceMs: settings.shutdownGraceMs });
+        if (drainMs > 0) await drain(drainMs);
         watcher?.close();
+        log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
+        credentials?.close();
         await admin.close();
         await store.close();
         log.info('ratelimit-sidecar stopped');
-      })()),
+      })());
+    },
   };
 }

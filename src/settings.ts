@@ -58,8 +58,16 @@ function list(env: string, description: string) {
 }
 
 export const SETTINGS = {
-  grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, Health) listens on.'),
+  grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, Health) listens on; `unix:/path/to.sock` listens on a Unix domain socket instead (GRPC_PORT is then unused).'),
   grpcPort: port('GRPC_PORT', 8081, 'gRPC port; 0 picks a free port (printed at start).'),
+  // Kept as the octal text (shown as 660, not 432, in the docs); main.ts converts it.
+  grpcUnixSocketMode: spec('GRPC_UNIX_SOCKET_MODE', 'octal file mode', '660', 'Permissions of the Unix socket file (GRPC_HOST=unix:...): 660 lets owner and group connect.', (s) => {
+    if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
+    return s.trim().replace(/^0(?=\d{3}$)/, '');
+  }),
+  grpcTlsCert: str('GRPC_TLS_CERT', '', 'gRPC TLS: PEM certificate chain file of the server; with GRPC_TLS_KEY turns TLS on. Reloaded when the file changes.'),
+  grpcTlsKey: str('GRPC_TLS_KEY', '', 'gRPC TLS: PEM private key file matching GRPC_TLS_CERT.'),
+  grpcTlsClientCa: str('GRPC_TLS_CLIENT_CA', '', 'gRPC mutual TLS: PEM file of the CA(s) client certificates must chain to; when set, clients without a valid certificate are refused.'),
   httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
   httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
   configDir: str('CONFIG_DIR', './config', 'Directory of rule files (*.yaml, *.yml; dot-files and dot-directories skipped).'),
@@ -97,7 +105,9 @@ export const SETTINGS = {
   metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
   logLevel: oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', 'Least severe log level written.'),
   logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
-  shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'On SIGTERM, finish in-flight calls for at most this long.'),
+  jsonApi: oneOf('JSON_API', ['off', 'check', 'on'] as const, 'check', 'POST /json on the admin port: off (404), check (answers as ShouldRateLimit would, consuming no quota) or on (consumes quota like a gRPC call).'),
+  shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 'On SIGTERM, report NOT_SERVING but keep answering for this long (so Envoy health checks notice), then refuse new calls.'),
+  shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;

@@ -12,7 +12,7 @@ import type { Settings } from './settings.js';
 import type { CounterStore } from './storage/counter-store.js';
 import { MemoryStore } from './storage/memory/memory-store.js';
 import { OverLimitCache } from './storage/over-limit-cache.js';
-import { parseHostPorts } from './storage/redis/options.js';
+import { parseHostPorts, redactRedisUrl } from './storage/redis/options.js';
 import { createRedisStore, type RedisStoreOptions } from './storage/redis/redis-store.js';
 import { ResilientStore } from './storage/resilient.js';
 import { StartupError } from './startup-error.js';
@@ -84,5 +84,5 @@ function describeError(error: unknown): string {
 
 /** The URL without its password, for logs. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*):([^@/]*)@/, '//$1:***@');
+  return redactRedisUrl(url);
 }

@@ -15,6 +15,7 @@ import type { CompiledConfig, CompiledDomain, CompiledLimit, CompiledRule } from
 import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
+import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
 import { counterKey } from './keys.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
@@ -43,6 +44,8 @@ export interface RateLimiterOptions {
 export interface DecideOptions {
   /** Absolute epoch-ms by which the store must have answered. */
   readonly deadlineMs?: number;
+  /** Answer what the call would get without counting anything (see check-only.ts); not reported to the observer. */
+  readonly checkOnly?: boolean;
 }
 
 /** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
@@ -93,7 +96,10 @@ export class RateLimiter {
     }
 
     const nowMs = this.options.clock.nowMs();
-    const outcomes = checks.length === 0 ? [] : await this.options.store.apply(checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const checkOnly = decideOptions.checkOnly === true;
+    const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const outcomes = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const observer = checkOnly ? noopObserver : this.observer;
 
     const statuses: DescriptorStatus[] = [];
     const applied: AppliedLimit[] = [];
@@ -101,7 +107,7 @@ export class RateLimiter {
     const quotaViolations: number[] = [];
     let overLimit = false;
     resolved.forEach((r, index) => {
-      const status = this.describe(request.domain, r, outcomes, applied);
+      const status = this.describe(request.domain, r, outcomes, applied, observer);
       if (status.code === 'OVER_LIMIT') overLimit = true;
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
         quotaDescriptors.push(index);
@@ -124,12 +130,12 @@ export class RateLimiter {
       requestHeadersToAdd: [],
       ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
     };
-    this.observer.onDecision(request.domain, overLimit, performance.now() - started);
+    observer.onDecision(request.domain, overLimit, performance.now() - started);
     return decision;
   }
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
-  private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[]): DescriptorStatus {
+  private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[], observer: DecisionObserver): DescriptorStatus {
     if (r.rule?.unlimited === true) return { code: 'OK', limitRemaining: MAX_UINT32 };
     if (r.limits.length === 0) return { code: 'OK', limitRemaining: 0 };
 
@@ -151,7 +157,7 @@ export class RateLimiter {
     const outcome = outcomes[r.firstCheck + chosen]!;
     const shadow = r.rule?.shadowMode === true;
     const quota = r.rule?.quotaMode === true;
-    this.observer.onDescriptor({
+    observer.onDescriptor({
       domain,
       statsKey: r.statsKey,
       hits: r.hits,

@@ -1,6 +1,9 @@
 /**
  * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer: rules loaded, store usable),
  * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json.
+ * POST /json follows `jsonApi`: 'on' decides like ShouldRateLimit (consumes quota), 'check' answers what
+ * ShouldRateLimit would without consuming (the default: whoever reaches the admin port cannot spend a
+ * client's quota), 'off' has no such route (404).
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,8 +19,12 @@ export interface AdminServerOptions {
   readonly registry: Registry;
   readonly ready: () => boolean;
   readonly rules: () => unknown;
+  /** POST /json: 'off' (404), 'check' (read-only, the default) or 'on' (consumes quota). */
+  readonly jsonApi?: JsonApiMode;
   readonly onError?: (err: unknown) => void;
 }
+
+export type JsonApiMode = 'off' | 'check' | 'on';
 
 const MAX_BODY = 1 << 20;
 
@@ -47,7 +54,8 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 
 async function handle(options: AdminServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
-  const route = `${req.method ?? 'GET'} ${path}`;
+  const jsonApi = options.jsonApi ?? 'check';
+  const route = jsonApi === 'off' && path === '/json' ? 'off' : `${req.method ?? 'GET'} ${path}`;
   switch (route) {
     case 'GET /healthz':
       return send(res, 200, 'OK\n', 'text/plain');
@@ -65,7 +73,7 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
         return send(res, 413, { error: `body larger than ${MAX_BODY} bytes` });
       }
       try {
-        const decision = await options.limiter.decide(requestFromJson(text));
+        const decision = await options.limiter.decide(requestFromJson(text), { checkOnly: jsonApi === 'check' });
         return send(res, decision.overallCode === 'OVER_LIMIT' ? 429 : 200, decisionToJson(decision));
       } catch (err) {
         if (err instanceof RateLimitError && err.code === 'INVALID_REQUEST') return send(res, 400, { error: err.message });
@@ -73,9 +81,13 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
         return send(res, err instanceof RateLimitError ? 503 : 500, { error: err instanceof Error ? err.message : String(err) });
       }
     }
-    default:
-      if (['/healthz', '/readyz', '/metrics', '/rules', '/json'].includes(path ?? '')) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
-      return send(res, 404, { error: `no route ${path}`, routes: ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /rules', 'POST /json'] });
+    case 'off':
+      return send(res, 404, { error: 'POST /json is disabled (JSON_API=off)' });
+    default: {
+      const routes = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /rules', ...(jsonApi === 'off' ? [] : ['POST /json'])];
+      if (routes.some((r) => r.endsWith(` ${path}`))) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
+      return send(res, 404, { error: `no route ${path}`, routes });
+    }
   }
 }
 

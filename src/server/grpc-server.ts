@@ -1,17 +1,29 @@
-/** The gRPC server: RateLimitService and Health on one port, plaintext HTTP/2 (a sidecar on loopback). */
+/**
+ * The gRPC server: RateLimitService and Health on one listener, TCP (host:port) or a Unix domain socket
+ * (host `unix:/path`), plaintext HTTP/2 or TLS / mutual TLS when given credentials (see tls-credentials.ts).
+ */
 import * as grpc from '@grpc/grpc-js';
 import type { HealthState } from './health.js';
 import { loadProtos } from './protos.js';
+import { prepareSocketPath, setSocketMode, unixSocketPath } from './unix-socket.js';
 
 export interface GrpcServerOptions {
+  /** An IP or name to listen on, or `unix:/path/to.sock` for a Unix domain socket (port then unused). */
   readonly host: string;
   readonly port: number;
   readonly rls: grpc.UntypedServiceImplementation;
   readonly health: HealthState;
+  /** TLS (e.g. ReloadingServerCredentials); default plaintext. */
+  readonly credentials?: grpc.ServerCredentials;
+  /** Permissions of the Unix socket file (default 0o660). */
+  readonly socketMode?: number;
 }
 
 export interface RunningGrpcServer {
+  /** The TCP port bound (0 for a Unix socket). */
   readonly port: number;
+  /** What a client dials: `host:port` or `unix:/path`. */
+  readonly address: string;
   /** Stops accepting calls, lets in-flight calls finish for at most graceMs, then cuts the rest. */
   close(graceMs: number): Promise<void>;
 }
@@ -25,12 +37,25 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   });
   server.addService(protos.rls, options.rls);
   server.addService(protos.health, options.health.handlers());
+  const socketPath = unixSocketPath(options.host);
   const host = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+  if (socketPath !== undefined) await prepareSocketPath(socketPath);
+  const target = socketPath !== undefined ? `unix:${socketPath}` : `${host}:${options.port}`;
+  const bound = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(target, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  if (socketPath !== undefined) {
+    try {
+      setSocketMode(socketPath, options.socketMode ?? 0o660);
+    } catch (err) {
+      server.forceShutdown();
+      throw err;
+    }
+  }
+  const port = socketPath !== undefined ? 0 : bound;
   return {
     port,
+    address: socketPath !== undefined ? target : `${host}:${port}`,
     close: (graceMs) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

@@ -1,4 +1,4 @@
-/** The HTTP admin server over a real socket: health, readiness, rules, metrics and POST /json. */
+/** The HTTP admin server over a real socket: health, readiness, rules, metrics and POST /json (JSON_API=on: it consumes, like envoyproxy/ratelimit's). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -14,7 +14,7 @@ descriptors:
 
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService({ 'web.yaml': RULES });
+  t = await startTestService({ 'web.yaml': RULES }, { jsonApi: 'on' });
 });
 afterAll(async () => {
   await t.close();

@@ -11,10 +11,11 @@ export class RlsTestClient {
   private readonly rls: grpc.Client & Record<string, Unary>;
   private readonly health: grpc.Client & Record<string, Unary> & { Watch(req: unknown): grpc.ClientReadableStream<{ status: string }> };
 
-  constructor(address: string) {
+  /** `address`: host:port or unix:/path; plaintext unless given credentials (TLS tests). */
+  constructor(address: string, credentials: grpc.ChannelCredentials = grpc.credentials.createInsecure(), options: grpc.ChannelOptions = {}) {
     const protos = loadProtos();
-    this.rls = new (clientFor(protos.rls, 'RateLimitService'))(address, grpc.credentials.createInsecure()) as never;
-    this.health = new (clientFor(protos.health, 'Health'))(address, grpc.credentials.createInsecure()) as never;
+    this.rls = new (clientFor(protos.rls, 'RateLimitService'))(address, credentials, options) as never;
+    this.health = new (clientFor(protos.health, 'Health'))(address, credentials, options) as never;
   }
 
   private call<T>(client: Record<string, Unary>, method: string, req: unknown, timeoutMs: number): Promise<T> {

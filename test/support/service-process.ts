@@ -19,7 +19,7 @@ export interface ServiceProcess {
 
 export function spawnService(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_WATCH: 'false', LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_WATCH: 'false', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
