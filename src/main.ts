@@ -14,6 +14,9 @@ import { startGrpcServer } from './server/grpc-server.js';
 import { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
+import { callTimingInterceptor } from './server/call-timing.js';
+import { DeadlineMargin } from './server/deadline-margin.js';
+import type { RequestLimits } from './core/request-limits.js';
 import type { Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
@@ -100,7 +103,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     watcher?.close();
     throw err;
   });
+  const requestLimits: RequestLimits = {
+    maxMessageBytes: settings.maxRequestBytes,
+    maxDescriptors: settings.maxRequestDescriptors,
+    maxEntries: settings.maxDescriptorEntries,
+    maxKeyBytes: settings.maxKeyBytes,
+    maxValueBytes: settings.maxValueBytes,
+    maxHitsAddend: settings.maxHitsAddend,
+  };
   const limiter = new RateLimiter({
+    requestLimits,
     store,
     clock,
     config: () => holder.config,
@@ -123,6 +135,13 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     metrics.grpcErrors.inc({ code: status });
     if (status !== 'INVALID_ARGUMENT') onError(err);
   };
+  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
+  metrics.watchDeadlineMargin(() => margin.currentMs());
+  const timing = callTimingInterceptor({
+    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+    onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
+    onSendDelay: (ms) => margin.recordSend(ms),
+  });
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   let credentials: ReloadingServerCredentials | undefined;
@@ -131,10 +150,11 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
+      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
       ...(credentials === undefined ? {} : { credentials }),
       socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
+      serverOptions: { 'grpc.max_receive_message_length': settings.maxRequestBytes, interceptors: [timing] },
     }).catch((err: unknown) => {
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
@@ -143,6 +163,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       host: settings.httpHost,
       port: settings.httpPort,
       limiter,
+      requestLimits,
       registry: metrics.registry,
       ready: () => health.status() === 'SERVING',
       rules: () => holder.describe(),
@@ -154,6 +175,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   } catch (err) {
     watcher?.close();
     credentials?.close();
+    margin.stop();
     clearInterval(healthTimer);
     await grpcServer?.close(0);
     await store.close();
@@ -192,6 +214,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       if (options.now === true) endDrain?.();
       return (closing ??= (async () => {
         clearInterval(healthTimer);
+        margin.stop();
         health.shutdown();
         const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
         log.info('shutting down: NOT_SERVING, still answering during the drain', { drainMs, graceMs: settings.shutdownGraceMs });

@@ -20,6 +20,10 @@ export interface Metrics {
   readonly registry: Registry;
   readonly observer: DecisionObserver;
   readonly grpcErrors: Counter<'code'>;
+  readonly grpcLateAnswers: Counter<'method'>;
+  readonly grpcRequestDuration: Histogram<'method'>;
+  /** Exports the deadline margin in use (server/deadline-margin.ts). */
+  watchDeadlineMargin(ms: () => number): void;
   readonly configReloads: Counter<'result'>;
   readonly configLastReloadSuccess: Gauge;
   readonly configDomains: Gauge;
@@ -98,6 +102,14 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     registry,
     observer,
     grpcErrors,
+    grpcLateAnswers: new Counter({ name: 'ratelimit_grpc_late_answers_total', help: 'Unary calls answered after the caller\'s deadline, by method.', labelNames: ['method'] as const, registers }),
+    grpcRequestDuration: new Histogram({
+      name: 'ratelimit_grpc_request_duration_seconds',
+      help: 'Unary gRPC calls from headers received to status sent (queueing included), by method.',
+      labelNames: ['method'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.05, 0.1, 0.5],
+      registers,
+    }),
     configReloads,
     configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
     configLastReloadTime: new Gauge({ name: 'ratelimit_config_last_reload_timestamp_seconds', help: 'Unix time of the last rules load or reload attempt (successful or not).', registers }),
@@ -123,6 +135,16 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     },
     setMaxDetailedSeries(max) {
       bounds.setMaxDetailed(max);
+    },
+    watchDeadlineMargin(ms) {
+      new Gauge({
+        name: 'ratelimit_grpc_deadline_margin_seconds',
+        help: 'Time kept before each caller\'s deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.',
+        registers,
+        collect() {
+          this.set(ms() / 1000);
+        },
+      });
     },
     watchRedis(stats) {
       // Counters kept by the store itself, read at scrape time.
