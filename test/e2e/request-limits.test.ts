@@ -14,7 +14,7 @@ const RULES = { 'x.yaml': 'domain: x\ndescriptors:\n  - key: user\n    rate_limi
 let t: TestService;
 let raw: RawRlsClient;
 beforeAll(async () => {
-  t = await startTestService(RULES);
+  t = await startTestService(RULES, { jsonApi: 'on' });
   raw = new RawRlsClient(t.grpcAddress);
 });
 afterAll(async () => {
