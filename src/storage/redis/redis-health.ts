@@ -18,6 +18,10 @@ import { isClientReady, type RedisClient } from './connection.js';
 const TIMEOUTS_TO_FAIL = 3;
 /** Added to the measured round trip when converting a give-up time to Redis's clock. */
 const EXPIRY_GUARD_MS = 2;
+/** A TIME measurement replaces a better one only if its round trip is at most this, or twice the old one... */
+const ACCEPT_RTT_MS = 20;
+/** ...or the old one is older than this (the clocks drift by parts per million, so old is still good). */
+const REMEASURE_AFTER_MS = 60_000;
 
 export interface RedisHealthOptions {
   readonly clock: Clock;
@@ -136,9 +140,19 @@ export class RedisHealth {
       const redisMs = Number(seconds) * 1000 + Number(micros) / 1000;
       // The reply left Redis somewhere in [p0, p1]; a script may also finish just before expiry and its reply
       // take a one-way trip back: keep the whole round trip plus a little as the guard.
-      this.redisTime = { ms: redisMs, atPerfMs: (p0 + p1) / 2, guardMs: p1 - p0 + EXPIRY_GUARD_MS };
-    } catch {
-      // keep the last offset; the probe reports the problem
+      const rtt = p1 - p0;
+      const old = this.redisTime;
+      // A reply delayed by a paused or busy Redis would make a huge guard (every call expiring early):
+      // keep the tighter measurement unless this one is as good or the old one is stale.
+      if (old && rtt > Math.max(ACCEPT_RTT_MS, 2 * (old.guardMs - EXPIRY_GUARD_MS)) && p1 - old.atPerfMs < REMEASURE_AFTER_MS) return;
+      this.redisTime = { ms: redisMs, atPerfMs: (p0 + p1) / 2, guardMs: rtt + EXPIRY_GUARD_MS };
+    } catch (error) {
+      // Keep the last measurement. A timeout is the probe's business; a refusal (an ACL without +time)
+      // leaves calls without expiry, which the operator must hear about.
+      const cause = describe(error);
+      if (!/timed? ?out/i.test(cause)) {
+        this.options.logProblem?.(`Redis TIME failed (${cause}): calls cannot expire, so a request answered by FAILURE_MODE may still be counted`);
+      }
     } finally {
       this.measuring = false;
     }
