@@ -12,7 +12,8 @@ import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
 import { ReloadingServerCredentials } from './server/tls-credentials.js';
-import { HealthState } from './server/health.js';
+import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
+import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
@@ -32,6 +33,8 @@ export interface RunningService {
   readonly limiter: RateLimiter;
   readonly rules: RulesHolder;
   readonly metrics: Metrics;
+  /** canAnswer(), storeHealthy(), storeProblem(), ready(): what /healthcheck, /readyz and gRPC health report. */
+  readonly health: ServiceHealth;
   /**
    * Graceful stop: NOT_SERVING at once (health Check/Watch, /readyz) while calls are still answered for
    * SHUTDOWN_DRAIN_MS (Envoy and Kubernetes notice and stop sending); then new calls are refused and in-flight
@@ -122,12 +125,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     observer: metrics.observer,
   });
 
-  const ready = () => store.isReady();
-  const health = new HealthState(ready);
-  const healthTimer = setInterval(() => {
+  // One health model for every surface (server/service-health.ts): the store's own state (connected AND
+  // deciding) and whether the failure mode can still answer (store.isReady(): false only when closed).
+  const model = new ServiceHealth({
+    store: () => store.health?.() ?? { healthy: store.isReady() },
+    storeCanAnswer: () => store.isReady(),
+  });
+  const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
+  const refreshHealth = () => {
     health.refresh();
-    metrics.storeReady.set(store.isReady() ? 1 : 0);
-  }, 500);
+    metrics.storeReady.set(model.storeHealthy() ? 1 : 0);
+  };
+  refreshHealth();
+  const healthTimer = setInterval(refreshHealth, 500);
   healthTimer.unref();
 
   const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
@@ -165,7 +175,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       limiter,
       requestLimits,
       registry: metrics.registry,
-      ready: () => health.status() === 'SERVING',
+      ready: () => model.ready(),
       rules: () => holder.describe(),
       jsonApi: settings.jsonApi,
       onError,
@@ -182,6 +192,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     throw err;
   }
   const grpc = grpcServer;
+  model.setGrpcServing(true);
+  refreshHealth();
 
 
   log.info('ratelimit-sidecar started', {
@@ -210,11 +222,13 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     limiter,
     rules: holder,
     metrics,
+    health: model,
     close: (options = {}) => {
       if (options.now === true) endDrain?.();
       return (closing ??= (async () => {
         clearInterval(healthTimer);
         margin.stop();
+        model.startDraining();
         health.shutdown();
         const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
         log.info('shutting down: NOT_SERVING, still answering during the drain', { drainMs, graceMs: settings.shutdownGraceMs });

@@ -39,7 +39,7 @@ export interface Metrics {
   /** Distinct request-derived stats keys (detailed_metric, value_to_metric) kept per domain before `other`. */
   setMaxDetailedSeries(max: number): void;
   /** Exports the Redis store's own counters (requests, script calls, round trips...). */
-  watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number }): void;
+  watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number; expiredCalls: number; lateCommits: number }): void;
   /** Exports the over-limit cache's hit count and size. */
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
 }
@@ -115,7 +115,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     configLastReloadTime: new Gauge({ name: 'ratelimit_config_last_reload_timestamp_seconds', help: 'Unix time of the last rules load or reload attempt (successful or not).', registers }),
     configDomains,
     storeFallbacks,
-    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store can answer.', registers }),
+    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', registers }),
     setRules(snapshot) {
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);
       for (const l of removedKeys) for (const c of perRule) c.remove(l);
@@ -163,6 +163,8 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       counter('ratelimit_redis_round_trips_total', 'Pipelines written to Redis (network round trips); below requests when concurrent requests share one.', (s) => s.roundTrips);
       counter('ratelimit_redis_cross_slot_requests_total', 'Requests whose limits spanned several Cluster slots (best effort across slots).', (s) => s.crossSlotRequests);
       counter('ratelimit_redis_failures_total', 'Requests Redis could not answer (then FAILURE_MODE decides).', (s) => s.failures);
+      counter('ratelimit_redis_expired_calls_total', 'Script calls that reached Redis after the caller gave up, so did nothing (not counted).', (s) => s.expiredCalls);
+      counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
     },
     watchOverLimitCache(stats) {
       new Counter({

@@ -14,7 +14,7 @@ let exported: Map<string, Set<string>>;
 
 beforeAll(async () => {
   const metrics = createMetrics({ defaultMetrics: true });
-  metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0 }));
+  metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 }));
   metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
   exported = new Map();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
