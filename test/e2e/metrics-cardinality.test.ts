@@ -24,7 +24,7 @@ let t: TestService;
 let client: RlsTestClient;
 
 beforeAll(async () => {
-  t = await startTestService({ 'web.yaml': RULES }, { metricsMaxDetailedSeries: 5 });
+  t = await startTestService({ 'web.yaml': RULES }, { metricsMaxDetailedSeries: 5, maxKeyBytes: 4096 });
   client = new RlsTestClient(t.grpcAddress);
 });
 afterAll(async () => {

@@ -57,7 +57,7 @@ describe('ratelimit serve never prints a Redis password', () => {
         resolve(output);
       });
     });
-    expect(r).toContain('Redis not reachable yet');
+    expect(r).toContain('Redis cannot decide yet');
     expect(r).toContain('redis://app:***@127.0.0.1:1');
     expect(r).not.toContain('leak9');
   });
