@@ -8,6 +8,8 @@ import type { ConfigError } from './errors.js';
 import { ConfigError as ConfigErrorClass, sortConfigErrors } from './errors.js';
 import { describeConfig } from './describe.js';
 import { compileGlob, isWildcard } from './glob.js';
+import { withDefaults } from './limits.js';
+import type { ConfigLimits } from './limits.js';
 import { DomainIndex } from './lookup.js';
 import type { IndexLevel, IndexNode } from './lookup.js';
 import type { RawDescriptor, RawFile } from './raw.js';
@@ -17,6 +19,8 @@ import { validateFile } from './validate.js';
 export interface CompileOptions {
   /** MERGE_DOMAIN_CONFIG: the same domain in several files merges their descriptors instead of being an error. */
   readonly mergeDomains: boolean;
+  /** Bounds on file size, aliases, nesting and descriptors (limits.ts); unset ones take their defaults. */
+  readonly limits?: Partial<ConfigLimits>;
 }
 
 /** `warnings` never stop a load: keys that envoyproxy/ratelimit accepts and ignores, so that its configs load unchanged. */
@@ -46,6 +50,8 @@ interface NodeBuilder {
 
 interface DomainBuilder {
   name: string;
+  /** Descriptors indexed so far (bounded by maxDescriptorsPerDomain). */
+  count: number;
   files: string[];
   firstFile: string;
   root: LevelBuilder;
@@ -58,8 +64,9 @@ export function compileConfigFiles(
   const errors: ConfigError[] = [];
   const warnings: ConfigError[] = [];
   const domains = new Map<string, DomainBuilder>();
+  const limits = withDefaults(options.limits);
   for (const { name, text } of files) {
-    const { file, errors: fileErrors, warnings: fileWarnings } = validateFile(name, text);
+    const { file, errors: fileErrors, warnings: fileWarnings } = validateFile(name, text, limits);
     errors.push(...fileErrors);
     warnings.push(...fileWarnings);
     if (file.domain === undefined) continue;
@@ -75,10 +82,11 @@ export function compileConfigFiles(
       );
       continue;
     }
-    const domain = existing ?? { name: file.domain, files: [], firstFile: name, root: newLevel() };
+    const domain = existing ?? { name: file.domain, count: 0, files: [], firstFile: name, root: newLevel() };
     domain.files.push(name);
     domains.set(file.domain, domain);
-    addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors);
+    const budget = { domain, max: limits.maxDescriptorsPerDomain };
+    addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors, budget);
   }
   const order = files.map((f) => f.name);
   if (errors.length > 0) return { ok: false, errors: sortConfigErrors(errors, order) };
@@ -131,8 +139,23 @@ function addDescriptors(
   parentKey: string,
   parents: readonly RawDescriptor[],
   errors: ConfigError[],
+  budget: { domain: DomainBuilder; max: number },
 ): void {
   for (const raw of descriptors) {
+    if (budget.domain.count >= budget.max) {
+      if (budget.domain.count++ === budget.max) {
+        errors.push(
+          new ConfigErrorClass({
+            file: file.name,
+            ...raw.position,
+            path: raw.path,
+            reason: `domain '${budget.domain.name}' has more than ${budget.max} descriptors`,
+          }),
+        );
+      }
+      return;
+    }
+    budget.domain.count++;
     const statsKey = `${parentKey}.${refName(raw)}`;
     const previous = level.byRefName.get(refName(raw));
     if (previous !== undefined) {
@@ -160,7 +183,7 @@ function addDescriptors(
       byValue.set(raw.value, node);
       level.exact.set(raw.key, byValue);
     }
-    addDescriptors(node.children, file, raw.descriptors, statsKey, chain, errors);
+    addDescriptors(node.children, file, raw.descriptors, statsKey, chain, errors, budget);
   }
 }
 

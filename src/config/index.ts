@@ -15,3 +15,5 @@ export type {
   ConfigErrorInfo,
   RuleMatch,
 } from './types.js';
+export { DEFAULT_LIMITS } from './limits.js';
+export type { ConfigLimits } from './limits.js';

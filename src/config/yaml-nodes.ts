@@ -12,21 +12,34 @@
  */
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, LineCounter, Node, Scalar } from 'yaml';
+import { AliasTable } from './aliases.js';
 import { ConfigError } from './errors.js';
+import type { ConfigLimits } from './limits.js';
 
 /** Collects the errors of one file; the position of a node comes from its source range. */
 export class FileContext {
   readonly errors: ConfigError[] = [];
   /** Problems that do not stop the file from loading (see readFields: keys envoyproxy/ratelimit ignores). */
   readonly warnings: ConfigError[] = [];
+  private readonly aliases: AliasTable;
+  /** Throws LimitExceeded when the document nests too deeply. */
   constructor(
     readonly file: string,
     private readonly lineCounter: LineCounter,
-    private readonly doc: Document,
-  ) {}
+    doc: Document,
+    readonly limits: ConfigLimits,
+  ) {
+    this.aliases = new AliasTable(doc, limits);
+    for (const alias of this.aliases.unknown) {
+      this.error(alias, '', `unknown alias '*${alias.source}': no anchor '&${alias.source}' completed before it`);
+    }
+  }
 
   position(node: Node | null | undefined): { line: number; column: number } {
-    const offset = node?.range?.[0] ?? 0;
+    return this.positionAt(node?.range?.[0] ?? 0);
+  }
+
+  positionAt(offset: number): { line: number; column: number } {
     const { line, col } = this.lineCounter.linePos(offset);
     return { line, column: col };
   }
@@ -45,12 +58,12 @@ export class FileContext {
     this.errors.push(new ConfigError({ file: this.file, line, column, path, reason }));
   }
 
-  /** Follows an alias to the node it names; undefined for an unknown anchor (reported by the caller). */
+  /**
+   * Follows an alias to the node it names; undefined for an unknown anchor (reported by the caller). Throws
+   * LimitExceeded when the file's aliases have expanded to too many nodes (see aliases.ts).
+   */
   deref(node: unknown): Node | undefined {
-    if (isAlias(node)) {
-      const target = node.resolve(this.doc);
-      return target ?? undefined;
-    }
+    if (isAlias(node)) return this.aliases.resolve(node);
     return (node as Node | null | undefined) ?? undefined;
   }
 }
