@@ -57,16 +57,37 @@ interface DomainBuilder {
   root: LevelBuilder;
 }
 
+/** What validating one file gives: the costly, unbounded-input half of a load (a worker may do it, load-worker.ts). */
+export interface ValidatedFile {
+  readonly file: RawFile;
+  readonly errors: readonly ConfigError[];
+  readonly warnings: readonly ConfigError[];
+}
+
 export function compileConfigFiles(
   files: readonly { name: string; text: string }[],
+  options: CompileOptions,
+): CompileResult {
+  const limits = withDefaults(options.limits);
+  const validated = files.map(({ name, text }) => validateFile(name, text, limits));
+  return indexValidatedFiles(validated, contentVersion(files), options);
+}
+
+/**
+ * The second half of compileConfigFiles: cross-file checks and the frozen index, from files already validated
+ * (in load order) and the content version of their texts. Linear in the descriptors (bounded by the limits).
+ */
+export function indexValidatedFiles(
+  validated: readonly ValidatedFile[],
+  version: string,
   options: CompileOptions,
 ): CompileResult {
   const errors: ConfigError[] = [];
   const warnings: ConfigError[] = [];
   const domains = new Map<string, DomainBuilder>();
   const limits = withDefaults(options.limits);
-  for (const { name, text } of files) {
-    const { file, errors: fileErrors, warnings: fileWarnings } = validateFile(name, text, limits);
+  for (const { file, errors: fileErrors, warnings: fileWarnings } of validated) {
+    const name = file.name;
     errors.push(...fileErrors);
     warnings.push(...fileWarnings);
     if (file.domain === undefined) continue;
@@ -88,7 +109,7 @@ export function compileConfigFiles(
     const budget = { domain, max: limits.maxDescriptorsPerDomain };
     addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors, budget);
   }
-  const order = files.map((f) => f.name);
+  const order = validated.map((v) => v.file.name);
   if (errors.length > 0) return { ok: false, errors: sortConfigErrors(errors, order) };
 
   const compiled = new Map<string, CompiledDomain>();
@@ -97,7 +118,6 @@ export function compileConfigFiles(
     const root = freezeLevel(d.root, () => (anyValueToMetric = true));
     compiled.set(d.name, new DomainIndex(d.name, Object.freeze([...d.files]), root, anyValueToMetric));
   }
-  const version = contentVersion(files);
   const frozenDomains: ReadonlyMap<string, CompiledDomain> = compiled;
   const description = describeConfig([...domains.values()].map((d) => ({
     name: d.name,
