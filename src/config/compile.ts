@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { ConfigError } from './errors.js';
 import { ConfigError as ConfigErrorClass, sortConfigErrors } from './errors.js';
 import { describeConfig } from './describe.js';
-import { compileGlob, isWildcard } from './glob.js';
+import { compileGlob, isKeyPattern, isWildcard } from './glob.js';
 import { withDefaults } from './limits.js';
 import type { ConfigLimits } from './limits.js';
 import { DomainIndex } from './lookup.js';
@@ -31,6 +31,8 @@ interface LevelBuilder {
   exact: Map<string, Map<string, NodeBuilder>>;
   wildcards: Map<string, NodeBuilder[]>;
   keyOnly: Map<string, NodeBuilder>;
+  /** Nodes whose key ends in `*`, in config order (glob.ts isKeyPattern); in no other map. */
+  keyPatterns: NodeBuilder[];
   /**
    * Every node of the level by the reference's name for it (`key` or `key_value`). The reference indexes a
    * level by that name, so two descriptors with the same name are duplicates there even when key and value
@@ -144,7 +146,7 @@ export function contentVersion(files: readonly { name: string; text: string }[])
 }
 
 function newLevel(): LevelBuilder {
-  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map(), byRefName: new Map() };
+  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map(), keyPatterns: [], byRefName: new Map() };
 }
 
 /** The reference's name for a config path element: `key` or `key_value`. */
@@ -193,7 +195,8 @@ function addDescriptors(
     const node: NodeBuilder = { raw, chain, file: file.name, children: newLevel() };
     level.byRefName.set(refName(raw), node);
     if (raw.rule !== undefined) node.rule = compileRule(raw, statsKey, `${file.name}:${raw.position.line}`);
-    if (raw.value === '') level.keyOnly.set(raw.key, node);
+    if (isKeyPattern(raw.key)) level.keyPatterns.push(node);
+    else if (raw.value === '') level.keyOnly.set(raw.key, node);
     else if (isWildcard(raw.value)) {
       const list = level.wildcards.get(raw.key) ?? [];
       list.push(node);
@@ -235,10 +238,14 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
 }
 
 function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLevel {
+  const frozen = new Map<NodeBuilder, IndexNode>();
   const node = (b: NodeBuilder): IndexNode => {
+    const done = frozen.get(b);
+    if (done !== undefined) return done;
     if (b.raw.valueToMetric) sawValueToMetric();
-    const hasChildren = b.children.exact.size + b.children.wildcards.size + b.children.keyOnly.size > 0;
-    return Object.freeze({
+    const c = b.children;
+    const hasChildren = c.exact.size + c.wildcards.size + c.keyOnly.size + c.keyPatterns.length > 0;
+    const built: IndexNode = Object.freeze({
       key: b.raw.key,
       value: b.raw.value,
       ...(isWildcard(b.raw.value) ? { glob: compileGlob(b.raw.value) } : {}),
@@ -247,6 +254,8 @@ function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLe
       valueToMetric: b.raw.valueToMetric,
       ...(hasChildren ? { children: freezeLevel(b.children, sawValueToMetric) } : {}),
     });
+    frozen.set(b, built);
+    return built;
   };
   const exact = new Map<string, ReadonlyMap<string, IndexNode>>();
   for (const [key, byValue] of level.exact) {
@@ -256,7 +265,8 @@ function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLe
   for (const [key, list] of level.wildcards) wildcards.set(key, Object.freeze(list.map(node)));
   const keyOnly = new Map<string, IndexNode>();
   for (const [key, b] of level.keyOnly) keyOnly.set(key, node(b));
-  return Object.freeze({ exact, wildcards, keyOnly });
+  const keyPatterns = Object.freeze(level.keyPatterns.map(node));
+  return Object.freeze({ exact, wildcards, keyOnly, keyPatterns });
 }
 
 /** Every rule of a domain in config order (files in load order, depth first), for describe(). */
@@ -270,6 +280,7 @@ function collectRules(
       ...[...level.exact.values()].flatMap((m) => [...m.values()]),
       ...[...level.wildcards.values()].flat(),
       ...level.keyOnly.values(),
+      ...level.keyPatterns,
     ];
     for (const n of nodes) {
       if (n.rule !== undefined) all.push({ rule: n.rule, raw: n.raw, chain: n.chain, file: n.file });

@@ -8,7 +8,7 @@ import type { Document, YAMLMap } from 'yaml';
 import { ConfigError } from './errors.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
-import { isWildcard } from './glob.js';
+import { isKeyPattern, isWildcard } from './glob.js';
 import { DEFAULT_LIMITS, LimitExceeded } from './limits.js';
 import type { ConfigLimits } from './limits.js';
 import type { RawDescriptor, RawFile } from './raw.js';
@@ -174,11 +174,21 @@ function readDescriptor(
   const shareThreshold = flag('share_threshold');
   if (shareThreshold && value !== undefined && !isWildcard(value)) {
     const f = fields.get('share_threshold')!;
-    ctx.error(
-      valueNode(ctx, f),
-      join(path, 'share_threshold'),
-      `share_threshold can only be used with wildcard values (containing '*'), but found key '${key ?? ''}${value === '' ? '' : `_${value}`}'`,
-    );
+    const name = `${key ?? ''}${value === '' ? '' : `_${value}`}`;
+    if (!name.includes('*')) {
+      ctx.error(
+        valueNode(ctx, f),
+        join(path, 'share_threshold'),
+        `share_threshold can only be used with wildcard values (containing '*'), but found key '${name}'`,
+      );
+    } else if (key === undefined || !isKeyPattern(key)) {
+      // envoyproxy/ratelimit only checks that the name `key_value` has a '*'; a '*' inside a key matches nothing.
+      ctx.warn(
+        valueNode(ctx, f),
+        join(path, 'share_threshold'),
+        `share_threshold has no effect on '${name}' (only a value with '*' or a key ending in '*' is a wildcard) and is ignored, as envoyproxy/ratelimit ignores it`,
+      );
+    }
   }
 
   const shadowMode = flag('shadow_mode');

@@ -220,7 +220,9 @@ export function readJson(ctx: FileContext, raw: unknown, path: string, depth = 0
     const out: Record<string, JsonValue> = {};
     for (const pair of node.items) {
       const key = ctx.deref(pair.key);
-      if (key === undefined || !isScalar(key) || scalarKind(key) !== 'string') {
+      // envoyproxy/ratelimit (gopkg.in/yaml.v2) accepts numbers and booleans as metadata keys; so do we, as
+      // written (`404: not_found` is the key "404"). A null or collection key cannot be a JSON key.
+      if (key === undefined || !isScalar(key) || scalarKind(key) === 'null') {
         ctx.error(key ?? node, path, `metadata keys must be strings, not ${describeNode(key)}`);
         continue;
       }
