@@ -7,6 +7,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigDir, readConfigFiles } from '../../../src/config/index.js';
+import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/watcher.js';
 import { ConfigMapDir, tempDir } from './fs-helpers.js';
 
 const rule = (domain: string): string =>
@@ -109,5 +110,22 @@ describe('allFiles (envoyproxy/ratelimit runtime directory)', () => {
     expect(all.ok && all.config.files).toEqual(['a.yaml', 'b.conf', 'c']);
     const yamlOnly = await loadConfigDir(dir, { mergeDomains: false });
     expect(yamlOnly.ok && yamlOnly.config.files).toEqual(['a.yaml']);
+  });
+});
+
+describe('the watcher fingerprint follows the same rules', () => {
+  it('agrees sync and async on refused files (no spurious reload), and sees non-YAML files with allFiles', async () => {
+    await symlink(join(outside, 'shadow.yaml'), join(dir, 'a.yaml'));
+    await writeFile(join(dir, 'b.yaml'), Buffer.from([0x64, 0xff, 0x0a]));
+    await writeFile(join(dir, 'c.yaml'), `${rule('c')}# ${'x'.repeat(200)}\n`);
+    await writeFile(join(dir, 'd.conf'), rule('d'));
+    for (const options of [{ maxFileBytes: 100 }, { allFiles: true }]) {
+      expect(fingerprintConfigDirSync(dir, options)).toBe(await fingerprintConfigDir(dir, options));
+    }
+    const before = await fingerprintConfigDir(dir, { allFiles: true });
+    const yamlOnly = await fingerprintConfigDir(dir);
+    await writeFile(join(dir, 'd.conf'), rule('d2'));
+    expect(await fingerprintConfigDir(dir, { allFiles: true })).not.toBe(before);
+    expect(await fingerprintConfigDir(dir)).toBe(yamlOnly);
   });
 });
