@@ -20,7 +20,7 @@ export interface ConfigLimits {
 
 export const DEFAULT_LIMITS: ConfigLimits = Object.freeze({
   maxFileBytes: 1024 * 1024,
-  maxAliasNodes: 200_000,
+  maxAliasNodes: 1_000_000,
   maxYamlDepth: 256,
   maxDescriptorDepth: 32,
   maxDescriptorsPerDomain: 100_000,
