@@ -4,7 +4,7 @@
  */
 import { systemClock, type Clock } from './core/clock.js';
 import { RateLimiter } from './core/rate-limiter.js';
-import { loadConfigDir, watchConfigDir } from './config/index.js';
+import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
 import { createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { rulesSnapshot } from './metrics-labels.js';
@@ -69,7 +69,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const metrics = deps.metrics ?? createMetrics();
   metrics.setMaxDetailedSeries(settings.metricsMaxDetailedSeries);
 
-  const loadOptions = { mergeDomains: settings.mergeDomainConfig };
+  const loadOptions = { mergeDomains: settings.mergeDomainConfig, maxFileBytes: settings.configMaxFileBytes };
   const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
@@ -77,6 +77,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     ? watchConfigDir(settings.configDir, {
         debounceMs: settings.configDebounceMs,
         pollIntervalMs: settings.configPollIntervalMs,
+        maxFileBytes: settings.configMaxFileBytes,
         onChange: () => void late.rules?.reload(),
         onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
       })
@@ -87,7 +88,9 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
   }
 
-  const holder = new RulesHolder(initial.config, () => loadConfigDir(settings.configDir, loadOptions), (status, changed) => {
+  // Reloads parse and validate in a worker thread, so that no rules file can stall the requests being served.
+  const reload = () => loadConfigDirInWorker(settings.configDir, { ...loadOptions, timeoutMs: settings.configLoadTimeoutMs });
+  const holder = new RulesHolder(initial.config, reload, (status, changed) => {
     metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
     metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
     metrics.configLastReloadTime.set(clock.nowMs() / 1000);

@@ -76,6 +76,8 @@ export const SETTINGS = {
   configWatch: bool('CONFIG_WATCH', true, 'Reload the rules when the directory changes (Kubernetes ConfigMap swaps included).'),
   configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),
   configPollIntervalMs: int('CONFIG_POLL_INTERVAL_MS', 30_000, 'Also re-read the directory this often, in case an event was missed; 0 disables.'),
+  configMaxFileBytes: int('CONFIG_MAX_FILE_BYTES', 1024 * 1024, 'Largest rules file read, in bytes; a larger one is refused unread.', 1),
+  configLoadTimeoutMs: int('CONFIG_LOAD_TIMEOUT_MS', 30_000, 'A reload (read, parse, validate, in a worker thread) taking longer is abandoned and the worker killed.', 1),
   backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
   memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds; the least recently used are evicted beyond it.', 1),
   cacheKeyPrefix: str('CACHE_KEY_PREFIX', 'rl:', 'Prefix of every counter key (share one Redis between deployments safely).'),

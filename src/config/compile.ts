@@ -7,7 +7,9 @@ import { createHash } from 'node:crypto';
 import type { ConfigError } from './errors.js';
 import { ConfigError as ConfigErrorClass, sortConfigErrors } from './errors.js';
 import { describeConfig } from './describe.js';
-import { compileGlob, isWildcard } from './glob.js';
+import { compileGlob, isKeyPattern, isWildcard } from './glob.js';
+import { withDefaults } from './limits.js';
+import type { ConfigLimits } from './limits.js';
 import { DomainIndex } from './lookup.js';
 import type { IndexLevel, IndexNode } from './lookup.js';
 import type { RawDescriptor, RawFile } from './raw.js';
@@ -17,6 +19,8 @@ import { validateFile } from './validate.js';
 export interface CompileOptions {
   /** MERGE_DOMAIN_CONFIG: the same domain in several files merges their descriptors instead of being an error. */
   readonly mergeDomains: boolean;
+  /** Bounds on file size, aliases, nesting and descriptors (limits.ts); unset ones take their defaults. */
+  readonly limits?: Partial<ConfigLimits>;
 }
 
 /** `warnings` never stop a load: keys that envoyproxy/ratelimit accepts and ignores, so that its configs load unchanged. */
@@ -27,6 +31,8 @@ interface LevelBuilder {
   exact: Map<string, Map<string, NodeBuilder>>;
   wildcards: Map<string, NodeBuilder[]>;
   keyOnly: Map<string, NodeBuilder>;
+  /** Nodes whose key ends in `*`, in config order (glob.ts isKeyPattern); in no other map. */
+  keyPatterns: NodeBuilder[];
   /**
    * Every node of the level by the reference's name for it (`key` or `key_value`). The reference indexes a
    * level by that name, so two descriptors with the same name are duplicates there even when key and value
@@ -46,20 +52,44 @@ interface NodeBuilder {
 
 interface DomainBuilder {
   name: string;
+  /** Descriptors indexed so far (bounded by maxDescriptorsPerDomain). */
+  count: number;
   files: string[];
   firstFile: string;
   root: LevelBuilder;
+}
+
+/** What validating one file gives: the costly, unbounded-input half of a load (a worker may do it, load-worker.ts). */
+export interface ValidatedFile {
+  readonly file: RawFile;
+  readonly errors: readonly ConfigError[];
+  readonly warnings: readonly ConfigError[];
 }
 
 export function compileConfigFiles(
   files: readonly { name: string; text: string }[],
   options: CompileOptions,
 ): CompileResult {
+  const limits = withDefaults(options.limits);
+  const validated = files.map(({ name, text }) => validateFile(name, text, limits));
+  return indexValidatedFiles(validated, contentVersion(files), options);
+}
+
+/**
+ * The second half of compileConfigFiles: cross-file checks and the frozen index, from files already validated
+ * (in load order) and the content version of their texts. Linear in the descriptors (bounded by the limits).
+ */
+export function indexValidatedFiles(
+  validated: readonly ValidatedFile[],
+  version: string,
+  options: CompileOptions,
+): CompileResult {
   const errors: ConfigError[] = [];
   const warnings: ConfigError[] = [];
   const domains = new Map<string, DomainBuilder>();
-  for (const { name, text } of files) {
-    const { file, errors: fileErrors, warnings: fileWarnings } = validateFile(name, text);
+  const limits = withDefaults(options.limits);
+  for (const { file, errors: fileErrors, warnings: fileWarnings } of validated) {
+    const name = file.name;
     errors.push(...fileErrors);
     warnings.push(...fileWarnings);
     if (file.domain === undefined) continue;
@@ -75,12 +105,13 @@ export function compileConfigFiles(
       );
       continue;
     }
-    const domain = existing ?? { name: file.domain, files: [], firstFile: name, root: newLevel() };
+    const domain = existing ?? { name: file.domain, count: 0, files: [], firstFile: name, root: newLevel() };
     domain.files.push(name);
     domains.set(file.domain, domain);
-    addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors);
+    const budget = { domain, max: limits.maxDescriptorsPerDomain };
+    addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors, budget);
   }
-  const order = files.map((f) => f.name);
+  const order = validated.map((v) => v.file.name);
   if (errors.length > 0) return { ok: false, errors: sortConfigErrors(errors, order) };
 
   const compiled = new Map<string, CompiledDomain>();
@@ -89,7 +120,6 @@ export function compileConfigFiles(
     const root = freezeLevel(d.root, () => (anyValueToMetric = true));
     compiled.set(d.name, new DomainIndex(d.name, Object.freeze([...d.files]), root, anyValueToMetric));
   }
-  const version = contentVersion(files);
   const frozenDomains: ReadonlyMap<string, CompiledDomain> = compiled;
   const description = describeConfig([...domains.values()].map((d) => ({
     name: d.name,
@@ -116,7 +146,7 @@ export function contentVersion(files: readonly { name: string; text: string }[])
 }
 
 function newLevel(): LevelBuilder {
-  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map(), byRefName: new Map() };
+  return { exact: new Map(), wildcards: new Map(), keyOnly: new Map(), keyPatterns: [], byRefName: new Map() };
 }
 
 /** The reference's name for a config path element: `key` or `key_value`. */
@@ -131,8 +161,23 @@ function addDescriptors(
   parentKey: string,
   parents: readonly RawDescriptor[],
   errors: ConfigError[],
+  budget: { domain: DomainBuilder; max: number },
 ): void {
   for (const raw of descriptors) {
+    if (budget.domain.count >= budget.max) {
+      if (budget.domain.count++ === budget.max) {
+        errors.push(
+          new ConfigErrorClass({
+            file: file.name,
+            ...raw.position,
+            path: raw.path,
+            reason: `domain '${budget.domain.name}' has more than ${budget.max} descriptors`,
+          }),
+        );
+      }
+      return;
+    }
+    budget.domain.count++;
     const statsKey = `${parentKey}.${refName(raw)}`;
     const previous = level.byRefName.get(refName(raw));
     if (previous !== undefined) {
@@ -150,7 +195,8 @@ function addDescriptors(
     const node: NodeBuilder = { raw, chain, file: file.name, children: newLevel() };
     level.byRefName.set(refName(raw), node);
     if (raw.rule !== undefined) node.rule = compileRule(raw, statsKey, `${file.name}:${raw.position.line}`);
-    if (raw.value === '') level.keyOnly.set(raw.key, node);
+    if (isKeyPattern(raw.key)) level.keyPatterns.push(node);
+    else if (raw.value === '') level.keyOnly.set(raw.key, node);
     else if (isWildcard(raw.value)) {
       const list = level.wildcards.get(raw.key) ?? [];
       list.push(node);
@@ -160,7 +206,7 @@ function addDescriptors(
       byValue.set(raw.value, node);
       level.exact.set(raw.key, byValue);
     }
-    addDescriptors(node.children, file, raw.descriptors, statsKey, chain, errors);
+    addDescriptors(node.children, file, raw.descriptors, statsKey, chain, errors, budget);
   }
 }
 
@@ -192,10 +238,14 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
 }
 
 function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLevel {
+  const frozen = new Map<NodeBuilder, IndexNode>();
   const node = (b: NodeBuilder): IndexNode => {
+    const done = frozen.get(b);
+    if (done !== undefined) return done;
     if (b.raw.valueToMetric) sawValueToMetric();
-    const hasChildren = b.children.exact.size + b.children.wildcards.size + b.children.keyOnly.size > 0;
-    return Object.freeze({
+    const c = b.children;
+    const hasChildren = c.exact.size + c.wildcards.size + c.keyOnly.size + c.keyPatterns.length > 0;
+    const built: IndexNode = Object.freeze({
       key: b.raw.key,
       value: b.raw.value,
       ...(isWildcard(b.raw.value) ? { glob: compileGlob(b.raw.value) } : {}),
@@ -204,6 +254,8 @@ function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLe
       valueToMetric: b.raw.valueToMetric,
       ...(hasChildren ? { children: freezeLevel(b.children, sawValueToMetric) } : {}),
     });
+    frozen.set(b, built);
+    return built;
   };
   const exact = new Map<string, ReadonlyMap<string, IndexNode>>();
   for (const [key, byValue] of level.exact) {
@@ -213,7 +265,8 @@ function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLe
   for (const [key, list] of level.wildcards) wildcards.set(key, Object.freeze(list.map(node)));
   const keyOnly = new Map<string, IndexNode>();
   for (const [key, b] of level.keyOnly) keyOnly.set(key, node(b));
-  return Object.freeze({ exact, wildcards, keyOnly });
+  const keyPatterns = Object.freeze(level.keyPatterns.map(node));
+  return Object.freeze({ exact, wildcards, keyOnly, keyPatterns });
 }
 
 /** Every rule of a domain in config order (files in load order, depth first), for describe(). */
@@ -227,6 +280,7 @@ function collectRules(
       ...[...level.exact.values()].flatMap((m) => [...m.values()]),
       ...[...level.wildcards.values()].flat(),
       ...level.keyOnly.values(),
+      ...level.keyPatterns,
     ];
     for (const n of nodes) {
       if (n.rule !== undefined) all.push({ rule: n.rule, raw: n.raw, chain: n.chain, file: n.file });

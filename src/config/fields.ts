@@ -2,7 +2,7 @@
  * Reading mappings and lists of a rules file: key checks (see schema.ts), merge keys, and the shapes every
  * section shares. Errors go to the FileContext; callers get what could be read.
  */
-import { isMap, isScalar, isSeq } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, YAMLMap } from 'yaml';
 import { REFERENCE_KEYS, ignoredKeyMessage, unknownKeyMessage } from './schema.js';
 import type { FileContext } from './yaml-nodes.js';
@@ -108,7 +108,7 @@ export function readMapList(
     const itemPath = `${path}[${i}]`;
     const item = ctx.deref(raw);
     if (item === undefined) {
-      ctx.error(node, itemPath, 'unknown alias');
+      if (!isAlias(raw)) ctx.error(node, itemPath, 'unknown alias'); // an unknown alias is reported once, by FileContext
     } else if (!isMap(item)) {
       ctx.error(item, itemPath, `list items must be mappings, not ${describeNode(item)}`);
     } else {

@@ -36,3 +36,22 @@ export function compileGlob(pattern: string): Glob {
     },
   });
 }
+
+/**
+ * A descriptor key ending in `*` (`key: user*`): envoyproxy/ratelimit matches it as a prefix of the request's key
+ * (`user`, `userX`, ...), with the value matched as usual (none = any value, exact, or a wildcard).
+ */
+export function isKeyPattern(key: string): boolean {
+  return key.length > 1 && key.endsWith('*');
+}
+
+/** Whether a node with a key pattern (see isKeyPattern) matches a request entry. */
+export function keyPatternMatches(
+  node: { readonly key: string; readonly value: string; readonly glob?: Glob },
+  key: string,
+  value: string,
+): boolean {
+  if (!key.startsWith(node.key.slice(0, -1))) return false;
+  if (node.value === '') return true;
+  return node.glob !== undefined ? node.glob.matches(value) : node.value === value;
+}

@@ -15,3 +15,7 @@ export type {
   ConfigErrorInfo,
   RuleMatch,
 } from './types.js';
+export { DEFAULT_LIMITS } from './limits.js';
+export type { ConfigLimits } from './limits.js';
+export { loadConfigDirInWorker } from './load-in-worker.js';
+export type { WorkerLoadOptions } from './load-in-worker.js';

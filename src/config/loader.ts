@@ -1,5 +1,6 @@
 /**
- * Loading a rules directory: every `*.yaml` / `*.yml` at its top level, sorted by name, read through symlinks.
+ * Loading a rules directory: every `*.yaml` / `*.yml` at its top level (or every non-hidden file with `allFiles`),
+ * sorted by name, read through symlinks that stay inside the directory.
  *
  * Kubernetes ConfigMap volumes hold `..data` → `..2026_01_02_03_04_05.123/` and one symlink per key
  * (`edge.yaml` → `..data/edge.yaml`). Hidden entries (`..data`, the timestamp directories, editor swap files
@@ -7,11 +8,16 @@
  * atomic, so when `..data` exists we read its target before and after and start again if it moved in between:
  * a load never mixes files of two ConfigMap versions.
  */
-import { readFile, readdir, readlink, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileConfigFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
+import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
+import { DEFAULT_LIMITS } from './limits.js';
+
+export { isConfigFileName } from './file-policy.js';
 
 export interface ConfigFile {
   /** Relative to the directory. */
@@ -19,19 +25,28 @@ export interface ConfigFile {
   readonly text: string;
 }
 
-const CONFIG_FILE = /\.ya?ml$/i;
-const MAX_ATTEMPTS = 5;
-
-export function isConfigFileName(name: string): boolean {
-  return !name.startsWith('.') && CONFIG_FILE.test(name);
+export interface ReadOptions {
+  /** Every regular non-hidden file, whatever its extension (envoyproxy/ratelimit's runtime directory); default `*.yaml` / `*.yml`. */
+  readonly allFiles?: boolean;
+  /** Files larger than this are refused unread (default 1 MiB, CONFIG_MAX_FILE_BYTES). */
+  readonly maxFileBytes?: number;
 }
 
-/** Reads the rules files of `dir`; unreadable files are reported by name (and left out). */
-export async function readConfigFiles(dir: string): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Reads the rules files of `dir`. Unreadable files, files larger than the limit, files that are not UTF-8 and
+ * symlinks whose target lies outside the directory are reported by name (and left out); the content of a file
+ * outside the directory is never read.
+ */
+export async function readConfigFiles(
+  dir: string,
+  options: ReadOptions = {},
+): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let result: { files: ConfigFile[]; errors: ConfigError[] } = { files: [], errors: [] };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const before = await dataTarget(dir);
-    result = await readOnce(dir);
+    result = await readOnce(dir, options);
     if ((await dataTarget(dir)) === before) return result;
   }
   return result;
@@ -45,27 +60,71 @@ async function dataTarget(dir: string): Promise<string | undefined> {
   }
 }
 
-async function readOnce(dir: string): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
+async function readOnce(dir: string, options: ReadOptions): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let names: string[];
+  let realDir: string;
   try {
-    names = (await readdir(dir)).filter(isConfigFileName);
+    realDir = await realpath(dir);
+    names = (await readdir(dir)).filter((n) => isConfigFileName(n, options.allFiles));
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
   names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const maxBytes = options.maxFileBytes ?? DEFAULT_LIMITS.maxFileBytes;
   const files: ConfigFile[] = [];
   const errors: ConfigError[] = [];
   for (const name of names) {
-    const path = join(dir, name);
     try {
-      // stat follows symlinks: a ConfigMap key is a link into ..data; a directory named x.yaml is not a file.
-      if (!(await stat(path)).isFile()) continue;
-      files.push({ name, text: await readFile(path, 'utf8') });
+      const read = await readInside(realDir, join(dir, name), maxBytes);
+      if (read === 'not-a-file') continue;
+      if (read === 'outside') {
+        errors.push(outsideError(name));
+        continue;
+      }
+      if (typeof read === 'number') {
+        errors.push(tooLargeError(name, read, maxBytes));
+        continue;
+      }
+      const decoded = decodeUtf8(name, read);
+      if ('error' in decoded) errors.push(decoded.error);
+      else files.push({ name, text: decoded.text });
     } catch (err) {
       errors.push(fileError(name, `cannot read file: ${reason(err)}`));
     }
   }
   return { files, errors };
+}
+
+/**
+ * The bytes of `path` when its real path (symlinks resolved: a ConfigMap key is a link into ..data) is a
+ * regular file inside `realDir`; 'outside', 'not-a-file' (a directory named x.yaml), or its size when too large.
+ * Reads at most maxBytes + 1 bytes, so a file growing while it is read cannot exceed the bound either.
+ */
+async function readInside(realDir: string, path: string, maxBytes: number): Promise<Uint8Array | 'outside' | 'not-a-file' | number> {
+  const real = await realpath(path);
+  if (!isInside(realDir, real)) return 'outside';
+  // stat before open: opening a FIFO named x.yaml would wait for a writer.
+  if (!(await stat(real)).isFile()) return 'not-a-file';
+  const handle = await open(real, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return 'not-a-file';
+    if (info.size > maxBytes) return info.size;
+    const buffer = Buffer.alloc(Math.min(info.size, maxBytes) + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === buffer.length) {
+        if (length > maxBytes) return length;
+        break;
+      }
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    await handle.close();
+  }
 }
 
 function fileError(file: string, message: string): ConfigError {
@@ -80,8 +139,12 @@ function reason(err: unknown): string {
  * Reads and compiles a rules directory. All errors are reported together: unreadable files and every
  * validation error of the readable ones. An empty directory is a valid configuration with no domains.
  */
-export async function loadConfigDir(dir: string, options: CompileOptions): Promise<CompileResult> {
-  const { files, errors } = await readConfigFiles(dir);
+export async function loadConfigDir(dir: string, options: CompileOptions & ReadOptions): Promise<CompileResult> {
+  const maxFileBytes = options.maxFileBytes ?? options.limits?.maxFileBytes;
+  const { files, errors } = await readConfigFiles(dir, {
+    ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
+    ...(maxFileBytes !== undefined ? { maxFileBytes } : {}),
+  });
   const compiled = compileConfigFiles(files, options);
   if (errors.length === 0) return compiled;
   return { ok: false, errors: [...errors, ...(compiled.ok ? [] : compiled.errors)] };

@@ -12,6 +12,7 @@
  * cannot meet. Each level is three Maps, so a lookup costs a few hash probes per entry plus the wildcard scans.
  */
 import type { DescriptorEntry } from '../core/types.js';
+import { keyPatternMatches } from './glob.js';
 import type { Glob } from './glob.js';
 import type { CompiledDomain, CompiledRule, RuleMatch } from './types.js';
 
@@ -31,6 +32,8 @@ export interface IndexLevel {
   /** Wildcard nodes by key, in config order (the first match wins). */
   readonly wildcards: ReadonlyMap<string, readonly IndexNode[]>;
   readonly keyOnly: ReadonlyMap<string, IndexNode>;
+  /** Nodes whose key ends in `*`, matched as a prefix of the request's key (glob.ts isKeyPattern), in config order. */
+  readonly keyPatterns: readonly IndexNode[];
 }
 
 type MatchKind = 'exact' | 'wildcard' | 'key';
@@ -66,6 +69,15 @@ export class DomainIndex implements CompiledDomain {
               kind = 'wildcard';
               break;
             }
+          }
+        }
+      }
+      if (node === undefined && level.keyPatterns.length > 0) {
+        for (const p of level.keyPatterns) {
+          if (keyPatternMatches(p, entry.key, entry.value)) {
+            node = p;
+            kind = 'wildcard';
+            break;
           }
         }
       }

@@ -3,12 +3,14 @@
  * after the first one) with the position and field path of the offending node. Cross-file checks (duplicate
  * domains, duplicate composite keys) belong to compile.ts.
  */
-import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
-import type { YAMLMap } from 'yaml';
-import type { ConfigError } from './errors.js';
+import { LineCounter, isMap, isScalar, parseAllDocuments, parseDocument } from 'yaml';
+import type { Document, YAMLMap } from 'yaml';
+import { ConfigError } from './errors.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
-import { isWildcard } from './glob.js';
+import { isKeyPattern, isWildcard } from './glob.js';
+import { DEFAULT_LIMITS, LimitExceeded } from './limits.js';
+import type { ConfigLimits } from './limits.js';
 import type { RawDescriptor, RawFile } from './raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
@@ -16,12 +18,47 @@ import type { FileDefaults } from './validate-limits.js';
 import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
 import type { JsonValue } from './yaml-nodes.js';
 
-export function validateFile(name: string, text: string): { file: RawFile; errors: ConfigError[]; warnings: ConfigError[] } {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
-  const ctx = new FileContext(name, lineCounter, doc);
-  const empty: RawFile = { name, domainPosition: { line: 1, column: 1 }, descriptors: [] };
+type Validated = { file: RawFile; errors: ConfigError[]; warnings: ConfigError[] };
 
+export function validateFile(name: string, text: string, limits: ConfigLimits = DEFAULT_LIMITS): Validated {
+  const empty: RawFile = { name, domainPosition: { line: 1, column: 1 }, descriptors: [] };
+  const bytes = Buffer.byteLength(text);
+  if (bytes > limits.maxFileBytes) {
+    const reason = `file is ${bytes} bytes, more than the limit of ${limits.maxFileBytes} (CONFIG_MAX_FILE_BYTES)`;
+    return { file: empty, errors: [new ConfigError({ file: name, line: 1, column: 1, path: '', reason })], warnings: [] };
+  }
+  const lineCounter = new LineCounter();
+  let doc: Document;
+  const later: Document[] = [];
+  try {
+    const docs = parseAllDocuments(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
+    if (Array.isArray(docs) && docs.length > 0) {
+      doc = docs[0]!;
+      later.push(...docs.slice(1));
+    } else {
+      doc = parseDocument(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
+    }
+  } catch (err) {
+    // The parser recursing too deeply on hostile nesting is the only throw we know of; never crash on it.
+    const reason = `YAML cannot be parsed: ${err instanceof Error ? err.message : String(err)}`;
+    return { file: empty, errors: [new ConfigError({ file: name, line: 1, column: 1, path: '', reason })], warnings: [] };
+  }
+  let ctx: FileContext | undefined;
+  try {
+    ctx = new FileContext(name, lineCounter, doc, limits);
+    return validateDocument(ctx, doc, later, empty);
+  } catch (err) {
+    if (!(err instanceof LimitExceeded) && !(err instanceof RangeError)) throw err;
+    const at = err instanceof LimitExceeded ? err.offset : 0;
+    const { line, col } = lineCounter.linePos(at);
+    const reason = err instanceof LimitExceeded ? err.reason : `nested too deeply to validate (${err.message})`;
+    const errors = [...(ctx?.errors ?? []), new ConfigError({ file: name, line, column: col, path: '', reason })];
+    return { file: empty, errors, warnings: ctx?.warnings ?? [] };
+  }
+}
+
+function validateDocument(ctx: FileContext, doc: Document, later: readonly Document[], empty: RawFile): Validated {
+  const name = ctx.file;
   if (doc.errors.length > 0) {
     for (const err of doc.errors) {
       const pos = err.linePos?.[0] ?? { line: 1, col: 1 };
@@ -29,6 +66,19 @@ export function validateFile(name: string, text: string): { file: RawFile; error
       ctx.errorAt(pos.line, pos.col, '', `YAML syntax error: ${firstLine}`);
     }
     return { file: empty, errors: ctx.errors, warnings: ctx.warnings };
+  }
+  const ignored = later.filter((d) => d.contents !== null || d.errors.length > 0);
+  if (ignored.length > 0) {
+    const { line, column } = ctx.positionAt(ignored[0]!.range?.[0] ?? 0);
+    ctx.warnings.push(
+      new ConfigError({
+        file: name,
+        line,
+        column,
+        path: '',
+        reason: `only the first YAML document of a file is read; the ${ignored.length === 1 ? 'document' : `${ignored.length} documents`} after it ${ignored.length === 1 ? 'is' : 'are'} ignored, as envoyproxy/ratelimit ignores them`,
+      }),
+    );
   }
 
   const root = ctx.deref(doc.contents);
@@ -56,7 +106,7 @@ export function validateFile(name: string, text: string): { file: RawFile; error
   const domainPosition = ctx.position(domainField ? valueNode(ctx, domainField) : root);
 
   const defaults = readDefaults(ctx, fields.get('defaults'));
-  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), 'descriptors', defaults);
+  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), 'descriptors', defaults, 1);
   return {
     file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors },
     errors: ctx.errors,
@@ -80,10 +130,15 @@ function readDescriptorList(
   field: Field | undefined,
   path: string,
   defaults: FileDefaults,
+  depth: number,
 ): RawDescriptor[] {
   const out: RawDescriptor[] = [];
+  if (field !== undefined && depth > ctx.limits.maxDescriptorDepth) {
+    ctx.error(valueNode(ctx, field), path, `descriptors nested more than ${ctx.limits.maxDescriptorDepth} levels deep`);
+    return out;
+  }
   for (const item of readMapList(ctx, field, path)) {
-    const d = readDescriptor(ctx, item.map, item.path, defaults);
+    const d = readDescriptor(ctx, item.map, item.path, defaults, depth);
     if (d !== undefined) out.push(d);
   }
   return out;
@@ -94,6 +149,7 @@ function readDescriptor(
   map: YAMLMap,
   path: string,
   defaults: FileDefaults,
+  depth: number,
 ): RawDescriptor | undefined {
   const fields = readFields(ctx, map, path, DESCRIPTOR_KEYS);
   const flag = (name: string): boolean => {
@@ -118,11 +174,21 @@ function readDescriptor(
   const shareThreshold = flag('share_threshold');
   if (shareThreshold && value !== undefined && !isWildcard(value)) {
     const f = fields.get('share_threshold')!;
-    ctx.error(
-      valueNode(ctx, f),
-      join(path, 'share_threshold'),
-      `share_threshold can only be used with wildcard values (containing '*'), but found key '${key ?? ''}${value === '' ? '' : `_${value}`}'`,
-    );
+    const name = `${key ?? ''}${value === '' ? '' : `_${value}`}`;
+    if (!name.includes('*')) {
+      ctx.error(
+        valueNode(ctx, f),
+        join(path, 'share_threshold'),
+        `share_threshold can only be used with wildcard values (containing '*'), but found key '${name}'`,
+      );
+    } else if (key === undefined || !isKeyPattern(key)) {
+      // envoyproxy/ratelimit only checks that the name `key_value` has a '*'; a '*' inside a key matches nothing.
+      ctx.warn(
+        valueNode(ctx, f),
+        join(path, 'share_threshold'),
+        `share_threshold has no effect on '${name}' (only a value with '*' or a key ending in '*' is a wildcard) and is ignored, as envoyproxy/ratelimit ignores it`,
+      );
+    }
   }
 
   const shadowMode = flag('shadow_mode');
@@ -131,7 +197,7 @@ function readDescriptor(
   const valueToMetric = flag('value_to_metric');
   const metadata = readMetadata(ctx, fields.get('metadata'), join(path, 'metadata'));
   const rule = readRule(ctx, fields, path, defaults);
-  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults);
+  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1);
   if (key === undefined || value === undefined) return undefined;
   return {
     key,

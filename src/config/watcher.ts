@@ -11,13 +11,16 @@
  * - A periodic poll does the same hash comparison, covering missed events, filesystems without inotify and
  *   watchers that died; a watcher that errors is closed, reported and re-created at the next poll.
  */
-import { readFileSync, readdirSync, statSync, watch } from 'node:fs';
+import { readFileSync, readdirSync, realpathSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { isConfigFileName, readConfigFiles } from './loader.js';
+import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
+import { DEFAULT_LIMITS } from './limits.js';
+import { readConfigFiles } from './loader.js';
+import type { ReadOptions } from './loader.js';
 
-export interface WatchOptions {
+export interface WatchOptions extends ReadOptions {
   /** Quiet time after the last event before the directory is re-read (e.g. 200 ms). */
   readonly debounceMs: number;
   /** Poll period for the hash comparison fallback (e.g. 30 000 ms); 0 disables polling. */
@@ -33,8 +36,8 @@ export interface ConfigWatcher {
 }
 
 /** Content fingerprint of the rules files of `dir` (names, contents, and read failures). */
-export async function fingerprintConfigDir(dir: string): Promise<string> {
-  const { files, errors } = await readConfigFiles(dir);
+export async function fingerprintConfigDir(dir: string, options: ReadOptions = {}): Promise<string> {
+  const { files, errors } = await readConfigFiles(dir, options);
   return fingerprint(
     files,
     errors.map((e) => e.message),
@@ -45,16 +48,27 @@ export async function fingerprintConfigDir(dir: string): Promise<string> {
  * The same fingerprint, read synchronously: the baseline is taken inside watchConfigDir so that "watching"
  * starts when the call returns, leaving no window in which a change could slip in unseen.
  */
-export function fingerprintConfigDirSync(dir: string): string {
+export function fingerprintConfigDirSync(dir: string, options: ReadOptions = {}): string {
   const files: { name: string; text: string }[] = [];
   const failures: string[] = [];
+  const maxBytes = options.maxFileBytes ?? DEFAULT_LIMITS.maxFileBytes;
   try {
-    const names = readdirSync(dir).filter(isConfigFileName);
+    const realDir = realpathSync.native(dir);
+    const names = readdirSync(dir).filter((n) => isConfigFileName(n, options.allFiles));
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const name of names) {
       const path = join(dir, name);
       try {
-        if (statSync(path).isFile()) files.push({ name, text: readFileSync(path, 'utf8') });
+        // Only a baseline: what the loader refuses (outside links, oversized files) is fingerprinted unread.
+        const real = realpathSync.native(path);
+        const info = statSync(real);
+        if (!isInside(realDir, real)) failures.push(outsideError(name).message);
+        else if (info.isFile() && info.size > maxBytes) failures.push(tooLargeError(name, info.size, maxBytes).message);
+        else if (info.isFile()) {
+          const decoded = decodeUtf8(name, readFileSync(real));
+          if ('error' in decoded) failures.push(decoded.error.message);
+          else files.push({ name, text: decoded.text });
+        }
       } catch (err) {
         failures.push(`${name}:1:1: cannot read file: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -82,7 +96,11 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
   let running = false;
   let again = false;
   // The state the caller has just loaded is the baseline.
-  let last = fingerprintConfigDirSync(dir);
+  const read: ReadOptions = {
+    ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
+    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
+  };
+  let last = fingerprintConfigDirSync(dir, read);
 
   const report = (err: unknown): void => {
     try {
@@ -100,7 +118,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
     }
     running = true;
     try {
-      const current = await fingerprintConfigDir(dir);
+      const current = await fingerprintConfigDir(dir, read);
       if (!closed && current !== last) {
         last = current;
         options.onChange();

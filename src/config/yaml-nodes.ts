@@ -12,21 +12,34 @@
  */
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, LineCounter, Node, Scalar } from 'yaml';
+import { AliasTable } from './aliases.js';
 import { ConfigError } from './errors.js';
+import type { ConfigLimits } from './limits.js';
 
 /** Collects the errors of one file; the position of a node comes from its source range. */
 export class FileContext {
   readonly errors: ConfigError[] = [];
   /** Problems that do not stop the file from loading (see readFields: keys envoyproxy/ratelimit ignores). */
   readonly warnings: ConfigError[] = [];
+  private readonly aliases: AliasTable;
+  /** Throws LimitExceeded when the document nests too deeply. */
   constructor(
     readonly file: string,
     private readonly lineCounter: LineCounter,
-    private readonly doc: Document,
-  ) {}
+    doc: Document,
+    readonly limits: ConfigLimits,
+  ) {
+    this.aliases = new AliasTable(doc, limits);
+    for (const alias of this.aliases.unknown) {
+      this.error(alias, '', `unknown alias '*${alias.source}': no anchor '&${alias.source}' completed before it`);
+    }
+  }
 
   position(node: Node | null | undefined): { line: number; column: number } {
-    const offset = node?.range?.[0] ?? 0;
+    return this.positionAt(node?.range?.[0] ?? 0);
+  }
+
+  positionAt(offset: number): { line: number; column: number } {
     const { line, col } = this.lineCounter.linePos(offset);
     return { line, column: col };
   }
@@ -45,12 +58,12 @@ export class FileContext {
     this.errors.push(new ConfigError({ file: this.file, line, column, path, reason }));
   }
 
-  /** Follows an alias to the node it names; undefined for an unknown anchor (reported by the caller). */
+  /**
+   * Follows an alias to the node it names; undefined for an unknown anchor (reported by the caller). Throws
+   * LimitExceeded when the file's aliases have expanded to too many nodes (see aliases.ts).
+   */
   deref(node: unknown): Node | undefined {
-    if (isAlias(node)) {
-      const target = node.resolve(this.doc);
-      return target ?? undefined;
-    }
+    if (isAlias(node)) return this.aliases.resolve(node);
     return (node as Node | null | undefined) ?? undefined;
   }
 }
@@ -207,7 +220,9 @@ export function readJson(ctx: FileContext, raw: unknown, path: string, depth = 0
     const out: Record<string, JsonValue> = {};
     for (const pair of node.items) {
       const key = ctx.deref(pair.key);
-      if (key === undefined || !isScalar(key) || scalarKind(key) !== 'string') {
+      // envoyproxy/ratelimit (gopkg.in/yaml.v2) accepts numbers and booleans as metadata keys; so do we, as
+      // written (`404: not_found` is the key "404"). A null or collection key cannot be a JSON key.
+      if (key === undefined || !isScalar(key) || scalarKind(key) === 'null') {
         ctx.error(key ?? node, path, `metadata keys must be strings, not ${describeNode(key)}`);
         continue;
       }

@@ -1,0 +1,94 @@
+/**
+ * What the loader (and the watcher's fingerprint) may read from a rules directory, and how bytes become text:
+ * which names are rules files, that a file's real path stays inside the real directory (a symlink pointing out
+ * of it is refused, so no outside content is ever echoed in errors, logs or /rules), and strict UTF-8.
+ */
+import { relative, isAbsolute, sep } from 'node:path';
+import { ConfigError } from './errors.js';
+
+const YAML_NAME = /\.ya?ml$/i;
+
+/**
+ * `*.yaml` / `*.yml` by default; with `allFiles` every name, as envoyproxy/ratelimit loads every file of its
+ * runtime directory whatever its extension. Hidden names (`.x`, `..data`, editor swap files) never.
+ */
+export function isConfigFileName(name: string, allFiles = false): boolean {
+  return !name.startsWith('.') && (allFiles || YAML_NAME.test(name));
+}
+
+/** True when `realPath` is `realDir` itself or below it (both already resolved with realpath). */
+export function isInside(realDir: string, realPath: string): boolean {
+  const rel = relative(realDir, realPath);
+  return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+}
+
+export function outsideError(name: string): ConfigError {
+  return new ConfigError({
+    file: name,
+    line: 1,
+    column: 1,
+    path: '',
+    reason: 'refused: a symbolic link whose target is outside the config directory (only files inside CONFIG_DIR are read)',
+  });
+}
+
+export function tooLargeError(name: string, size: number, max: number): ConfigError {
+  return new ConfigError({
+    file: name,
+    line: 1,
+    column: 1,
+    path: '',
+    reason: `file is ${size} bytes, more than the limit of ${max} (CONFIG_MAX_FILE_BYTES)`,
+  });
+}
+
+const STRICT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const LENIENT = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** The text of a file, or an error at the line and column of its first byte that is not UTF-8. */
+export function decodeUtf8(name: string, bytes: Uint8Array): { text: string } | { error: ConfigError } {
+  try {
+    return { text: STRICT.decode(bytes) };
+  } catch {
+    const at = firstInvalidUtf8(bytes);
+    const lineStart = bytes.lastIndexOf(0x0a, at - 1) + 1;
+    let line = 1;
+    for (let i = 0; i < lineStart; i++) if (bytes[i] === 0x0a) line++;
+    const column = LENIENT.decode(bytes.subarray(lineStart, at)).length + 1;
+    const byte = bytes[at]!.toString(16).toUpperCase().padStart(2, '0');
+    return {
+      error: new ConfigError({ file: name, line, column, path: '', reason: `invalid UTF-8 (byte 0x${byte}); rules files must be UTF-8` }),
+    };
+  }
+}
+
+/** Offset of the first byte that does not start or continue a well-formed UTF-8 sequence (bytes.length if none). */
+export function firstInvalidUtf8(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i]!;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c === 0xe0) lo = 0xa0;
+      if (c === 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c === 0xf0) lo = 0x90;
+      if (c === 0xf4) hi = 0x8f;
+    } else return i;
+    for (let k = 1; k <= need; k++) {
+      const d = b[i + k];
+      if (d === undefined || d < (k === 1 ? lo : 0x80) || d > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += need + 1;
+  }
+  return b.length;
+}
