@@ -70,6 +70,7 @@ export const SETTINGS = {
   backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
   memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds (a second bound beside MEMORY_MAX_BYTES).', 1),
   memoryMaxBytes: int('MEMORY_MAX_BYTES', 64 * 1024 * 1024, 'Most bytes the in-memory store\'s keys and states take (estimated per entry, see docs/memory.md); beyond it expired, then least recently used under-limit keys are evicted, never over-limit ones.', 65_536),
+  redisKeyFormat: oneOf('REDIS_KEY_FORMAT', ['native', 'envoy'] as const, 'native', 'envoy: fixed_window limits with a unit use envoyproxy/ratelimit\'s counter keys and integer counters, so a rolling update from it keeps the counts (docs/switching-counters.md).'),
   cacheKeyPrefix: str('CACHE_KEY_PREFIX', 'rl:', 'Prefix of every counter key (share one Redis between deployments safely).'),
   redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis URL: redis:// or rediss:// (TLS), optional user:password@ (ACL) and /db.'),
   redisType: oneOf('REDIS_TYPE', ['single', 'sentinel', 'cluster'] as const, 'single', 'Redis topology.'),

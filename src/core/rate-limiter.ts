@@ -16,7 +16,7 @@ import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-
 import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
-import { counterKey } from './keys.js';
+import { counterKey, envoyCounterKey } from './keys.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import {
   UNIT_SECONDS,
@@ -35,6 +35,8 @@ export interface RateLimiterOptions {
   /** The current rule set; read once per request, so a reload never splits a decision. */
   readonly config: () => CompiledConfig;
   readonly keyPrefix: string;
+  /** 'envoy': fixed_window limits with a unit use envoyproxy/ratelimit's keys and counters (REDIS_KEY_FORMAT). */
+  readonly keyFormat?: 'native' | 'envoy';
   readonly headers: HeaderOptions;
   readonly nearLimitRatio: number;
   readonly observer?: DecisionObserver;
@@ -75,13 +77,19 @@ export class RateLimiter {
     const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
     applyReplaces(resolved);
 
+    const nowMs = this.options.clock.nowMs();
+    const envoyKeys = this.options.keyFormat === 'envoy';
     const checks: LimitCheck[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r);
       for (const limit of r.limits) {
+        const envoy = envoyKeys && isEnvoyCompatible(limit);
         checks.push({
-          key: counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          key: envoy
+            ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
+            : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          ...(envoy ? { keyFormat: 'envoy' as const } : {}),
           algorithm: limit.algorithm,
           limit: limit.requestsPerUnit,
           windowMs: limit.windowMs,
@@ -92,7 +100,6 @@ export class RateLimiter {
       }
     }
 
-    const nowMs = this.options.clock.nowMs();
     const outcomes = checks.length === 0 ? [] : await this.options.store.apply(checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
 
     const statuses: DescriptorStatus[] = [];
@@ -172,6 +179,11 @@ export class RateLimiter {
       durationUntilResetMs: outcome.resetMs,
     };
   }
+}
+
+/** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
+function isEnvoyCompatible(limit: CompiledLimit): boolean {
+  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
 /** Whether a descriptor's rejection rejects the request (shadow_mode and quota_mode only report). */
