@@ -4,7 +4,7 @@
  * heapUsed excludes ArrayBuffer memory (typed arrays), so heap+buffers is the figure to compare.
  * Also prints the store's own byte estimate (stats().bytes) so the accounting can be compared with the heap.
  *
- *   node --expose-gc --import tsx bench/memory-per-key.ts [--keys 200000,1000000] [--algorithm fixed_window]
+ *   node --expose-gc --import tsx bench/memory-per-key.ts [--keys 200000,1000000] [--algorithm fixed_window] [--defaults]
  *
  * Each size runs in a fresh process (so one run's garbage cannot flatter the next).
  */
@@ -20,6 +20,7 @@ const arg = (name: string, def: string): string => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1]! : def;
 };
+const bounded = args.includes('--defaults');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) {
   console.error('run with node --expose-gc --import tsx bench/memory-per-key.ts');
@@ -32,7 +33,9 @@ function fullGc(): void {
 
 async function measure(n: number, algorithm: AlgorithmName): Promise<void> {
   const T0 = 1_700_000_040_000;
-  const store = new MemoryStore({ maxKeys: n + 1, maxBytes: Number.MAX_SAFE_INTEGER });
+  // --defaults: the service's defaults (MEMORY_MAX_KEYS 1,000,000, MEMORY_MAX_BYTES 64 MiB), to see the
+  // bound hold; otherwise unbounded, to measure the cost of every key.
+  const store = bounded ? new MemoryStore({ maxKeys: 1_000_000 }) : new MemoryStore({ maxKeys: n + 1, maxBytes: Number.MAX_SAFE_INTEGER });
   const check = (i: number): LimitCheck => ({
     key: counterKey('rl:', 'edge', [{ key: 'remote_address', value: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` }], algorithm, 60_000),
     algorithm,
@@ -55,6 +58,9 @@ async function measure(n: number, algorithm: AlgorithmName): Promise<void> {
   const rss = (after.rss - before.rss) / n;
   const stats = (store as unknown as { stats?: () => { bytes: number; keys: number } }).stats?.();
   const estimate = stats !== undefined ? (stats.bytes / stats.keys).toFixed(0) : 'n/a';
+  if (bounded && stats !== undefined) {
+    console.log(`defaults: ${n} keys offered, ${stats.keys} kept, accounted ${(stats.bytes / 2 ** 20).toFixed(1)} MiB (max 64), heap+buffers growth ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`);
+  }
   console.log(
     `${algorithm.padEnd(14)} keys=${String(n).padStart(8)} heapUsed/key=${heap.toFixed(0).padStart(4)} B  heap+buffers/key=${total.toFixed(0).padStart(4)} B  rss/key=${rss.toFixed(0).padStart(4)} B  ` +
       `store estimate/key=${estimate} B  (heap ${(after.heapUsed / 2 ** 20).toFixed(0)} MiB, rss ${(after.rss / 2 ** 20).toFixed(0)} MiB)`,
@@ -70,7 +76,8 @@ if (arg('--child', '') !== '') {
   const self = fileURLToPath(import.meta.url);
   for (const algorithm of algorithms) {
     for (const n of sizes) {
-      const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', self, '--child', String(n), '--algorithm', algorithm], { stdio: 'inherit' });
+      const childArgs = ['--expose-gc', '--import', 'tsx', self, '--child', String(n), '--algorithm', algorithm, ...(bounded ? ['--defaults'] : [])];
+      const r = spawnSync(process.execPath, childArgs, { stdio: 'inherit' });
       if (r.status !== 0) process.exit(r.status ?? 1);
     }
   }

@@ -55,7 +55,7 @@ export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
  * the Map entry with its share of the hash table, and the slot columns with their growth slack. Measured
  * with bench/memory-per-key.ts (heapUsed after GC / keys, minus the key length); see docs/memory.md.
  */
-export const ENTRY_BYTES = 140;
+export const ENTRY_BYTES = 208;
 
 /** Slots the sweep examines per apply() call. */
 const SWEEP_STEP = 16;
