@@ -123,6 +123,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     clock,
     config: () => holder.config,
     keyPrefix: settings.cacheKeyPrefix,
+    keyFormat: settings.backend === 'redis' ? settings.redisKeyFormat : 'native',
     headers: { mode: settings.rateLimitHeaders, xRateLimit: settings.xRateLimitHeaders },
     nearLimitRatio: settings.nearLimitRatio,
     observer: metrics.observer,

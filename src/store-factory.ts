@@ -48,7 +48,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
 
 export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
-  if (settings.backend === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys });
+  if (settings.backend === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
 
   let redis;
   try {
@@ -85,7 +85,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     expectedReplicas: settings.expectedReplicas,
     clock,
     timeoutMarginMs: 1,
-    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys }) } : {}),
+    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
     onFallback: (mode, reason, error) => {
       metrics.storeFallbacks.inc({ mode });
       fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);

@@ -59,3 +59,18 @@ export function counterKey(
 ): string {
   return `${prefix}{${counterTag(domain, entries)}}:${algorithm}:${windowMs}`;
 }
+
+/**
+ * envoyproxy/ratelimit's key layout (REDIS_KEY_FORMAT=envoy, fixed_window limits with a unit only), so that
+ * a rolling update from the reference keeps and shares its counters (docs/switching-counters.md):
+ *
+ *   <prefix><domain>_<key>_<value>_<key>_<value>_..._<window start in whole seconds>
+ *
+ * Components are written raw, as the reference writes them: this layout is not collision-free (`_` may
+ * occur inside a component), which is why it is an opt-in for compatibility and not the default.
+ */
+export function envoyCounterKey(prefix: string, domain: string, entries: readonly DescriptorEntry[], windowStartMs: number): string {
+  let key = `${prefix}${domain}_`;
+  for (const e of entries) key += `${e.key}_${e.value}_`;
+  return `${key}${Math.floor(windowStartMs / 1000)}`;
+}

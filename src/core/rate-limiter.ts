@@ -17,7 +17,7 @@ import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
-import { counterKey } from './keys.js';
+import { counterKey, envoyCounterKey } from './keys.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import {
@@ -37,6 +37,8 @@ export interface RateLimiterOptions {
   /** The current rule set; read once per request, so a reload never splits a decision. */
   readonly config: () => CompiledConfig;
   readonly keyPrefix: string;
+  /** 'envoy': fixed_window limits with a unit use envoyproxy/ratelimit's keys and counters (REDIS_KEY_FORMAT). */
+  readonly keyFormat?: 'native' | 'envoy';
   readonly headers: HeaderOptions;
   readonly nearLimitRatio: number;
   readonly observer?: DecisionObserver;
@@ -82,13 +84,19 @@ export class RateLimiter {
     const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
     applyReplaces(resolved);
 
+    const nowMs = this.options.clock.nowMs();
+    const envoyKeys = this.options.keyFormat === 'envoy';
     const checks: LimitCheck[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r);
       for (const limit of r.limits) {
+        const envoy = envoyKeys && isEnvoyCompatible(limit);
         checks.push({
-          key: counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          key: envoy
+            ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
+            : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          ...(envoy ? { keyFormat: 'envoy' as const } : {}),
           algorithm: limit.algorithm,
           limit: limit.requestsPerUnit,
           windowMs: limit.windowMs,
@@ -99,7 +107,6 @@ export class RateLimiter {
       }
     }
 
-    const nowMs = this.options.clock.nowMs();
     const checkOnly = decideOptions.checkOnly === true;
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const outcomes = checkOnly ? previewOutcomes(checks, observed) : observed;
@@ -182,6 +189,11 @@ export class RateLimiter {
       durationUntilResetMs: outcome.resetMs,
     };
   }
+}
+
+/** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
+function isEnvoyCompatible(limit: CompiledLimit): boolean {
+  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
 /** Whether a descriptor's rejection rejects the request (shadow_mode and quota_mode only report). */

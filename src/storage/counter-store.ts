@@ -15,6 +15,12 @@ export interface LimitCheck {
   readonly hits: number;
   /** False for shadow-mode limits: their rejection does not veto the batch. */
   readonly enforce: boolean;
+  /**
+   * 'envoy': a fixed_window check whose key is envoyproxy/ratelimit's (keys.ts envoyCounterKey); on Redis its
+   * state is the reference's plain integer counter (INCRBY + EXPIRE) instead of "<start>:<count>". Other stores
+   * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
+   */
+  readonly keyFormat?: 'envoy';
 }
 
 /** What the store reports for one LimitCheck after the batch was decided. */

@@ -16,16 +16,23 @@ import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
-/** Read and write access to stored algorithm states; `write` is called only for an admitted batch. */
+/**
+ * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
+ * `exhausted` tells the store the key has no quota left (remaining 0): on `write`, after this commit; on
+ * `rejected`, called for a check that was not allowed while its key has no quota left at all (a store may
+ * protect such keys from eviction, see memory-store.ts).
+ */
 export interface StateAccess {
   read(key: string, check: LimitCheck): unknown;
-  write(key: string, state: unknown, ttlMs: number, check: LimitCheck): void;
+  write(key: string, state: unknown, ttlMs: number, check: LimitCheck, exhausted: boolean): void;
+  rejected?(key: string): void;
 }
 
 interface Pending {
   readonly state: unknown;
   readonly ttlMs: number;
   readonly check: LimitCheck;
+  readonly exhausted: boolean;
 }
 
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
@@ -43,10 +50,14 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
     );
     outcomes.push(outcome);
     if (!outcome.allowed && check.enforce) admitted = false;
-    if (outcome.allowed && check.hits > 0) pending.set(check.key, { state: next, ttlMs, check });
+    if (outcome.allowed && check.hits > 0) {
+      pending.set(check.key, { state: next, ttlMs, check, exhausted: outcome.remainingIfCommitted === 0 });
+    } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0) {
+      access.rejected?.(check.key);
+    }
   }
   if (admitted) {
-    for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check);
+    for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
   return checks.map((check, i) => {
     const o = outcomes[i]!;

@@ -15,6 +15,8 @@ const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
 const LIBRARIES = ['int_math', 'meter'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
+/** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
+const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
 
 export interface BatchScript {
   /** The assembled Lua text. */
@@ -49,6 +51,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
     algorithms.push(name);
     parts.push(`-- ${name}.lua\n${readFileSync(join(dir, `${name}.lua`), 'utf8')}`);
   }
+  parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
   // A function replacement keeps `$` sequences in the Lua text literal.
@@ -117,7 +120,7 @@ export async function runBatch(
   }
   const args: (string | number)[] = checks.map((c) => c.key);
   args.push(nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs)));
-  for (const c of checks) args.push(c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
+  for (const c of checks) args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
   const reply = await commands.call(checks.length, args);
   return decodeBatchReply(reply, checks.length);
 }
