@@ -1,30 +1,46 @@
 /**
- * `ratelimit serve | check DIR | query ... | help` — the command-line face of the service.
+ * `ratelimit serve | check DIR | query ... | help | --version` — the command-line face of the service.
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
 import { loadConfigDir } from './config/index.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
-import { loadSettings, SettingsError } from './settings.js';
+import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
+import { VERSION } from './version.js';
 
 const USAGE = `usage: ratelimit <command> [options]
 
 commands:
-  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); every setting is an env var or --flag (see README)
+  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
   check DIR             validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC and print its decision
   help                  this text
+  --version             print the version
 
 ${QUERY_USAGE}`;
 
+/** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
+export function serveHelp(): string {
+  const lines = ['usage: ratelimit serve [--flag value ...]', '', 'Every setting is an env var or the --flag beside it (a flag wins). envoyproxy/ratelimit\'s names are read too (docs/switching.md).', ''];
+  for (const s of Object.values(SETTINGS)) {
+    const def = Array.isArray(s.default) ? s.default.join(',') : s.default === undefined ? '(off)' : String(s.default);
+    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${def === '' ? '""' : def})`, `      ${s.description}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 async function serve(argv: string[]): Promise<number> {
-  const { settings, rest } = loadSettings(process.env, argv);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(serveHelp());
+    return 0;
+  }
+  const { settings, rest, notices } = loadSettings(process.env, argv);
   if (rest.length > 0) {
     process.stderr.write(`serve: unknown arguments: ${rest.join(' ')}\n`);
     return 2;
   }
-  const service = await startService(settings);
+  const service = await startService(settings, { notices });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       process.stderr.write(`received ${signal}, shutting down\n`);
@@ -67,6 +83,10 @@ export async function main(argv: string[]): Promise<number> {
         return await check(rest);
       case 'query':
         return await runQuery(rest, process.stdout, process.stderr);
+      case '--version':
+      case 'version':
+        process.stdout.write(`ratelimit-sidecar ${VERSION}\n`);
+        return 0;
       case 'help':
       case '--help':
       case '-h':

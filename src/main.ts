@@ -5,16 +5,18 @@
 import { systemClock, type Clock } from './core/clock.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, watchConfigDir } from './config/index.js';
-import { createLogger, type Logger } from './log.js';
+import { componentLogger, createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
+import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from './server/debug-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
-import type { Settings } from './settings.js';
+import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
+import { VERSION } from './version.js';
 
 export { StartupError };
 
@@ -28,17 +30,21 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {
+export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   const metrics = deps.metrics ?? createMetrics();
+  // envoyproxy/ratelimit settings that were set: each named, unsupported ones with what to do.
+  const compatLog = componentLogger(log, 'settings');
+  for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
 
-  const loadOptions = { mergeDomains: settings.mergeDomainConfig };
+  const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles };
   const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
     ? watchConfigDir(settings.configDir, {
+        allFiles: settings.configAllFiles,
         debounceMs: settings.configDebounceMs,
         pollIntervalMs: settings.configPollIntervalMs,
         onChange: () => void late.rules?.reload(),
@@ -64,7 +70,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   metrics.configLastReloadSuccess.set(1);
   metrics.configDomains.set(initial.config.domains.size);
 
-  const store = await buildStore(settings, { clock, log, metrics }).catch((err: unknown) => {
+  const store = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics }).catch((err: unknown) => {
     watcher?.close();
     throw err;
   });
@@ -73,13 +79,21 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     clock,
     config: () => holder.config,
     keyPrefix: settings.cacheKeyPrefix,
-    headers: { mode: settings.rateLimitHeaders, xRateLimit: settings.xRateLimitHeaders },
+    headers: {
+      mode: settings.rateLimitHeaders,
+      xRateLimit: settings.xRateLimitHeaders,
+      ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
+    },
     nearLimitRatio: settings.nearLimitRatio,
     observer: metrics.observer,
+    shadowMode: settings.shadowMode,
   });
 
   const ready = () => store.isReady();
   const health = new HealthState(ready);
+  // The one seam for "can this replica answer now?" (/healthcheck, /readyz): switch it to the store's
+  // health model when that lands.
+  const canAnswer = () => health.status() === 'SERVING';
   const healthTimer = setInterval(() => {
     health.refresh();
     metrics.storeReady.set(store.isReady() ? 1 : 0);
@@ -92,7 +106,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     if (status !== 'INVALID_ARGUMENT') onError(err);
   };
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
-  let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
+  const extra: Listener[] = [];
   try {
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
@@ -107,15 +122,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       port: settings.httpPort,
       limiter,
       registry: metrics.registry,
-      ready: () => health.status() === 'SERVING',
+      ready: canAnswer,
+      canAnswer,
       rules: () => holder.describe(),
       onError,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);
     });
+    extra.push(...(await startExtraListeners(settings, metrics, holder, onError)));
   } catch (err) {
     watcher?.close();
     clearInterval(healthTimer);
+    await Promise.all(extra.map((l) => l.close()));
+    await admin?.close();
     await grpcServer?.close(0);
     await store.close();
     throw err;
@@ -123,12 +142,18 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const grpc = grpcServer;
 
 
+  const described = initial.config.describe();
   log.info('ratelimit-sidecar started', {
+    version: VERSION,
     grpc: `${settings.grpcHost}:${grpc.port}`,
     http: `${settings.httpHost}:${admin.port}`,
+    ...(extra.length > 0 ? { extraPorts: extra.map((l) => l.port) } : {}),
     backend: settings.backend,
+    ...(settings.backend === 'redis' ? { failureMode: settings.failureMode, redisType: settings.redisType } : {}),
+    shadowMode: settings.shadowMode,
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
+    ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },
   });
 
   let closing: Promise<void> | undefined;
@@ -145,8 +170,32 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         watcher?.close();
         await grpc.close(settings.shutdownGraceMs);
         await admin.close();
+        await Promise.all(extra.map((l) => l.close()));
         await store.close();
         log.info('ratelimit-sidecar stopped');
       })()),
   };
+}
+
+/** DEBUG_PORT (/rlconfig, /stats, /rules) and USE_PROMETHEUS (metrics on PROMETHEUS_ADDR), when asked for. */
+async function startExtraListeners(settings: Settings, metrics: Metrics, holder: RulesHolder, onError: (err: unknown) => void): Promise<Listener[]> {
+  const out: Listener[] = [];
+  try {
+    if (settings.debugPort !== undefined) {
+      const { debugHost: host, debugPort: port } = settings;
+      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe(), rules: () => holder.describe(), onError }).catch((err: unknown) => {
+        throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
+      }));
+    }
+    if (settings.usePrometheus) {
+      const { host, port } = parseListenAddr(settings.prometheusAddr);
+      out.push(await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {
+        throw new StartupError(`cannot listen for PROMETHEUS_ADDR on ${settings.prometheusAddr}: ${(err as Error).message}`);
+      }));
+    }
+  } catch (err) {
+    await Promise.all(out.map((l) => l.close()));
+    throw err;
+  }
+  return out;
 }

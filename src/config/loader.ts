@@ -22,16 +22,21 @@ export interface ConfigFile {
 const CONFIG_FILE = /\.ya?ml$/i;
 const MAX_ATTEMPTS = 5;
 
-export function isConfigFileName(name: string): boolean {
-  return !name.startsWith('.') && CONFIG_FILE.test(name);
+export interface FileSelection {
+  /** Every non-dot file, whatever its extension (envoyproxy/ratelimit's runtime directory); default *.yaml/*.yml. */
+  readonly allFiles?: boolean;
+}
+
+export function isConfigFileName(name: string, selection: FileSelection = {}): boolean {
+  return !name.startsWith('.') && (selection.allFiles === true || CONFIG_FILE.test(name));
 }
 
 /** Reads the rules files of `dir`; unreadable files are reported by name (and left out). */
-export async function readConfigFiles(dir: string): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
+export async function readConfigFiles(dir: string, selection: FileSelection = {}): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let result: { files: ConfigFile[]; errors: ConfigError[] } = { files: [], errors: [] };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const before = await dataTarget(dir);
-    result = await readOnce(dir);
+    result = await readOnce(dir, selection);
     if ((await dataTarget(dir)) === before) return result;
   }
   return result;
@@ -45,10 +50,10 @@ async function dataTarget(dir: string): Promise<string | undefined> {
   }
 }
 
-async function readOnce(dir: string): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
+async function readOnce(dir: string, selection: FileSelection): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let names: string[];
   try {
-    names = (await readdir(dir)).filter(isConfigFileName);
+    names = (await readdir(dir)).filter((name) => isConfigFileName(name, selection));
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
@@ -80,8 +85,8 @@ function reason(err: unknown): string {
  * Reads and compiles a rules directory. All errors are reported together: unreadable files and every
  * validation error of the readable ones. An empty directory is a valid configuration with no domains.
  */
-export async function loadConfigDir(dir: string, options: CompileOptions): Promise<CompileResult> {
-  const { files, errors } = await readConfigFiles(dir);
+export async function loadConfigDir(dir: string, options: CompileOptions & FileSelection): Promise<CompileResult> {
+  const { files, errors } = await readConfigFiles(dir, options);
   const compiled = compileConfigFiles(files, options);
   if (errors.length === 0) return compiled;
   return { ok: false, errors: [...errors, ...(compiled.ok ? [] : compiled.errors)] };

@@ -15,9 +15,9 @@ import { readFileSync, readdirSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { isConfigFileName, readConfigFiles } from './loader.js';
+import { isConfigFileName, readConfigFiles, type FileSelection } from './loader.js';
 
-export interface WatchOptions {
+export interface WatchOptions extends FileSelection {
   /** Quiet time after the last event before the directory is re-read (e.g. 200 ms). */
   readonly debounceMs: number;
   /** Poll period for the hash comparison fallback (e.g. 30 000 ms); 0 disables polling. */
@@ -33,8 +33,8 @@ export interface ConfigWatcher {
 }
 
 /** Content fingerprint of the rules files of `dir` (names, contents, and read failures). */
-export async function fingerprintConfigDir(dir: string): Promise<string> {
-  const { files, errors } = await readConfigFiles(dir);
+export async function fingerprintConfigDir(dir: string, selection: FileSelection = {}): Promise<string> {
+  const { files, errors } = await readConfigFiles(dir, selection);
   return fingerprint(
     files,
     errors.map((e) => e.message),
@@ -45,11 +45,11 @@ export async function fingerprintConfigDir(dir: string): Promise<string> {
  * The same fingerprint, read synchronously: the baseline is taken inside watchConfigDir so that "watching"
  * starts when the call returns, leaving no window in which a change could slip in unseen.
  */
-export function fingerprintConfigDirSync(dir: string): string {
+export function fingerprintConfigDirSync(dir: string, selection: FileSelection = {}): string {
   const files: { name: string; text: string }[] = [];
   const failures: string[] = [];
   try {
-    const names = readdirSync(dir).filter(isConfigFileName);
+    const names = readdirSync(dir).filter((name) => isConfigFileName(name, selection));
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const name of names) {
       const path = join(dir, name);
@@ -82,7 +82,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
   let running = false;
   let again = false;
   // The state the caller has just loaded is the baseline.
-  let last = fingerprintConfigDirSync(dir);
+  let last = fingerprintConfigDirSync(dir, options);
 
   const report = (err: unknown): void => {
     try {
@@ -100,7 +100,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
     }
     running = true;
     try {
-      const current = await fingerprintConfigDir(dir);
+      const current = await fingerprintConfigDir(dir, options);
       if (!closed && current !== last) {
         last = current;
         options.onChange();

@@ -38,6 +38,8 @@ export interface RateLimiterOptions {
   readonly headers: HeaderOptions;
   readonly nearLimitRatio: number;
   readonly observer?: DecisionObserver;
+  /** SHADOW_MODE: every configured limit reports but never rejects (request-level overrides still do). */
+  readonly shadowMode?: boolean;
 }
 
 export interface DecideOptions {
@@ -78,7 +80,7 @@ export class RateLimiter {
     const checks: LimitCheck[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
-      const enforce = enforced(r);
+      const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
         checks.push({
           key: counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
@@ -145,11 +147,11 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r), quotaMode: r.rule?.quotaMode === true });
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r, this.options.shadowMode), quotaMode: r.rule?.quotaMode === true });
     });
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;
-    const shadow = r.rule?.shadowMode === true;
+    const shadow = r.rule !== undefined && (r.rule.shadowMode || this.options.shadowMode === true);
     const quota = r.rule?.quotaMode === true;
     this.observer.onDescriptor({
       domain,
@@ -161,7 +163,7 @@ export class RateLimiter {
       quotaMode: rejected && quota,
     });
     return {
-      code: rejected && enforced(r) ? 'OVER_LIMIT' : 'OK',
+      code: rejected && enforced(r, this.options.shadowMode) ? 'OVER_LIMIT' : 'OK',
       currentLimit: {
         ...(limit.name !== undefined ? { name: limit.name } : {}),
         requestsPerUnit: limit.requestsPerUnit,
@@ -174,9 +176,9 @@ export class RateLimiter {
   }
 }
 
-/** Whether a descriptor's rejection rejects the request (shadow_mode and quota_mode only report). */
-function enforced(r: Resolved): boolean {
-  return r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode);
+/** Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report). */
+function enforced(r: Resolved, shadowAll = false): boolean {
+  return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
 }
 
 function validate(request: RateLimitRequest): void {

@@ -1,6 +1,7 @@
 /**
  * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer: rules loaded, store usable),
- * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json.
+ * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json, and
+ * envoyproxy/ratelimit's GET /healthcheck (200 "OK" while this replica can answer, else 500).
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +16,8 @@ export interface AdminServerOptions {
   readonly limiter: RateLimiter;
   readonly registry: Registry;
   readonly ready: () => boolean;
+  /** /healthcheck: whether this replica can answer now (default: `ready`). */
+  readonly canAnswer?: () => boolean;
   readonly rules: () => unknown;
   readonly onError?: (err: unknown) => void;
 }
@@ -53,6 +56,8 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       return send(res, 200, 'OK\n', 'text/plain');
     case 'GET /readyz':
       return options.ready() ? send(res, 200, 'OK\n', 'text/plain') : send(res, 503, 'NOT READY\n', 'text/plain');
+    case 'GET /healthcheck':
+      return (options.canAnswer ?? options.ready)() ? send(res, 200, 'OK', 'text/plain') : send(res, 500, 'NOT OK', 'text/plain');
     case 'GET /metrics':
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':
@@ -74,8 +79,8 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       }
     }
     default:
-      if (['/healthz', '/readyz', '/metrics', '/rules', '/json'].includes(path ?? '')) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
-      return send(res, 404, { error: `no route ${path}`, routes: ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /rules', 'POST /json'] });
+      if (['/healthz', '/readyz', '/healthcheck', '/metrics', '/rules', '/json'].includes(path ?? '')) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
+      return send(res, 404, { error: `no route ${path}`, routes: ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', 'POST /json'] });
   }
 }
 
