@@ -51,7 +51,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('GRPC_HOST', '0.0.0.0', 'same', 'GRPC_HOST'),
   row('GRPC_PORT', '8081', 'same', 'GRPC_PORT'),
   row('GRPC_UDS', '', 'unsupported', 'listening on a unix socket is not supported on this branch; use GRPC_HOST/GRPC_PORT', { accepts: empty, fatal: true }),
-  row('PROTO', 'tcp', 'no-op', 'always tcp', { accepts: is('tcp') , fatal: true }),
+  row('PROTO', 'tcp', 'no-op', 'we always listen on tcp; unset PROTO', { accepts: is('tcp'), fatal: true }),
   row('GRPC_MAX_CONNECTION_AGE', '24h', 'unsupported', 'connections are not aged out; unset it (Envoy re-balances on its own reconnects)'),
   row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'unsupported', 'see GRPC_MAX_CONNECTION_AGE; unset it'),
   row('GRPC_SERVER_USE_TLS', 'false', 'unsupported', 'gRPC over TLS is not supported on this branch; terminate TLS in a sidecar or unset it', { accepts: off, fatal: true }),
@@ -63,7 +63,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('LOG_LEVEL', 'WARN', 'same', 'LOG_LEVEL (any case; trace, debug, info, warn/warning, error, fatal/panic = error); our default is info'),
   row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
   // rules
-  row('CONFIG_TYPE', 'FILE', 'no-op', 'FILE is what we do', { accepts: is('file'), fatal: true }),
+  row('CONFIG_TYPE', 'FILE', 'no-op', 'rules come from files only (FILE); xDS is not supported: mount the rules and keep CONFIG_TYPE=FILE', { accepts: is('file'), fatal: true }),
   row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules (an empty directory is valid); unset it', { accepts: off }),
   row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'unsupported', XDS),
   row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'unsupported', XDS),
