@@ -64,7 +64,7 @@ export function rlconfigText(domains: ConfigDescription): string {
       for (const l of r.limits) {
         const extra = l.algorithm === 'fixed_window' ? '' : `, algorithm=${l.algorithm}`;
         const name = l.name === undefined ? '' : `, name=${l.name}`;
-        lines.push(`${r.stats_key}: unit=${l.unit ?? l.window} requests_per_unit=${l.requests_per_unit}, shadow_mode: ${r.shadow_mode}${extra}${name}`);
+        lines.push(`${r.stats_key}: unit=${l.unit?.toUpperCase() ?? l.window} requests_per_unit=${l.requests_per_unit}, shadow_mode: ${r.shadow_mode}${extra}${name}`);
       }
     }
   }

@@ -1,0 +1,65 @@
+/** `ratelimit --version`, `serve --help`, `query --json`, and refusing contradictory settings (child processes). */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SETTINGS, flagName } from '../../src/settings.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
+const ROOT = join(import.meta.dirname, '../..');
+
+function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+let t: TestService;
+beforeAll(async () => {
+  t = await startTestService({ 'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n' });
+});
+afterAll(() => t.close());
+
+describe('ratelimit CLI', () => {
+  it('--version prints the package version', async () => {
+    const { version } = (await import(join(ROOT, 'package.json'), { with: { type: 'json' } })).default as { version: string };
+    const r = await run(['--version']);
+    expect(r).toMatchObject({ code: 0, stdout: `ratelimit-sidecar ${version}\n` });
+  });
+
+  it('serve --help lists every setting with its env var and flag, and starts nothing', async () => {
+    const r = await run(['serve', '--help']);
+    expect(r.code).toBe(0);
+    for (const s of Object.values(SETTINGS)) expect(r.stdout).toContain(`${s.env} / ${flagName(s.env)}`);
+  });
+
+  it('query --json prints the response as clean JSON (proto3 mapping: no Buffers, nulls or defaults)', async () => {
+    const first = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toEqual({
+      overallCode: 'OK',
+      statuses: [{ code: 'OK', currentLimit: { name: 'per-ip', requestsPerUnit: 1, unit: 'MINUTE' }, durationUntilReset: expect.stringMatching(/^\d+s$/) }],
+      responseHeadersToAdd: [
+        { key: 'ratelimit-policy', value: expect.any(String) },
+        { key: 'ratelimit', value: expect.any(String) },
+      ],
+    });
+    const second = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
+    expect(second.code).toBe(3);
+    expect(JSON.parse(second.stdout)).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT' }] });
+  });
+
+  it('serve refuses a reference setting that contradicts ours, naming both', async () => {
+    const r = await run(['serve'], { PORT: '18080', HTTP_PORT: '18090' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("PORT (envoyproxy/ratelimit) means HTTP_PORT=18080, but HTTP_PORT is '18090': set only one of them");
+  });
+
+  it('serve refuses what it cannot do as the reference would (memcache), saying what to do', async () => {
+    const r = await run(['serve'], { BACKEND_TYPE: 'memcache', GRPC_PORT: '0', HTTP_PORT: '0' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis');
+  });
+});
