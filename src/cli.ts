@@ -4,6 +4,7 @@
  * 3 query answered OVER_LIMIT.
  */
 import { loadConfigDir } from './config/index.js';
+import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
@@ -40,10 +41,11 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`serve: unknown arguments: ${rest.join(' ')}\n`);
     return 2;
   }
-  const service = await startService(settings, { notices });
+  const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
+  const service = await startService(settings, { notices, log });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
-      process.stderr.write(`received ${signal}, shutting down\n`);
+      log.info('shutting down', { signal });
       service.close().then(resolve, resolve);
     };
     process.once('SIGTERM', () => stop('SIGTERM'));

@@ -48,7 +48,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         debounceMs: settings.configDebounceMs,
         pollIntervalMs: settings.configPollIntervalMs,
         onChange: () => void late.rules?.reload(),
-        onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
+        onError: (err: unknown) => log.warn('rules watcher error', { error: err }),
       })
     : undefined;
   const initial = await loadConfigDir(settings.configDir, loadOptions);
@@ -100,7 +100,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   }, 500);
   healthTimer.unref();
 
-  const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
+  const onError = (err: unknown) => log.warn('request failed', { error: err });
   const onGrpcError = (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
     if (status !== 'INVALID_ARGUMENT') onError(err);
