@@ -5,6 +5,7 @@
 import { systemClock, type Clock } from './core/clock.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, watchConfigDir } from './config/index.js';
+import type { ConfigDescription } from './config/describe.js';
 import { componentLogger, createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { RulesHolder } from './reloader.js';
@@ -142,7 +143,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const grpc = grpcServer;
 
 
-  const described = initial.config.describe();
+  const described = initial.config.describe() as ConfigDescription;
   log.info('ratelimit-sidecar started', {
     version: VERSION,
     grpc: `${settings.grpcHost}:${grpc.port}`,
@@ -183,7 +184,7 @@ async function startExtraListeners(settings: Settings, metrics: Metrics, holder:
   try {
     if (settings.debugPort !== undefined) {
       const { debugHost: host, debugPort: port } = settings;
-      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe(), rules: () => holder.describe(), onError }).catch((err: unknown) => {
+      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe() as ConfigDescription, rules: () => holder.describe(), onError }).catch((err: unknown) => {
         throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
       }));
     }

@@ -13,7 +13,7 @@ export const QUERY_USAGE = `query options:
   --domain D            the domain (required)
   --hits N              request-level hits_addend (default: 0, i.e. 1)
   --timeout-ms N        call deadline (default 1000)
-  --json                print the response as JSON (the proto3 JSON mapping, as grpcurl prints it)
+  --json                print the response as JSON (proto3 JSON mapping, proto field names, defaults left out)
   k=v[,k=v...]          one descriptor per argument, entries in order; escape a comma or backslash in a value with \\`;
 
 interface Writable { write(text: string): unknown }
@@ -94,30 +94,31 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
 }
 
 /**
- * The response in the proto3 JSON mapping: camelCase names, default values (0, "", empty lists, unset
- * messages) left out, a Duration as "40s", a Struct as a plain object. No Buffers, nulls or int64 strings.
+ * The response in the proto3 JSON mapping with the proto's field names (as `grpcurl -format-json` with
+ * preserved names, and as before: `overall_code`, ...): default values (0, "", empty lists, unset messages)
+ * left out, a Duration as "40s", a Struct as a plain object. No Buffers, nulls or int64 strings.
  */
 export function responseToJson(r: WireResponse): Record<string, unknown> {
-  const out: Record<string, unknown> = { overallCode: r.overall_code };
+  const out: Record<string, unknown> = { overall_code: r.overall_code };
   const statuses = r.statuses.map((s) => {
     const o: Record<string, unknown> = { code: s.code };
     if (s.current_limit) {
-      o.currentLimit = {
+      o.current_limit = {
         ...(s.current_limit.name ? { name: s.current_limit.name } : {}),
-        requestsPerUnit: s.current_limit.requests_per_unit,
+        requests_per_unit: s.current_limit.requests_per_unit,
         unit: s.current_limit.unit,
       };
     }
-    if (s.limit_remaining) o.limitRemaining = s.limit_remaining;
-    if (s.duration_until_reset) o.durationUntilReset = durationJson(s.duration_until_reset);
+    if (s.limit_remaining) o.limit_remaining = s.limit_remaining;
+    if (s.duration_until_reset) o.duration_until_reset = durationJson(s.duration_until_reset);
     return o;
   });
   if (statuses.length > 0) out.statuses = statuses;
   const headers = (list: { key: string; value: string }[]) => list.map((h) => ({ key: h.key, value: h.value }));
-  if (r.response_headers_to_add.length > 0) out.responseHeadersToAdd = headers(r.response_headers_to_add);
-  if (r.request_headers_to_add.length > 0) out.requestHeadersToAdd = headers(r.request_headers_to_add);
-  if (r.raw_body.length > 0) out.rawBody = r.raw_body.toString('base64');
-  if (r.dynamic_metadata) out.dynamicMetadata = structJson(r.dynamic_metadata);
+  if (r.response_headers_to_add.length > 0) out.response_headers_to_add = headers(r.response_headers_to_add);
+  if (r.request_headers_to_add.length > 0) out.request_headers_to_add = headers(r.request_headers_to_add);
+  if (r.raw_body.length > 0) out.raw_body = r.raw_body.toString('base64');
+  if (r.dynamic_metadata) out.dynamic_metadata = structJson(r.dynamic_metadata);
   return out;
 }
 

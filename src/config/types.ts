@@ -1,4 +1,3 @@
-import type { ConfigDescription } from './describe.js';
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 
@@ -71,7 +70,7 @@ export interface CompiledConfig {
   /** Content hash of all files: changes iff the rule set changed. */
   readonly version: string;
   /** A JSON-able description of every domain and rule, served at GET /rules. */
-  describe(): ConfigDescription;
+  describe(): unknown;
 }
 
 /** One configuration error, with position. `toString()` gives `file:line:col: path: message`. */

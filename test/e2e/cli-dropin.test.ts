@@ -36,23 +36,23 @@ describe('ratelimit CLI', () => {
     for (const s of Object.values(SETTINGS)) expect(r.stdout).toContain(`${s.env} / ${flagName(s.env)}`);
   });
 
-  it('query --json prints the response as clean JSON (proto3 mapping: no Buffers, nulls or defaults)', async () => {
+  it('query --json prints the response as clean JSON (proto3 mapping with the proto field names: no Buffers, nulls or defaults)', async () => {
     const first = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
     expect(first.code).toBe(0);
-    const json = JSON.parse(first.stdout) as { statuses: { durationUntilReset: string }[]; responseHeadersToAdd: { key: string; value: string }[] };
-    const reset = json.statuses[0]!.durationUntilReset;
+    const json = JSON.parse(first.stdout) as { statuses: { duration_until_reset: string }[]; response_headers_to_add: { key: string; value: string }[] };
+    const reset = json.statuses[0]!.duration_until_reset;
     expect(reset).toMatch(/^\d+s$/);
     expect(json).toEqual({
-      overallCode: 'OK',
-      statuses: [{ code: 'OK', currentLimit: { name: 'per-ip', requestsPerUnit: 1, unit: 'MINUTE' }, durationUntilReset: reset }],
-      responseHeadersToAdd: [
+      overall_code: 'OK',
+      statuses: [{ code: 'OK', current_limit: { name: 'per-ip', requests_per_unit: 1, unit: 'MINUTE' }, duration_until_reset: reset }],
+      response_headers_to_add: [
         { key: 'ratelimit-policy', value: '"per-ip";q=1;w=60' },
         { key: 'ratelimit', value: `"per-ip";r=0;t=${reset.slice(0, -1)}` },
       ],
     });
     const second = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
     expect(second.code).toBe(3);
-    expect(JSON.parse(second.stdout)).toMatchObject({ overallCode: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT' }] });
+    expect(JSON.parse(second.stdout)).toMatchObject({ overall_code: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT' }] });
   });
 
   it('serve refuses a reference setting that contradicts ours, naming both', async () => {
