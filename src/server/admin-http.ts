@@ -57,7 +57,7 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'GET /readyz':
       return options.ready() ? send(res, 200, 'OK\n', 'text/plain') : send(res, 503, 'NOT READY\n', 'text/plain');
     case 'GET /healthcheck':
-      return (options.canAnswer ?? options.ready)() ? send(res, 200, 'OK', 'text/plain') : send(res, 500, 'NOT OK', 'text/plain');
+      return (options.canAnswer ?? options.ready)() ? send(res, 200, 'OK', 'text/plain; charset=utf-8') : send(res, 500, 'NOT OK', 'text/plain; charset=utf-8');
     case 'GET /metrics':
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':

@@ -52,19 +52,25 @@ async function listen(host: string, port: number, routes: ReadonlyMap<string, Ro
   };
 }
 
-/** The rules as envoyproxy/ratelimit's /rlconfig prints them: `stats_key: unit=U requests_per_unit=N, shadow_mode: B`. */
+/**
+ * The rules as envoyproxy/ratelimit's /rlconfig prints them, one line per limit:
+ * `stats_key: unit=MINUTE requests_per_unit=N, shadow_mode: B, quota_mode: B` (unlimited: `unit=UNKNOWN
+ * requests_per_unit=0`), then what the reference has no words for (`, algorithm=...`, `, window=...`, `, name=...`).
+ */
 export function rlconfigText(domains: ConfigDescription): string {
   const lines: string[] = [];
   for (const d of domains) {
     for (const r of d.rules) {
+      const modes = `shadow_mode: ${r.shadow_mode}, quota_mode: ${r.quota_mode}`;
       if (r.unlimited) {
-        lines.push(`${r.stats_key}: unlimited, shadow_mode: ${r.shadow_mode}`);
+        lines.push(`${r.stats_key}: unit=UNKNOWN requests_per_unit=0, ${modes}`);
         continue;
       }
       for (const l of r.limits) {
-        const extra = l.algorithm === 'fixed_window' ? '' : `, algorithm=${l.algorithm}`;
+        const algorithm = l.algorithm === 'fixed_window' ? '' : `, algorithm=${l.algorithm}`;
+        const window = l.unit === null ? `, window=${l.window}` : '';
         const name = l.name === undefined ? '' : `, name=${l.name}`;
-        lines.push(`${r.stats_key}: unit=${l.unit?.toUpperCase() ?? l.window} requests_per_unit=${l.requests_per_unit}, shadow_mode: ${r.shadow_mode}${extra}${name}`);
+        lines.push(`${r.stats_key}: unit=${l.unit?.toUpperCase() ?? 'UNKNOWN'} requests_per_unit=${l.requests_per_unit}, ${modes}${algorithm}${window}${name}`);
       }
     }
   }
@@ -84,12 +90,17 @@ export interface DebugServerOptions {
 
 export function startDebugServer(o: DebugServerOptions): Promise<Listener> {
   const text = (body: string) => ({ status: 200, body, type: 'text/plain; charset=utf-8' });
+  const help: Record<string, string> = {
+    '/rlconfig': 'print out the currently loaded configuration for debugging',
+    '/rules': 'the currently loaded configuration as JSON (version, files, last reload, rules)',
+    '/stats': 'print out stats (Prometheus text)',
+  };
   const routes = new Map<string, Route>([
     ['/rlconfig', () => text(rlconfigText(o.domains()))],
     ['/rules', () => ({ status: 200, body: `${JSON.stringify(o.rules(), null, 2)}\n`, type: 'application/json' })],
     ['/stats', async () => ({ status: 200, body: await o.registry.metrics(), type: o.registry.contentType })],
   ]);
-  routes.set('/', () => text(`${[...routes.keys()].filter((k) => k !== '/').join('\n')}\n`));
+  routes.set('/', () => text(Object.entries(help).map(([path, what]) => `${path}: ${what}\n`).join('')));
   return listen(o.host, o.port, routes, o.onError);
 }
 

@@ -67,9 +67,10 @@ describe('DEBUG_PORT and USE_PROMETHEUS', () => {
     const rlconfig = await fetch(`http://127.0.0.1:${debugPort}/rlconfig`);
     expect(rlconfig.status).toBe(200);
     expect(await rlconfig.text()).toBe(
-      'edge.ip: unit=MINUTE requests_per_unit=2, shadow_mode: false\n' +
-        'edge.user_shady: unit=MINUTE requests_per_unit=1, shadow_mode: true\n' +
-        'edge.open: unlimited, shadow_mode: false\n',
+      // byte for byte what envoyproxy/ratelimit prints for these rules
+      'edge.ip: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\n' +
+        'edge.user_shady: unit=MINUTE requests_per_unit=1, shadow_mode: true, quota_mode: false\n' +
+        'edge.open: unit=UNKNOWN requests_per_unit=0, shadow_mode: false, quota_mode: false\n',
     );
     expect(await (await fetch(`http://127.0.0.1:${debugPort}/stats`)).text()).toContain('ratelimit_total_hits{domain="edge",key="edge.ip"} 1');
     expect(((await (await fetch(`http://127.0.0.1:${debugPort}/rules`)).json()) as { domains: unknown[] }).domains).toHaveLength(1);
