@@ -68,7 +68,7 @@ export const SETTINGS = {
   httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
   httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
   configDir: str('CONFIG_DIR', './config', 'Directory of rule files (*.yaml, *.yml; dot-files and dot-directories skipped).'),
-  configAllFiles: bool('CONFIG_ALL_FILES', false, 'Load every non-dot file of CONFIG_DIR whatever its extension, as envoyproxy/ratelimit does (set by RUNTIME_ROOT).'),
+  configAllFiles: bool('CONFIG_ALL_FILES', false, 'Load every non-dot file of CONFIG_DIR and its non-dot subdirectories, whatever the extension, as envoyproxy/ratelimit does (set by RUNTIME_ROOT).'),
   mergeDomainConfig: bool('MERGE_DOMAIN_CONFIG', false, 'Merge files that declare the same domain instead of rejecting them.'),
   configWatch: bool('CONFIG_WATCH', true, 'Reload the rules when the directory changes (Kubernetes ConfigMap swaps included).'),
   configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),

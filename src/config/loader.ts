@@ -23,8 +23,28 @@ const CONFIG_FILE = /\.ya?ml$/i;
 const MAX_ATTEMPTS = 5;
 
 export interface FileSelection {
-  /** Every non-dot file, whatever its extension (envoyproxy/ratelimit's runtime directory); default *.yaml/*.yml. */
+  /**
+   * Every non-dot file whatever its extension, in non-dot subdirectories too (envoyproxy/ratelimit's runtime
+   * directory; names then read `sub/file`); default: the *.yaml / *.yml files at the top level.
+   */
   readonly allFiles?: boolean;
+}
+
+/** Subdirectory levels followed with allFiles (a bound, should symlinks make a loop). */
+const MAX_DEPTH = 8;
+
+/** Names (relative to `dir`) of the candidate rule files, directories expanded when allFiles is set. */
+async function listNames(dir: string, selection: FileSelection, prefix = '', depth = 0): Promise<string[]> {
+  const names = (await readdir(join(dir, prefix))).filter((name) => isConfigFileName(name, selection));
+  if (selection.allFiles !== true) return names;
+  const out: string[] = [];
+  for (const name of names) {
+    const rel = prefix === '' ? name : `${prefix}/${name}`;
+    const isDir = depth < MAX_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
+    if (isDir) out.push(...(await listNames(dir, selection, rel, depth + 1)));
+    else out.push(rel);
+  }
+  return out;
 }
 
 export function isConfigFileName(name: string, selection: FileSelection = {}): boolean {
@@ -53,7 +73,7 @@ async function dataTarget(dir: string): Promise<string | undefined> {
 async function readOnce(dir: string, selection: FileSelection): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let names: string[];
   try {
-    names = (await readdir(dir)).filter((name) => isConfigFileName(name, selection));
+    names = await listNames(dir, selection);
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
