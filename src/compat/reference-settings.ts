@@ -83,7 +83,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('RUNTIME_ROOT', '/srv/runtime_data/current', 'mapped', 'CONFIG_DIR = RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, with CONFIG_ALL_FILES=true (every non-dot file whatever its extension, in non-dot subdirectories too)'),
   row('RUNTIME_SUBDIRECTORY', '', 'mapped', 'see RUNTIME_ROOT'),
   row('RUNTIME_APPDIRECTORY', 'config', 'mapped', 'see RUNTIME_ROOT'),
-  row('RUNTIME_IGNOREDOTFILES', 'false', 'no-op', 'dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap\'s `..data` copies); rename rule files that start with a dot'),
+  row('RUNTIME_IGNOREDOTFILES', 'false', 'unsupported', 'dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap\'s `..data` copies); rename rule files that start with a dot', { accepts: is('true', '1') }),
   row('RUNTIME_WATCH_ROOT', 'true', 'no-op', 'the rules directory is always watched, ConfigMap symlink swaps included (CONFIG_WATCH)'),
   row('MERGE_DOMAIN_CONFIG', 'false', 'same', 'MERGE_DOMAIN_CONFIG'),
   row('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'false', 'no-op', 'we never serve without rules: start fails on invalid rules, a failed reload keeps the last good ones'),

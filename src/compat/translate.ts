@@ -58,6 +58,9 @@ export function translateReferenceEnv(env: Env): Translation {
     set('CONFIG_DIR', dir, from);
     set('CONFIG_ALL_FILES', 'true', from);
     notices.push({ level: 'info', setting: from, message: `rules from ${dir} (${from}), every non-dot file whatever its extension, as the reference loads them` });
+    if (env.RUNTIME_IGNOREDOTFILES === undefined) {
+      notices.push({ level: 'info', setting: 'RUNTIME_IGNOREDOTFILES', message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)` });
+    }
   }
 
   if (env.BACKEND_TYPE !== undefined) {
