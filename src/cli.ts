@@ -63,7 +63,7 @@ async function check(argv: string[]): Promise<number> {
     process.stderr.write('check: give one directory\n');
     return 2;
   }
-  const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig });
+  const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles });
   if (!result.ok) {
     for (const e of result.errors) process.stderr.write(`${String(e)}\n`);
     process.stderr.write(`${result.errors.length} error(s) in ${dir}\n`);

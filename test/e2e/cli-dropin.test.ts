@@ -1,6 +1,7 @@
 /** `ratelimit --version`, `serve --help`, `query --json`, and refusing contradictory settings (child processes). */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SETTINGS, flagName } from '../../src/settings.js';
@@ -65,5 +66,20 @@ describe('ratelimit CLI', () => {
     const r = await run(['serve'], { BACKEND_TYPE: 'memcache', GRPC_PORT: '0', HTTP_PORT: '0' });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis');
+  });
+});
+
+describe('ratelimit check with the reference runtime settings', () => {
+  it('checks RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, every non-dot file', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'rl-check-'));
+    mkdirSync(join(root, 'ratelimit/config'), { recursive: true });
+    writeFileSync(join(root, 'ratelimit/config/rules'), 'domain: rl\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n');
+    try {
+      const r = await run(['check'], { RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: 'ratelimit' });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`${join(root, 'ratelimit/config')}: OK — 1 file(s), 1 domain(s): rl\n`);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
