@@ -11,7 +11,9 @@ COPY src ./src
 RUN npm run build
 
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production CONFIG_DIR=/etc/ratelimit
+# No CONFIG_DIR here: the default ./config is a link to /etc/ratelimit, so that a deployment's own rules setting
+# (CONFIG_DIR, or envoyproxy/ratelimit's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY) is never contradicted by the image's.
+ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Production dependencies only: tsx and the test tooling are dev dependencies.
@@ -20,6 +22,7 @@ COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY proto ./proto
 COPY config /etc/ratelimit
+RUN ln -s /etc/ratelimit /app/config
 # Also answers at /bin/ratelimit like envoyproxy/ratelimit's image (no arguments = serve).
 RUN printf '#!/bin/sh\n[ "$#" -eq 0 ] && set -- serve\nexec node /app/bin/ratelimit.mjs "$@"\n' > /bin/ratelimit \
  && chmod 0755 /bin/ratelimit

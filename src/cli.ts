@@ -1,38 +1,56 @@
 /**
- * `ratelimit serve | check DIR | query ... | help` — the command-line face of the service.
+ * `ratelimit serve | check DIR | query ... | help | --version` — the command-line face of the service.
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
 import { loadConfigDir } from './config/index.js';
+import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
-import { loadSettings, SettingsError } from './settings.js';
+import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
 import { redactRedisUrl } from './storage/redis/options.js';
+import { VERSION } from './version.js';
 
 const USAGE = `usage: ratelimit <command> [options]
 
 commands:
-  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); every setting is an env var or --flag (see docs/settings.md)
+  serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
   check DIR             validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC and print its decision
   help                  this text
+  --version             print the version
 
 ${QUERY_USAGE}`;
 
+/** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
+export function serveHelp(): string {
+  const lines = ['usage: ratelimit serve [--flag value ...]', '', 'Every setting is an env var or the --flag beside it (a flag wins). envoyproxy/ratelimit\'s names are read too (docs/switching.md).', ''];
+  for (const s of Object.values(SETTINGS)) {
+    const def = Array.isArray(s.default) ? s.default.join(',') : s.default === undefined ? '(off)' : String(s.default);
+    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${def === '' ? '""' : def})`, `      ${s.description}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 async function serve(argv: string[]): Promise<number> {
-  const { settings, rest } = loadSettings(process.env, argv);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(serveHelp());
+    return 0;
+  }
+  const { settings, rest, notices } = loadSettings(process.env, argv);
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactRedisUrl).join(' ')}\n`);
     return 2;
   }
-  const service = await startService(settings);
+  const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
+  const service = await startService(settings, { notices, log });
   await new Promise<void>((resolve) => {
     // The first signal drains (SHUTDOWN_DRAIN_MS) then stops; a second one cuts the drain short.
     let signals = 0;
     const stop = (signal: string) => {
       signals++;
-      process.stderr.write(`received ${signal}, ${signals === 1 ? 'shutting down' : 'ending the drain now'}\n`);
+      log.info(signals === 1 ? 'shutting down' : 'ending the drain now', { signal });
       service.close({ now: signals > 1 }).then(resolve, resolve);
     };
     process.on('SIGTERM', () => stop('SIGTERM'));
@@ -50,7 +68,7 @@ async function check(argv: string[]): Promise<number> {
     process.stderr.write('check: give one directory\n');
     return 2;
   }
-  const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig, maxFileBytes: settings.configMaxFileBytes });
+  const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes });
   if (!result.ok) {
     for (const e of result.errors) process.stderr.write(`${String(e)}\n`);
     process.stderr.write(`${result.errors.length} error(s) in ${dir}\n`);
@@ -72,6 +90,10 @@ export async function main(argv: string[]): Promise<number> {
         return await check(rest);
       case 'query':
         return await runQuery(rest, process.stdout, process.stderr);
+      case '--version':
+      case 'version':
+        process.stdout.write(`ratelimit-sidecar ${VERSION}\n`);
+        return 0;
       case 'help':
       case '--help':
       case '-h':

@@ -5,11 +5,13 @@
 import { systemClock, type Clock } from './core/clock.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
-import { createLogger, type Logger } from './log.js';
+import type { ConfigDescription } from './config/describe.js';
+import { componentLogger, createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { rulesSnapshot } from './metrics-labels.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
+import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from './server/debug-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
 import { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
@@ -18,9 +20,10 @@ import { rlsHandlers } from './server/rls-service.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
 import type { RequestLimits } from './core/request-limits.js';
-import type { Settings } from './settings.js';
+import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
+import { VERSION } from './version.js';
 
 export { StartupError };
 
@@ -63,23 +66,28 @@ function grpcCredentials(settings: Settings, log: Logger): ReloadingServerCreden
   }
 }
 
-export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics } = {}): Promise<RunningService> {
+export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   const metrics = deps.metrics ?? createMetrics();
   metrics.setMaxDetailedSeries(settings.metricsMaxDetailedSeries);
 
-  const loadOptions = { mergeDomains: settings.mergeDomainConfig, maxFileBytes: settings.configMaxFileBytes };
+  // envoyproxy/ratelimit settings that were set: each named, unsupported ones with what to do.
+  const compatLog = componentLogger(log, 'settings');
+  for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
+
+  const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
   const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
     ? watchConfigDir(settings.configDir, {
+        allFiles: settings.configAllFiles,
         debounceMs: settings.configDebounceMs,
         pollIntervalMs: settings.configPollIntervalMs,
         maxFileBytes: settings.configMaxFileBytes,
         onChange: () => void late.rules?.reload(),
-        onError: (err: unknown) => log.warn('rules watcher error', { error: String(err) }),
+        onError: (err: unknown) => log.warn('rules watcher error', { error: err }),
       })
     : undefined;
   const initial = await loadConfigDir(settings.configDir, loadOptions);
@@ -105,7 +113,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   metrics.configLastReloadTime.set(clock.nowMs() / 1000);
   metrics.setRules(rulesSnapshot(initial.config));
 
-  const store = await buildStore(settings, { clock, log, metrics }).catch((err: unknown) => {
+  const store = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics }).catch((err: unknown) => {
     watcher?.close();
     throw err;
   });
@@ -124,9 +132,14 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     config: () => holder.config,
     keyPrefix: settings.cacheKeyPrefix,
     keyFormat: settings.backend === 'redis' ? settings.redisKeyFormat : 'native',
-    headers: { mode: settings.rateLimitHeaders, xRateLimit: settings.xRateLimitHeaders },
+    headers: {
+      mode: settings.rateLimitHeaders,
+      xRateLimit: settings.xRateLimitHeaders,
+      ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
+    },
     nearLimitRatio: settings.nearLimitRatio,
     observer: metrics.observer,
+    shadowMode: settings.shadowMode,
   });
 
   // One health model for every surface (server/service-health.ts): the store's own state (connected AND
@@ -136,6 +149,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     storeCanAnswer: () => store.isReady(),
   });
   const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
+  const canAnswer = () => model.canAnswer();
   const refreshHealth = () => {
     health.refresh();
     metrics.storeReady.set(model.storeHealthy() ? 1 : 0);
@@ -144,7 +158,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   const healthTimer = setInterval(refreshHealth, 500);
   healthTimer.unref();
 
-  const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
+  const onError = (err: unknown) => log.warn('request failed', { error: err });
   const onGrpcError = (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
     if (status !== 'INVALID_ARGUMENT') onError(err);
@@ -157,7 +171,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     onSendDelay: (ms) => margin.recordSend(ms),
   });
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
-  let admin: Awaited<ReturnType<typeof startAdminServer>>;
+  let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
+  const extra: Listener[] = [];
   let credentials: ReloadingServerCredentials | undefined;
   try {
     credentials = grpcCredentials(settings, log);
@@ -180,17 +195,21 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       requestLimits,
       registry: metrics.registry,
       ready: () => model.ready(),
+      canAnswer,
       rules: () => holder.describe(),
       jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);
     });
+    extra.push(...(await startExtraListeners(settings, metrics, holder, onError)));
   } catch (err) {
     watcher?.close();
     credentials?.close();
     margin.stop();
     clearInterval(healthTimer);
+    await Promise.all(extra.map((l) => l.close()));
+    await admin?.close();
     await grpcServer?.close(0);
     await store.close();
     throw err;
@@ -200,13 +219,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   refreshHealth();
 
 
+  const described = initial.config.describe() as ConfigDescription;
   log.info('ratelimit-sidecar started', {
+    version: VERSION,
     grpc: grpc.address,
     http: `${settings.httpHost}:${admin.port}`,
     grpcTls: credentials === undefined ? 'off' : settings.grpcTlsClientCa ? 'mutual' : 'on',
+    ...(extra.length > 0 ? { extraPorts: extra.map((l) => l.port) } : {}),
     backend: settings.backend,
+    ...(settings.backend === 'redis' ? { failureMode: settings.failureMode, redisType: settings.redisType } : {}),
+    shadowMode: settings.shadowMode,
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
+    ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },
   });
 
   let closing: Promise<void> | undefined;
@@ -242,9 +267,33 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();
         await admin.close();
+        await Promise.all(extra.map((l) => l.close()));
         await store.close();
         log.info('ratelimit-sidecar stopped');
       })());
     },
   };
+}
+
+/** DEBUG_PORT (/rlconfig, /stats, /rules) and USE_PROMETHEUS (metrics on PROMETHEUS_ADDR), when asked for. */
+async function startExtraListeners(settings: Settings, metrics: Metrics, holder: RulesHolder, onError: (err: unknown) => void): Promise<Listener[]> {
+  const out: Listener[] = [];
+  try {
+    if (settings.debugPort !== undefined) {
+      const { debugHost: host, debugPort: port } = settings;
+      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe() as ConfigDescription, rules: () => holder.describe(), onError }).catch((err: unknown) => {
+        throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
+      }));
+    }
+    if (settings.usePrometheus) {
+      const { host, port } = parseListenAddr(settings.prometheusAddr);
+      out.push(await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {
+        throw new StartupError(`cannot listen for PROMETHEUS_ADDR on ${settings.prometheusAddr}: ${(err as Error).message}`);
+      }));
+    }
+  } catch (err) {
+    await Promise.all(out.map((l) => l.close()));
+    throw err;
+  }
+  return out;
 }

@@ -13,7 +13,7 @@ export const QUERY_USAGE = `query options:
   --domain D            the domain (required)
   --hits N              request-level hits_addend (default: 0, i.e. 1)
   --timeout-ms N        call deadline (default 1000)
-  --json                print the raw response as JSON
+  --json                print the response as JSON (proto3 JSON mapping, proto field names, defaults left out)
   k=v[,k=v...]          one descriptor per argument, entries in order; escape a comma or backslash in a value with \\`;
 
 interface Writable { write(text: string): unknown }
@@ -82,7 +82,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     const response = await new Promise<WireResponse>((resolve, reject) => {
       client.ShouldRateLimit({ domain, descriptors, hits_addend: hits }, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
-    out.write(json ? `${JSON.stringify(response, null, 2)}\n` : formatResponse(response, descriptors));
+    out.write(json ? `${JSON.stringify(responseToJson(response), null, 2)}\n` : formatResponse(response, descriptors));
     return response.overall_code === 'OVER_LIMIT' ? 3 : 0;
   } catch (e) {
     const se = e as grpc.ServiceError;
@@ -91,6 +91,58 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   } finally {
     client.close();
   }
+}
+
+/**
+ * The response in the proto3 JSON mapping with the proto's field names (as `grpcurl -format-json` with
+ * preserved names, and as before: `overall_code`, ...): default values (0, "", empty lists, unset messages)
+ * left out, a Duration as "40s", a Struct as a plain object. No Buffers, nulls or int64 strings.
+ */
+export function responseToJson(r: WireResponse): Record<string, unknown> {
+  const out: Record<string, unknown> = { overall_code: r.overall_code };
+  const statuses = r.statuses.map((s) => {
+    const o: Record<string, unknown> = { code: s.code };
+    if (s.current_limit) {
+      o.current_limit = {
+        ...(s.current_limit.name ? { name: s.current_limit.name } : {}),
+        requests_per_unit: s.current_limit.requests_per_unit,
+        unit: s.current_limit.unit,
+      };
+    }
+    if (s.limit_remaining) o.limit_remaining = s.limit_remaining;
+    if (s.duration_until_reset) o.duration_until_reset = durationJson(s.duration_until_reset);
+    return o;
+  });
+  if (statuses.length > 0) out.statuses = statuses;
+  const headers = (list: { key: string; value: string }[]) => list.map((h) => ({ key: h.key, value: h.value }));
+  if (r.response_headers_to_add.length > 0) out.response_headers_to_add = headers(r.response_headers_to_add);
+  if (r.request_headers_to_add.length > 0) out.request_headers_to_add = headers(r.request_headers_to_add);
+  if (r.raw_body.length > 0) out.raw_body = r.raw_body.toString('base64');
+  if (r.dynamic_metadata) out.dynamic_metadata = structJson(r.dynamic_metadata);
+  return out;
+}
+
+function durationJson(d: { seconds: string; nanos: number }): string {
+  const nanos = d.nanos ? `.${String(d.nanos).padStart(9, '0').replace(/0+$/, '')}` : '';
+  return `${d.seconds}${nanos}s`;
+}
+
+type WireValue = { null_value?: unknown; number_value?: number; string_value?: string; bool_value?: boolean; struct_value?: { fields: Record<string, unknown> }; list_value?: { values?: unknown[] }; kind?: string };
+
+function valueJson(v: unknown): unknown {
+  const w = v as WireValue;
+  if (w.kind === 'number_value' || w.number_value !== undefined) return w.number_value;
+  if (w.kind === 'string_value' || w.string_value !== undefined) return w.string_value;
+  if (w.kind === 'bool_value' || w.bool_value !== undefined) return w.bool_value;
+  if (w.struct_value) return structJson(w.struct_value);
+  if (w.list_value) return (w.list_value.values ?? []).map(valueJson);
+  return null;
+}
+
+function structJson(s: { fields: Record<string, unknown> }): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(s.fields ?? {})) out[k] = valueJson(v);
+  return out;
 }
 
 function formatResponse(r: WireResponse, descriptors: readonly { entries: { key: string; value: string }[] }[]): string {

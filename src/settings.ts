@@ -5,6 +5,11 @@
  */
 import { DEFAULT_REQUEST_LIMITS as LIMITS } from './core/request-limits.js';
 
+import { rereads, translateReferenceEnv, type Notice } from './compat/translate.js';
+import type { LogLevel } from './log.js';
+
+export type { Notice };
+
 type Parser<T> = (raw: string) => T;
 
 export interface SettingSpec<T> {
@@ -72,6 +77,7 @@ export const SETTINGS = {
   httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
   httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
   configDir: str('CONFIG_DIR', './config', 'Directory of rule files (*.yaml, *.yml; dot-files and dot-directories skipped).'),
+  configAllFiles: bool('CONFIG_ALL_FILES', false, 'Load every non-dot file of CONFIG_DIR and its non-dot subdirectories, whatever the extension, as envoyproxy/ratelimit does (set by RUNTIME_ROOT).'),
   mergeDomainConfig: bool('MERGE_DOMAIN_CONFIG', false, 'Merge files that declare the same domain instead of rejecting them.'),
   configWatch: bool('CONFIG_WATCH', true, 'Reload the rules when the directory changes (Kubernetes ConfigMap swaps included).'),
   configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),
@@ -116,12 +122,40 @@ export const SETTINGS = {
     return n;
   }),
   metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
-  logLevel: oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info', 'Least severe log level written.'),
-  logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
   jsonApi: oneOf('JSON_API', ['off', 'check', 'on'] as const, 'check', 'POST /json on the admin port: off (404), check (answers as ShouldRateLimit would, consuming no quota) or on (consumes quota like a gRPC call).'),
   shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 'On SIGTERM, report NOT_SERVING but keep answering for this long (so Envoy health checks notice), then refuse new calls.'),
+  logLevel: spec<LogLevel>('LOG_LEVEL', 'trace \\| debug \\| info \\| warn \\| error (any case; also warning, fatal, panic)', 'info', 'Least severe log level written.', parseLogLevel),
+  logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
+  shadowMode: bool('SHADOW_MODE', false, 'Every limit in shadow mode: counted, reported and logged in metrics, never rejecting.'),
+  limitResponseHeadersEnabled: bool('LIMIT_RESPONSE_HEADERS_ENABLED', false, 'Add the limit, remaining and reset headers of envoyproxy/ratelimit (names below) to every response with a limit.'),
+  limitLimitHeader: str('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'LIMIT_RESPONSE_HEADERS_ENABLED: name of the header with the limit.'),
+  limitRemainingHeader: str('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'LIMIT_RESPONSE_HEADERS_ENABLED: name of the header with the remaining hits.'),
+  limitResetHeader: str('LIMIT_RESET_HEADER', 'RateLimit-Reset', 'LIMIT_RESPONSE_HEADERS_ENABLED: name of the header with the seconds until reset.'),
+  debugHost: str('DEBUG_HOST', '0.0.0.0', 'Address of the debug HTTP server (DEBUG_PORT).'),
+  debugPort: spec<number | undefined>('DEBUG_PORT', 'port, or empty for off', undefined, 'Debug HTTP port serving /rlconfig (rules as text), /stats, /rules; off unless set.', (s) =>
+    s.trim() === '' ? undefined : port('DEBUG_PORT', 0, '').parse(s),
+  ),
+  usePrometheus: bool('USE_PROMETHEUS', false, 'Also serve the metrics on PROMETHEUS_ADDR (they are always on the HTTP port\'s /metrics).'),
+  prometheusAddr: spec('PROMETHEUS_ADDR', '[host]:port', ':9090', 'USE_PROMETHEUS: listen address, e.g. :9090 or 127.0.0.1:9090.', (s) => {
+    const m = /^(.*):(\d{1,5})$/.exec(s.trim());
+    if (!m || Number(m[2]) > 65_535) throw new Error(`'${s}' is not [host]:port`);
+    return s.trim();
+  }),
+  prometheusPath: spec('PROMETHEUS_PATH', 'path', '/metrics', 'USE_PROMETHEUS: path of the metrics.', (s) => {
+    if (!s.startsWith('/')) throw new Error(`'${s}' does not start with /`);
+    return s;
+  }),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
 } as const;
+
+/** LOG_LEVEL as either implementation spells it: ours, or logrus's (WARN, warning, trace, fatal, panic). */
+function parseLogLevel(raw: string): LogLevel {
+  const v = raw.trim().toLowerCase();
+  if (v === 'trace' || v === 'debug' || v === 'info' || v === 'warn' || v === 'error') return v;
+  if (v === 'warning') return 'warn';
+  if (v === 'fatal' || v === 'panic') return 'error';
+  throw new Error(`'${raw}' is not one of trace, debug, info, warn, warning, error, fatal, panic`);
+}
 
 export type SettingName = keyof typeof SETTINGS;
 export type Settings = { readonly [K in SettingName]: (typeof SETTINGS)[K]['default'] };
@@ -140,13 +174,15 @@ export class SettingsError extends Error {
 
 /**
  * Reads every setting from flags (`--grpc-port 9000` or `--grpc-port=9000`; a boolean flag alone means true),
- * then env vars, then defaults. Unknown flags and bad values are all reported at once in a SettingsError.
- * Returns the settings and the arguments that are not flags (e.g. the directory of `check DIR`).
+ * then env vars (ours, and envoyproxy/ratelimit's names translated by compat/translate.ts), then defaults.
+ * A reference name and ours that disagree, unknown flags and bad values are all reported at once in a
+ * SettingsError. Returns the settings, the arguments that are not flags (e.g. the directory of `check DIR`)
+ * and the notices to log at start about reference settings (unsupported ones by name, with what to do).
  */
 export function loadSettings(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[] = [],
-): { settings: Settings; rest: string[] } {
+): { settings: Settings; rest: string[]; notices: Notice[] } {
   const byFlag = new Map<string, SettingName>();
   for (const name of Object.keys(SETTINGS) as SettingName[]) byFlag.set(flagName(SETTINGS[name].env), name);
 
@@ -182,10 +218,23 @@ export function loadSettings(
     fromFlags.set(name, value);
   }
 
+  const reference = translateReferenceEnv(env);
+  problems.push(...reference.problems);
   const settings: Record<string, unknown> = {};
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     const s = SETTINGS[name] as SettingSpec<unknown>;
-    const raw = fromFlags.get(name) ?? env[s.env];
+    const own = fromFlags.get(name) ?? env[s.env];
+    const derived = reference.values.get(s.env);
+    let raw = own;
+    if (derived !== undefined && rereads(derived, s.env)) raw = fromFlags.get(name) ?? derived.value;
+    else if (derived !== undefined) {
+      if (own !== undefined && !sameValue(s, own, derived.value)) {
+        const source = fromFlags.has(name) ? flagName(s.env) : s.env;
+        problems.push(`${derived.from} (envoyproxy/ratelimit) means ${s.env}=${derived.value}, but ${source} is '${own}': set only one of them`);
+        continue;
+      }
+      raw = own ?? derived.value;
+    }
     if (raw === undefined) {
       settings[name] = s.default;
       continue;
@@ -198,5 +247,13 @@ export function loadSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  return { settings: Object.freeze(settings) as Settings, rest };
+  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices };
+}
+
+function sameValue(s: SettingSpec<unknown>, a: string, b: string): boolean {
+  try {
+    return JSON.stringify(s.parse(a)) === JSON.stringify(s.parse(b));
+  } catch {
+    return false; // the bad one is reported by its own parser
+  }
 }

@@ -1,5 +1,6 @@
 /**
- * Loading a rules directory: every `*.yaml` / `*.yml` at its top level (or every non-hidden file with `allFiles`),
+ * Loading a rules directory: every `*.yaml` / `*.yml` at its top level (or, with `allFiles`, every non-hidden file
+ * of it and of its non-hidden subdirectories),
  * sorted by name, read through symlinks that stay inside the directory.
  *
  * Kubernetes ConfigMap volumes hold `..data` → `..2026_01_02_03_04_05.123/` and one symlink per key
@@ -65,7 +66,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
   let realDir: string;
   try {
     realDir = await realpath(dir);
-    names = (await readdir(dir)).filter((n) => isConfigFileName(n, options.allFiles));
+    names = await listNames(dir, options.allFiles === true);
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
@@ -93,6 +94,26 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
     }
   }
   return { files, errors };
+}
+
+/** Most directory levels followed below the rules directory with `allFiles`. */
+const MAX_DEPTH = 8;
+
+/**
+ * The candidate names: the top level's, or with `allFiles` every non-hidden file in non-hidden subdirectories
+ * too (`sub/file`), as envoyproxy/ratelimit loads its runtime directory.
+ */
+async function listNames(dir: string, allFiles: boolean, prefix = '', depth = 0): Promise<string[]> {
+  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, allFiles));
+  if (!allFiles) return names;
+  const out: string[] = [];
+  for (const name of names) {
+    const rel = prefix === '' ? name : `${prefix}/${name}`;
+    const isDir = depth < MAX_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
+    if (isDir) out.push(...(await listNames(dir, allFiles, rel, depth + 1)));
+    else out.push(rel);
+  }
+  return out;
 }
 
 /**

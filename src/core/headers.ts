@@ -15,6 +15,8 @@ export interface HeaderOptions {
   /** Where the IETF RateLimit headers go: every response, rejections only, or nowhere. */
   readonly mode: 'all' | 'limited' | 'none';
   readonly xRateLimit: boolean;
+  /** envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED: these three names, plain numbers, on every response. */
+  readonly reference?: { readonly limit: string; readonly remaining: string; readonly reset: string };
 }
 
 export interface AppliedLimit {
@@ -70,6 +72,16 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
       { key: 'x-ratelimit-limit', value: [String(chosen.limit.requestsPerUnit), ...policies].join(', ') },
       { key: 'x-ratelimit-remaining', value: String(remainingOf(chosen)) },
       { key: 'x-ratelimit-reset', value: String(seconds(chosen.outcome.resetMs)) },
+    );
+  }
+  if (options.reference) {
+    // As envoyproxy/ratelimit: the limit with the lowest remaining speaks; its limit, remaining and reset seconds.
+    let chosen = applied[0]!;
+    for (const a of applied) if (remainingOf(a) < remainingOf(chosen)) chosen = a;
+    headers.push(
+      { key: options.reference.limit, value: String(chosen.limit.requestsPerUnit) },
+      { key: options.reference.remaining, value: String(remainingOf(chosen)) },
+      { key: options.reference.reset, value: String(seconds(chosen.outcome.resetMs)) },
     );
   }
   return headers;

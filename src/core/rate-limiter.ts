@@ -44,6 +44,8 @@ export interface RateLimiterOptions {
   readonly observer?: DecisionObserver;
   /** Bounds on one request (default DEFAULT_REQUEST_LIMITS); checked before any per-descriptor work. */
   readonly requestLimits?: RequestLimits;
+  /** SHADOW_MODE: every configured limit reports but never rejects (request-level overrides still do). */
+  readonly shadowMode?: boolean;
 }
 
 export interface DecideOptions {
@@ -89,7 +91,7 @@ export class RateLimiter {
     const checks: LimitCheck[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
-      const enforce = enforced(r);
+      const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
         const envoy = envoyKeys && isEnvoyCompatible(limit);
         checks.push({
@@ -162,11 +164,11 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r), quotaMode: r.rule?.quotaMode === true });
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r, this.options.shadowMode), quotaMode: r.rule?.quotaMode === true });
     });
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;
-    const shadow = r.rule?.shadowMode === true;
+    const shadow = r.rule !== undefined && (r.rule.shadowMode || this.options.shadowMode === true);
     const quota = r.rule?.quotaMode === true;
     observer.onDescriptor({
       domain,
@@ -178,7 +180,7 @@ export class RateLimiter {
       quotaMode: rejected && quota,
     });
     return {
-      code: rejected && enforced(r) ? 'OVER_LIMIT' : 'OK',
+      code: rejected && enforced(r, this.options.shadowMode) ? 'OVER_LIMIT' : 'OK',
       currentLimit: {
         ...(limit.name !== undefined ? { name: limit.name } : {}),
         requestsPerUnit: limit.requestsPerUnit,
@@ -196,9 +198,9 @@ function isEnvoyCompatible(limit: CompiledLimit): boolean {
   return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
-/** Whether a descriptor's rejection rejects the request (shadow_mode and quota_mode only report). */
-function enforced(r: Resolved): boolean {
-  return r.rule === undefined || (!r.rule.shadowMode && !r.rule.quotaMode);
+/** Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report). */
+function enforced(r: Resolved, shadowAll = false): boolean {
+  return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
 }
 
 function validate(request: RateLimitRequest): void {

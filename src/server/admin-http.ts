@@ -5,6 +5,7 @@
  * POST /json follows `jsonApi`: 'on' decides like ShouldRateLimit (consumes quota), 'check' answers what
  * ShouldRateLimit would without consuming (the default: whoever reaches the admin port cannot spend a
  * client's quota), 'off' has no such route (404).
+ * envoyproxy/ratelimit's GET /healthcheck: 200 "OK" while this replica can answer, else 500.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +24,8 @@ export interface AdminServerOptions {
   readonly registry: Registry;
   /** GET /readyz: 200, or 503 with `reason` as the body. */
   readonly ready: () => { readonly ready: boolean; readonly reason?: string | undefined };
+  /** /healthcheck: whether this replica can answer now (rules loaded, gRPC serving, not draining). */
+  readonly canAnswer: () => boolean;
   readonly rules: () => unknown;
   /** POST /json: 'off' (404), 'check' (read-only, the default) or 'on' (consumes quota). */
   readonly jsonApi?: JsonApiMode;
@@ -103,6 +106,8 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       const r = options.ready();
       return r.ready ? send(res, 200, 'OK\n', 'text/plain') : send(res, 503, `NOT READY: ${r.reason ?? 'unknown'}\n`, 'text/plain');
     }
+    case 'GET /healthcheck':
+      return options.canAnswer() ? send(res, 200, 'OK', 'text/plain; charset=utf-8') : send(res, 500, 'NOT OK', 'text/plain; charset=utf-8');
     case 'GET /metrics':
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':
@@ -134,7 +139,7 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'off':
       return send(res, 404, { error: 'POST /json is disabled (JSON_API=off)' });
     default: {
-      const routes = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /rules', ...(jsonApi === 'off' ? [] : ['POST /json'])];
+      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(jsonApi === 'off' ? [] : ['POST /json'])];
       if (routes.some((r) => r.endsWith(` ${path}`))) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
       return send(res, 404, { error: `no route ${path}`, routes });
     }

@@ -15,6 +15,22 @@ export interface ServiceProcess {
   readonly httpAddress: string;
   /** SIGTERM, and resolves once the process has exited. */
   stop(): Promise<void>;
+  /** Everything it logged so far. */
+  stderr(): string;
+}
+
+/** The JSON start line (fields in any order), once it has been written whole. */
+function startLine(stderr: string): { grpc: string; http: string } | undefined {
+  for (const line of stderr.split('\n').slice(0, -1)) {
+    if (!line.includes('ratelimit-sidecar started')) continue;
+    try {
+      const o = JSON.parse(line) as { msg?: string; grpc?: string; http?: string };
+      if (o.msg === 'ratelimit-sidecar started' && o.grpc && o.http) return { grpc: o.grpc, http: o.http };
+    } catch {
+      // not JSON: keep reading
+    }
+  }
+  return undefined;
 }
 
 export function spawnService(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
@@ -29,16 +45,16 @@ export function spawnService(env: Record<string, string>, timeoutMs = 20_000): P
   };
   return new Promise((resolve, reject) => {
     let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       void stop();
       reject(new Error(`ratelimit serve did not start within ${timeoutMs} ms:\n${stderr}`));
     }, timeoutMs);
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const m = /"msg":"ratelimit-sidecar started","grpc":"([^"]+)","http":"([^"]+)"/.exec(stderr);
-      if (m) {
+    child.stderr.on('data', () => {
+      const started = startLine(stderr);
+      if (started) {
         clearTimeout(timer);
-        resolve({ child, grpcAddress: m[1]!, httpAddress: m[2]!, stop });
+        resolve({ child, grpcAddress: started.grpc, httpAddress: started.http, stop, stderr: () => stderr });
       }
     });
     child.once('exit', (code) => {

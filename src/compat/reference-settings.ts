@@ -1,0 +1,206 @@
+/**
+ * Every setting of envoyproxy/ratelimit (its src/settings/settings.go at f2fb157, names and defaults as the
+ * binary declares them), with what it means here. This one table drives three things:
+ *  - the translation of a reference deployment's environment into our settings (translate.ts),
+ *  - the start-up log line for each reference-only setting that is set (unsupported ones say what to do),
+ *  - the mapping table of docs/switching.md (scripts/switching-table.ts; a test keeps the page in step).
+ *
+ * status:
+ *  - same:        same name, same meaning here.
+ *  - mapped:      read and translated into our setting(s) named in `here`.
+ *  - no-op:       nothing to do here: our behaviour already is what the setting asks for (see `here`).
+ *  - unsupported: not available; when set, a warning names it and says what to do. With `fatal`, values
+ *                 other than `accepts` stop the start (running would silently differ from the reference).
+ */
+
+export type ReferenceStatus = 'same' | 'mapped' | 'no-op' | 'unsupported';
+
+export interface ReferenceSetting {
+  readonly name: string;
+  /** The reference's default ('' = empty). */
+  readonly default: string;
+  readonly status: ReferenceStatus;
+  /** Our equivalent, or what to do instead. */
+  readonly here: string;
+  /** Values that change nothing here (logged at info, not warn): usually the reference's default or "off". */
+  readonly accepts?: (value: string) => boolean;
+  /** Unsupported and other values than `accepts` would change behaviour in ways we cannot honour: fail start. */
+  readonly fatal?: boolean;
+}
+
+const off = (v: string) => /^(false|0|no|off|)$/i.test(v.trim());
+const empty = (v: string) => v.trim() === '';
+const is = (...values: string[]) => (v: string) => values.includes(v.trim().toLowerCase());
+
+function row(name: string, def: string, status: ReferenceStatus, here: string, extra: Partial<ReferenceSetting> = {}): ReferenceSetting {
+  return { name, default: def, status, here, ...extra };
+}
+
+const STATS = 'we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd';
+const XDS = 'rules come from files only; keep CONFIG_TYPE=FILE (or unset) and mount the rules';
+const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
+const TRACING = 'no OpenTelemetry tracing yet; unset it';
+const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
+
+export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
+  // listeners
+  row('HOST', '0.0.0.0', 'mapped', 'HTTP_HOST'),
+  row('PORT', '8080', 'mapped', 'HTTP_PORT (serves `/healthcheck`, `/json`, `/metrics`, ...)'),
+  row('DEBUG_HOST', '0.0.0.0', 'same', 'DEBUG_HOST'),
+  row('DEBUG_PORT', '6070', 'same', 'DEBUG_PORT (`/rlconfig` and more); off unless set'),
+  row('GRPC_HOST', '0.0.0.0', 'same', 'GRPC_HOST'),
+  row('GRPC_PORT', '8081', 'same', 'GRPC_PORT'),
+  row('GRPC_UDS', '', 'unsupported', 'listening on a unix socket is not supported on this branch; use GRPC_HOST/GRPC_PORT', { accepts: empty, fatal: true }),
+  row('PROTO', 'tcp', 'no-op', 'we always listen on tcp; unset PROTO', { accepts: is('tcp'), fatal: true }),
+  row('GRPC_MAX_CONNECTION_AGE', '24h', 'unsupported', 'connections are not aged out; unset it (Envoy re-balances on its own reconnects)'),
+  row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'unsupported', 'see GRPC_MAX_CONNECTION_AGE; unset it'),
+  row('GRPC_SERVER_USE_TLS', 'false', 'unsupported', 'gRPC over TLS is not supported on this branch; terminate TLS in a sidecar or unset it', { accepts: off, fatal: true }),
+  row('GRPC_SERVER_TLS_CERT', '', 'unsupported', 'see GRPC_SERVER_USE_TLS', { accepts: empty }),
+  row('GRPC_SERVER_TLS_KEY', '', 'unsupported', 'see GRPC_SERVER_USE_TLS', { accepts: empty }),
+  row('GRPC_CLIENT_TLS_CACERT', '', 'unsupported', 'see GRPC_SERVER_USE_TLS', { accepts: empty }),
+  row('GRPC_CLIENT_TLS_SAN', '', 'unsupported', 'see GRPC_SERVER_USE_TLS', { accepts: empty }),
+  // logs
+  row('LOG_LEVEL', 'WARN', 'same', 'LOG_LEVEL (any case; trace, debug, info, warn/warning, error, fatal/panic = error); our default is info'),
+  row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
+  // rules
+  row('CONFIG_TYPE', 'FILE', 'no-op', 'rules come from files only (FILE); xDS is not supported: mount the rules and keep CONFIG_TYPE=FILE', { accepts: is('file'), fatal: true }),
+  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules (an empty directory is valid); unset it', { accepts: off }),
+  row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', '3s', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', '', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_SERVER_USE_TLS', 'false', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', '', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', '', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', '', 'unsupported', XDS),
+  row('CONFIG_GRPC_XDS_SERVER_TLS_SAN', '', 'unsupported', XDS),
+  row('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', '10s', 'unsupported', XDS),
+  row('XDS_CLIENT_BACKOFF_MAX_INTERVAL', '60s', 'unsupported', XDS),
+  row('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', '0.5', 'unsupported', XDS),
+  row('XDS_CLIENT_BACKOFF_JITTER', 'true', 'unsupported', XDS),
+  row('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', '', 'unsupported', XDS),
+  row('RUNTIME_ROOT', '/srv/runtime_data/current', 'mapped', 'CONFIG_DIR = RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, with CONFIG_ALL_FILES=true (every non-dot file whatever its extension, in non-dot subdirectories too)'),
+  row('RUNTIME_SUBDIRECTORY', '', 'mapped', 'see RUNTIME_ROOT'),
+  row('RUNTIME_APPDIRECTORY', 'config', 'mapped', 'see RUNTIME_ROOT'),
+  row('RUNTIME_IGNOREDOTFILES', 'false', 'unsupported', 'dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap\'s `..data` copies); rename rule files that start with a dot', { accepts: is('true', '1') }),
+  row('RUNTIME_WATCH_ROOT', 'true', 'no-op', 'the rules directory is always watched, ConfigMap symlink swaps included (CONFIG_WATCH)'),
+  row('MERGE_DOMAIN_CONFIG', 'false', 'same', 'MERGE_DOMAIN_CONFIG'),
+  row('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'false', 'no-op', 'we never serve without rules: start fails on invalid rules, a failed reload keeps the last good ones'),
+  // stats
+  row('USE_STATSD', 'true', 'unsupported', STATS, { accepts: off }),
+  row('STATSD_HOST', 'localhost', 'unsupported', STATS),
+  row('STATSD_PORT', '8125', 'unsupported', STATS),
+  row('STATSD_PROTOCOL', 'tcp', 'unsupported', STATS),
+  row('USE_DOG_STATSD', 'false', 'unsupported', STATS, { accepts: off }),
+  row('USE_DOG_STATSD_MOGRIFIERS', '', 'unsupported', STATS, { accepts: empty }),
+  row('EXTRA_TAGS', '', 'unsupported', 'add labels in your Prometheus scrape config instead', { accepts: empty }),
+  row('STATS_FLUSH_INTERVAL', '10s', 'unsupported', 'Prometheus is scraped, nothing is flushed; unset it'),
+  row('GOSTATS_FLUSH_INTERVAL_SECONDS', '5', 'unsupported', STATS),
+  row('GOSTATS_LOGGING_SINK_DISABLED', 'false', 'unsupported', STATS),
+  row('DISABLE_STATS', 'false', 'unsupported', 'metrics are always collected (cheap); just do not scrape them', { accepts: off }),
+  row('USE_PROMETHEUS', 'false', 'same', 'USE_PROMETHEUS (a second listener; `/metrics` is also on HTTP_PORT)'),
+  row('PROMETHEUS_ADDR', ':9090', 'same', 'PROMETHEUS_ADDR'),
+  row('PROMETHEUS_PATH', '/metrics', 'same', 'PROMETHEUS_PATH'),
+  row('PROMETHEUS_MAPPER_YAML', '', 'unsupported', 'our metric names are fixed (see the metrics table); relabel in Prometheus instead', { accepts: empty }),
+  row('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'false', 'unsupported', '`ratelimit_decision_duration_seconds` is in seconds', { accepts: off }),
+  // counters and caches
+  row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis; memcache is not supported and stops the start)'),
+  row('CACHE_KEY_PREFIX', '', 'same', 'CACHE_KEY_PREFIX; our default is `rl:`'),
+  row('EXPIRATION_JITTER_MAX_SECONDS', '300', 'unsupported', 'keys expire exactly at the window end; unset it'),
+  row('LOCAL_CACHE_SIZE_IN_BYTES', '0', 'mapped', 'LOCAL_CACHE_SIZE = bytes ÷ 100 entries (0 = off); our default is 100000 entries'),
+  row('NEAR_LIMIT_RATIO', '0.8', 'same', 'NEAR_LIMIT_RATIO'),
+  row('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', 'false', 'no-op', 'a rejected request never consumes quota here (the reference counts it unless this is true)'),
+  row('SHADOW_MODE', 'false', 'same', 'SHADOW_MODE: every limit reports but never rejects'),
+  row('QUOTA_MODE', 'false', 'unsupported', 'set `quota_mode: true` on the rules instead', { accepts: off }),
+  row('RESPONSE_DYNAMIC_METADATA', 'false', 'unsupported', 'no dynamic metadata in responses; unset it', { accepts: off }),
+  row('LIMIT_RESPONSE_HEADERS_ENABLED', 'false', 'same', 'LIMIT_RESPONSE_HEADERS_ENABLED (see also RATELIMIT_HEADERS and X_RATELIMIT_HEADERS)'),
+  row('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'same', 'LIMIT_LIMIT_HEADER'),
+  row('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'same', 'LIMIT_REMAINING_HEADER'),
+  row('LIMIT_RESET_HEADER', 'RateLimit-Reset', 'same', 'LIMIT_RESET_HEADER'),
+  // redis
+  row('REDIS_SOCKET_TYPE', 'unix', 'mapped', 'tcp: REDIS_URL host:port becomes redis://host:port; unix sockets are not supported and stop the start'),
+  row('REDIS_TYPE', 'SINGLE', 'same', 'REDIS_TYPE (single, sentinel, cluster; any case)'),
+  row('REDIS_URL', '/var/run/nutcracker/ratelimit.sock', 'same', 'REDIS_URL: `host:port` (single), `master,host:port,...` (sentinel) and `host:port,...` (cluster) are read as the reference does; `redis://` URLs too'),
+  row('REDIS_AUTH', '', 'mapped', 'the password (or `user:password`) of REDIS_URL'),
+  row('REDIS_SENTINEL_AUTH', '', 'mapped', 'REDIS_SENTINEL_PASSWORD'),
+  row('REDIS_TLS', 'false', 'mapped', 'rediss:// in REDIS_URL'),
+  row('REDIS_TLS_CACERT', '', 'mapped', 'REDIS_TLS_CA'),
+  row('REDIS_TLS_CLIENT_CERT', '', 'mapped', 'REDIS_TLS_CERT'),
+  row('REDIS_TLS_CLIENT_KEY', '', 'mapped', 'REDIS_TLS_KEY'),
+  row('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', 'set REDIS_TLS_SERVERNAME to the name in the certificate (or REDIS_TLS_INSECURE=true in tests only)', { accepts: off }),
+  row('REDIS_POOL_SIZE', '10', 'no-op', 'one multiplexed, auto-pipelined connection per Redis node; nothing to size'),
+  row('REDIS_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'no-op', 'no pool; see REDIS_POOL_SIZE'),
+  row('REDIS_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
+  row('REDIS_TIMEOUT', '10s', 'unsupported', 'use REDIS_CONNECT_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (milliseconds)'),
+  row('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION', 'false', 'unsupported', 'gRPC health and /healthcheck follow whether this replica can decide: with FAILURE_MODE=open or local it can while Redis is down; set FAILURE_MODE=closed to have them fail then', { accepts: off }),
+  row('REDIS_STARTUP_INITIAL_INTERVAL', '1s', 'no-op', 'we start without waiting for Redis and answer by FAILURE_MODE until it is up'),
+  row('REDIS_STARTUP_MAX_INTERVAL', '30s', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
+  row('REDIS_STARTUP_MAX_ELAPSED_TIME', '0', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
+  row('REDIS_PERSECOND', 'false', 'unsupported', PERSECOND, { accepts: off }),
+  row('REDIS_PERSECOND_SOCKET_TYPE', 'unix', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_TYPE', 'SINGLE', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_POOL_SIZE', '10', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_AUTH', '', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_SENTINEL_AUTH', '', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_TLS', 'false', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_TIMEOUT', '10s', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_PIPELINE_WINDOW', '0', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'unsupported', PERSECOND),
+  // memcache
+  row('MEMCACHE_HOST_PORT', '', 'unsupported', MEMCACHE, { accepts: empty }),
+  row('MEMCACHE_MAX_IDLE_CONNS', '2', 'unsupported', MEMCACHE),
+  row('MEMCACHE_SRV', '', 'unsupported', MEMCACHE, { accepts: empty }),
+  row('MEMCACHE_SRV_REFRESH', '0', 'unsupported', MEMCACHE),
+  row('MEMCACHE_TLS', 'false', 'unsupported', MEMCACHE, { accepts: off }),
+  row('MEMCACHE_TLS_CACERT', '', 'unsupported', MEMCACHE),
+  row('MEMCACHE_TLS_CLIENT_CERT', '', 'unsupported', MEMCACHE),
+  row('MEMCACHE_TLS_CLIENT_KEY', '', 'unsupported', MEMCACHE),
+  row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', MEMCACHE),
+  // tracing
+  row('TRACING_ENABLED', 'false', 'unsupported', TRACING, { accepts: off }),
+  row('TRACING_SERVICE_NAME', 'RateLimit', 'unsupported', TRACING),
+  row('TRACING_SERVICE_NAMESPACE', '', 'unsupported', TRACING),
+  row('TRACING_SERVICE_INSTANCE_ID', '', 'unsupported', TRACING),
+  row('TRACING_EXPORTER_PROTOCOL', 'http', 'unsupported', TRACING),
+  row('TRACING_SAMPLING_RATE', '1', 'unsupported', TRACING),
+];
+
+export const REFERENCE_BY_NAME: ReadonlyMap<string, ReferenceSetting> = new Map(REFERENCE_SETTINGS.map((s) => [s.name, s]));
+
+/** Endpoints, metrics and the command line of the reference, and ours (docs/switching.md). */
+export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
+  ['gRPC `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` (GRPC_PORT)', 'the same, same port'],
+  ['gRPC `grpc.health.v1.Health/Check`', 'the same (also Watch and List; service names "", `ratelimit`)'],
+  ['HTTP `GET /healthcheck` (PORT): 200 `OK` or 500', 'the same on HTTP_PORT (PORT is read as HTTP_PORT); also `/healthz` (alive) and `/readyz`'],
+  ['HTTP `POST /json` (PORT)', 'the same on HTTP_PORT'],
+  ['debug `GET /rlconfig` (DEBUG_PORT): the loaded rules as text', 'the same on DEBUG_PORT (off unless DEBUG_PORT is set); `/rules` on HTTP_PORT gives them as JSON'],
+  ['debug `GET /stats` (DEBUG_PORT): statsd counters as text', '`/stats` on DEBUG_PORT gives the Prometheus text'],
+  ['debug `GET /debug/pprof/*`', 'not offered (use `node --inspect` or `--cpu-prof`)'],
+  ['Prometheus `/metrics` on PROMETHEUS_ADDR (USE_PROMETHEUS=true)', 'the same; `/metrics` is also always on HTTP_PORT'],
+];
+
+export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_total_hits{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
+  ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
+  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode` (SHADOW_MODE counts there)'],
+  ['`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`', '`ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`'],
+  ['`ratelimit_server.ShouldRateLimit.response_time`', '`ratelimit_decision_duration_seconds`'],
+];
+
+export const REFERENCE_CLI: readonly (readonly [string, string])[] = [
+  ['`/bin/ratelimit` (settings from the environment)', '`ratelimit serve` (settings from the environment or `--flags`; `ratelimit serve --help` lists them)'],
+  ['`/bin/ratelimit_client -dial_string HOST:PORT -domain D -descriptors k=v,k2=v2`', '`ratelimit query --server HOST:PORT --domain D k=v,k2=v2` (`--json` for JSON)'],
+  ['`/bin/ratelimit_config_check -config_dir DIR`', '`ratelimit check DIR`'],
+  ['(none)', '`ratelimit --version`'],
+];

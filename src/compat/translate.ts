@@ -1,0 +1,173 @@
+/**
+ * Reads an envoyproxy/ratelimit environment (reference-settings.ts) as our settings: returns the values of
+ * our env vars that the reference names imply, the problems that must stop the start (unsupported values
+ * that would change behaviour), and one notice per reference-only setting that is set (nothing is silently
+ * ignored). Pure: settings.ts applies the values and checks them against our own names.
+ */
+import { posix } from 'node:path';
+import { REFERENCE_SETTINGS } from './reference-settings.js';
+
+export interface Notice {
+  readonly level: 'info' | 'warn';
+  /** The reference setting(s) concerned. */
+  readonly setting: string;
+  readonly message: string;
+}
+
+export interface Derived {
+  readonly value: string;
+  /** The reference setting(s) it comes from, for messages. When it equals the target's own name the
+   *  reference value of that same variable was re-read (e.g. REDIS_URL=host:port), not a second source. */
+  readonly from: string;
+}
+
+export interface Translation {
+  /** Our env var name → its value implied by reference settings. */
+  readonly values: Map<string, Derived>;
+  readonly notices: Notice[];
+  readonly problems: string[];
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const RUNTIME_DEFAULT_ROOT = '/srv/runtime_data/current';
+const HOST_PORT = /^(?:\[[^\]]+\]|[^:,/\s]+):\d{1,5}$/;
+
+export function translateReferenceEnv(env: Env): Translation {
+  const values = new Map<string, Derived>();
+  const notices: Notice[] = [];
+  const problems: string[] = [];
+  const set = (ours: string, value: string, from: string) => values.set(ours, { value, from });
+
+  for (const s of REFERENCE_SETTINGS) {
+    const v = env[s.name];
+    if (v === undefined || s.status === 'same' || s.status === 'mapped') continue;
+    if (s.accepts?.(v)) notices.push({ level: 'info', setting: s.name, message: `${s.name}=${v}: nothing to do here (${s.here})` });
+    else if (s.fatal) problems.push(`${s.name}=${v}: ${s.here}`);
+    else if (s.status === 'unsupported') notices.push({ level: 'warn', setting: s.name, message: `${s.name} is not supported and has no effect: ${s.here}` });
+    else notices.push({ level: 'info', setting: s.name, message: `${s.name}=${v}: already so here (${s.here})` });
+  }
+
+  if (env.HOST !== undefined) set('HTTP_HOST', env.HOST, 'HOST');
+  if (env.PORT !== undefined) set('HTTP_PORT', env.PORT, 'PORT');
+
+  const runtime = ['RUNTIME_ROOT', 'RUNTIME_SUBDIRECTORY', 'RUNTIME_APPDIRECTORY'];
+  if (runtime.some((n) => env[n] !== undefined)) {
+    const dir = posix.join(env.RUNTIME_ROOT ?? RUNTIME_DEFAULT_ROOT, env.RUNTIME_SUBDIRECTORY ?? '', env.RUNTIME_APPDIRECTORY ?? 'config');
+    const from = runtime.filter((n) => env[n] !== undefined).join('+');
+    set('CONFIG_DIR', dir, from);
+    set('CONFIG_ALL_FILES', 'true', from);
+    notices.push({ level: 'info', setting: from, message: `rules from ${dir} (${from}), every non-dot file whatever its extension, as the reference loads them` });
+    if (env.RUNTIME_IGNOREDOTFILES === undefined) {
+      notices.push({ level: 'info', setting: 'RUNTIME_IGNOREDOTFILES', message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)` });
+    }
+  }
+
+  if (env.BACKEND_TYPE !== undefined) {
+    const b = env.BACKEND_TYPE.trim().toLowerCase();
+    if (b === 'redis') set('BACKEND', 'redis', 'BACKEND_TYPE');
+    else if (b === 'memcache') problems.push(`BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis`);
+    else problems.push(`BACKEND_TYPE: '${env.BACKEND_TYPE}' is not one of redis, memcache`);
+  }
+
+  if (env.LOCAL_CACHE_SIZE_IN_BYTES !== undefined) {
+    const text = env.LOCAL_CACHE_SIZE_IN_BYTES.trim();
+    if (!/^\d+$/.test(text)) problems.push(`LOCAL_CACHE_SIZE_IN_BYTES: '${text}' is not a whole number`);
+    else set('LOCAL_CACHE_SIZE', String(Math.floor(Number(text) / 100)), 'LOCAL_CACHE_SIZE_IN_BYTES');
+  }
+
+  if (env.REDIS_SENTINEL_AUTH !== undefined) set('REDIS_SENTINEL_PASSWORD', env.REDIS_SENTINEL_AUTH, 'REDIS_SENTINEL_AUTH');
+  if (env.REDIS_TLS_CACERT !== undefined) set('REDIS_TLS_CA', env.REDIS_TLS_CACERT, 'REDIS_TLS_CACERT');
+  if (env.REDIS_TLS_CLIENT_CERT !== undefined) set('REDIS_TLS_CERT', env.REDIS_TLS_CLIENT_CERT, 'REDIS_TLS_CLIENT_CERT');
+  if (env.REDIS_TLS_CLIENT_KEY !== undefined) set('REDIS_TLS_KEY', env.REDIS_TLS_CLIENT_KEY, 'REDIS_TLS_CLIENT_KEY');
+
+  translateRedis(env, set, notices, problems);
+  return { values, notices, problems };
+}
+
+function translateRedis(env: Env, set: (ours: string, value: string, from: string) => void, notices: Notice[], problems: string[]): void {
+  const socket = env.REDIS_SOCKET_TYPE?.trim().toLowerCase();
+  if (socket !== undefined && socket !== 'tcp') {
+    problems.push(socket === 'unix'
+      ? `REDIS_SOCKET_TYPE=unix: unix sockets are not supported; reach Redis over TCP with REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`
+      : `REDIS_SOCKET_TYPE: '${env.REDIS_SOCKET_TYPE}' is not one of tcp, unix`);
+    return;
+  }
+  const url = env.REDIS_URL?.trim();
+  const auth = env.REDIS_AUTH;
+  const tls = env.REDIS_TLS === undefined ? undefined : /^(true|1|yes|on)$/i.test(env.REDIS_TLS.trim());
+  const reference = url !== undefined && !url.includes('://');
+  if (!reference && auth === undefined && tls === undefined) return; // our own redis:// form: nothing to translate
+  const from = ['REDIS_URL', 'REDIS_AUTH', 'REDIS_TLS'].filter((n) => env[n] !== undefined).join('+');
+
+  let base: URL;
+  if (reference) {
+    if (url.startsWith('/')) {
+      problems.push(`REDIS_URL=${url}: unix sockets are not supported; give host:port (with REDIS_SOCKET_TYPE=tcp)`);
+      return;
+    }
+    const parts = url.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const type = (env.REDIS_TYPE ?? 'single').trim().toLowerCase();
+    let nodes = parts;
+    if (type === 'sentinel') {
+      if (parts.length < 2) {
+        problems.push(`REDIS_URL=${url}: with REDIS_TYPE=sentinel it is "master-name,host:port[,host:port...]"`);
+        return;
+      }
+      nodes = parts.slice(1);
+      set('REDIS_SENTINEL_MASTER', parts[0]!, 'REDIS_URL');
+      set('REDIS_SENTINEL_ADDRS', nodes.join(','), 'REDIS_URL');
+    } else if (type === 'cluster') {
+      set('REDIS_CLUSTER_NODES', nodes.join(','), 'REDIS_URL');
+    } else if (parts.length !== 1) {
+      problems.push(`REDIS_URL=${url}: a single Redis is one host:port (several are for REDIS_TYPE=sentinel or cluster)`);
+      return;
+    }
+    const bad = nodes.find((n) => !HOST_PORT.test(n));
+    if (bad !== undefined) {
+      problems.push(`REDIS_URL=${url}: '${bad}' is not host:port`);
+      return;
+    }
+    base = new URL(`redis://${nodes[0]}`);
+    if (env.BACKEND === undefined && env.BACKEND_TYPE === undefined) {
+      set('BACKEND', 'redis', 'REDIS_URL');
+      notices.push({ level: 'info', setting: 'REDIS_URL', message: `REDIS_URL=${url} is the reference's host:port form and BACKEND_TYPE is unset (the reference's default is redis): counters in Redis` });
+    }
+  } else {
+    try {
+      base = new URL(url ?? 'redis://127.0.0.1:6379');
+    } catch {
+      return; // REDIS_URL is reported by its own parser later
+    }
+  }
+
+  if (auth !== undefined && auth !== '') {
+    const colon = auth.indexOf(':');
+    const user = colon === -1 ? '' : auth.slice(0, colon);
+    const password = colon === -1 ? auth : auth.slice(colon + 1);
+    const had = base.password === '' ? undefined : decodeURIComponent(base.password);
+    if (had !== undefined && had !== password) {
+      problems.push(`REDIS_AUTH and the password in REDIS_URL disagree: set only one of them`);
+      return;
+    }
+    base.username = encodeURIComponent(user);
+    base.password = encodeURIComponent(password);
+  }
+  if (tls !== undefined) {
+    if (!reference && url !== undefined && (base.protocol === 'rediss:') !== tls) {
+      problems.push(`REDIS_TLS=${env.REDIS_TLS} disagrees with REDIS_URL=${redact(url)}: use rediss:// for TLS, or set only one of them`);
+      return;
+    }
+    if (tls) base = new URL(base.href.replace(/^redis:/, 'rediss:'));
+  }
+  set('REDIS_URL', base.href.replace(/\/$/, ''), from);
+}
+
+function redact(url: string): string {
+  return url.replace(/(\/\/[^:@/]*):([^@/]*)@/, '$1:***@');
+}
+
+/** Whether `derived` re-reads the variable `env` itself (REDIS_URL=host:port) rather than a second name. */
+export function rereads(derived: Derived, env: string): boolean {
+  return derived.from.split('+').includes(env);
+}
