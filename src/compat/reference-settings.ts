@@ -186,16 +186,16 @@ export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
 ];
 
 export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_total_hits{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_hits_total{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit_total{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit_total{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit_total{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode_total{domain,key}`'],
   ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
   ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
-  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode` (SHADOW_MODE counts there)'],
+  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
   ['`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`', '`ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`'],
-  ['`ratelimit_server.ShouldRateLimit.response_time`', '`ratelimit_decision_duration_seconds`'],
+  ['`ratelimit_server.ShouldRateLimit.response_time`', '`ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`'],
 ];
 
 export const REFERENCE_CLI: readonly (readonly [string, string])[] = [

@@ -5,6 +5,7 @@
  * ignored). Pure: settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
+import { redactRedisUrl } from '../storage/redis/options.js';
 import { REFERENCE_SETTINGS } from './reference-settings.js';
 
 export interface Notice {
@@ -96,14 +97,16 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
   const url = env.REDIS_URL?.trim();
   const auth = env.REDIS_AUTH;
   const tls = env.REDIS_TLS === undefined ? undefined : /^(true|1|yes|on)$/i.test(env.REDIS_TLS.trim());
-  const reference = url !== undefined && !url.includes('://');
+  // The reference's form is host:port (no scheme); anything with a scheme (`redis://`, or a malformed `redis:/`) is ours.
+  const reference = url !== undefined && !/^[a-z][a-z0-9+.-]*:\//i.test(url);
   if (!reference && auth === undefined && tls === undefined) return; // our own redis:// form: nothing to translate
+  const shown = url === undefined ? '' : redactRedisUrl(url);
   const from = ['REDIS_URL', 'REDIS_AUTH', 'REDIS_TLS'].filter((n) => env[n] !== undefined).join('+');
 
   let base: URL;
   if (reference) {
     if (url.startsWith('/')) {
-      problems.push(`REDIS_URL=${url}: unix sockets are not supported; give host:port (with REDIS_SOCKET_TYPE=tcp)`);
+      problems.push(`REDIS_URL=${shown}: unix sockets are not supported; give host:port (with REDIS_SOCKET_TYPE=tcp)`);
       return;
     }
     const parts = url.split(',').map((p) => p.trim()).filter((p) => p !== '');
@@ -111,7 +114,7 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
     let nodes = parts;
     if (type === 'sentinel') {
       if (parts.length < 2) {
-        problems.push(`REDIS_URL=${url}: with REDIS_TYPE=sentinel it is "master-name,host:port[,host:port...]"`);
+        problems.push(`REDIS_URL=${shown}: with REDIS_TYPE=sentinel it is "master-name,host:port[,host:port...]"`);
         return;
       }
       nodes = parts.slice(1);
@@ -120,18 +123,18 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
     } else if (type === 'cluster') {
       set('REDIS_CLUSTER_NODES', nodes.join(','), 'REDIS_URL');
     } else if (parts.length !== 1) {
-      problems.push(`REDIS_URL=${url}: a single Redis is one host:port (several are for REDIS_TYPE=sentinel or cluster)`);
+      problems.push(`REDIS_URL=${shown}: a single Redis is one host:port (several are for REDIS_TYPE=sentinel or cluster)`);
       return;
     }
     const bad = nodes.find((n) => !HOST_PORT.test(n));
     if (bad !== undefined) {
-      problems.push(`REDIS_URL=${url}: '${bad}' is not host:port`);
+      problems.push(`REDIS_URL=${shown}: '${redactRedisUrl(bad)}' is not host:port`);
       return;
     }
     base = new URL(`redis://${nodes[0]}`);
     if (env.BACKEND === undefined && env.BACKEND_TYPE === undefined) {
       set('BACKEND', 'redis', 'REDIS_URL');
-      notices.push({ level: 'info', setting: 'REDIS_URL', message: `REDIS_URL=${url} is the reference's host:port form and BACKEND_TYPE is unset (the reference's default is redis): counters in Redis` });
+      notices.push({ level: 'info', setting: 'REDIS_URL', message: `REDIS_URL=${shown} is the reference's host:port form and BACKEND_TYPE is unset (the reference's default is redis): counters in Redis` });
     }
   } else {
     try {
@@ -155,16 +158,12 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
   }
   if (tls !== undefined) {
     if (!reference && url !== undefined && (base.protocol === 'rediss:') !== tls) {
-      problems.push(`REDIS_TLS=${env.REDIS_TLS} disagrees with REDIS_URL=${redact(url)}: use rediss:// for TLS, or set only one of them`);
+      problems.push(`REDIS_TLS=${env.REDIS_TLS} disagrees with REDIS_URL=${shown}: use rediss:// for TLS, or set only one of them`);
       return;
     }
     if (tls) base = new URL(base.href.replace(/^redis:/, 'rediss:'));
   }
   set('REDIS_URL', base.href.replace(/\/$/, ''), from);
-}
-
-function redact(url: string): string {
-  return url.replace(/(\/\/[^:@/]*):([^@/]*)@/, '$1:***@');
 }
 
 /** Whether `derived` re-reads the variable `env` itself (REDIS_URL=host:port) rather than a second name. */

@@ -40,21 +40,27 @@ async function start(overrides: Parameters<typeof startTestService>[1]): Promise
 }
 
 describe('/healthcheck on the HTTP port', () => {
-  // FAILURE_MODE=closed: without Redis this replica cannot decide (open and local still answer, and stay 200).
-  it('is 200 "OK" while the store can answer and 500 while it cannot', async () => {
+  // "This replica can answer" (the Kubernetes readiness probe): with FAILURE_MODE=closed and Redis gone it still
+  // answers (every limit rejects), so it stays 200 (a shared Redis outage must not take every replica out of the
+  // Service); /readyz is the one that follows the store. It turns 500 while the replica drains on shutdown.
+  it('is 200 "OK" while the replica can answer, also with the store down, and 500 while draining', async () => {
     const redis: RedisServer = await startRedis();
     cleanups.push(() => redis.stop());
-    const { t } = await start({ backend: 'redis', redisUrl: redis.url, redisConnectTimeoutMs: 200, failureMode: 'closed' });
-    const probe = async () => {
-      const res = await fetch(`${t.httpBase}/healthcheck`);
+    const { t } = await start({ backend: 'redis', redisUrl: redis.url, redisConnectTimeoutMs: 200, failureMode: 'closed', shutdownDrainMs: 3_000 });
+    const probe = async (path = '/healthcheck') => {
+      const res = await fetch(`${t.httpBase}${path}`);
       return { status: res.status, body: await res.text() };
     };
-    await eventually(async () => (await probe()).status === 200, { what: 'healthy', timeoutMs: 10_000, intervalMs: 50 });
+    await eventually(async () => (await probe('/readyz')).status === 200, { what: 'store healthy', timeoutMs: 10_000, intervalMs: 50 });
     expect(await probe()).toEqual({ status: 200, body: 'OK' });
     await redis.stopRedis();
-    await eventually(async () => (await probe()).status === 500, { what: 'unhealthy', timeoutMs: 10_000, intervalMs: 50 });
+    await eventually(async () => (await probe('/readyz')).status === 503, { what: 'store unhealthy', timeoutMs: 10_000, intervalMs: 50 });
+    expect(await probe()).toEqual({ status: 200, body: 'OK' });
     await redis.restart();
-    await eventually(async () => (await probe()).status === 200, { what: 'healthy again', timeoutMs: 10_000, intervalMs: 50 });
+    await eventually(async () => (await probe('/readyz')).status === 200, { what: 'store healthy again', timeoutMs: 10_000, intervalMs: 50 });
+    const closing = t.close();
+    await eventually(async () => (await probe()).status === 500, { what: 'draining', timeoutMs: 2_000, intervalMs: 50 });
+    await closing;
   });
 });
 
@@ -72,13 +78,13 @@ describe('DEBUG_PORT and USE_PROMETHEUS', () => {
         'edge.user_shady: unit=MINUTE requests_per_unit=1, shadow_mode: true, quota_mode: false\n' +
         'edge.open: unit=UNKNOWN requests_per_unit=0, shadow_mode: false, quota_mode: false\n',
     );
-    expect(await (await fetch(`http://127.0.0.1:${debugPort}/stats`)).text()).toContain('ratelimit_total_hits{domain="edge",key="edge.ip"} 1');
+    expect(await (await fetch(`http://127.0.0.1:${debugPort}/stats`)).text()).toContain('ratelimit_hits_total{domain="edge",key="edge.ip"} 1');
     expect(((await (await fetch(`http://127.0.0.1:${debugPort}/rules`)).json()) as { domains: unknown[] }).domains).toHaveLength(1);
     expect((await fetch(`http://127.0.0.1:${debugPort}/nope`)).status).toBe(404);
 
     const prom = await fetch(`http://127.0.0.1:${promPort}/prom`);
     expect(prom.status).toBe(200);
-    expect(await prom.text()).toContain('ratelimit_total_hits{domain="edge",key="edge.ip"} 1');
+    expect(await prom.text()).toContain('ratelimit_hits_total{domain="edge",key="edge.ip"} 1');
   });
 
   it('fails the start naming DEBUG_PORT when the port is taken', async () => {
