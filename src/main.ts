@@ -12,6 +12,9 @@ import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
 import { HealthState } from './server/health.js';
 import { rlsHandlers } from './server/rls-service.js';
+import { callTimingInterceptor } from './server/call-timing.js';
+import { DeadlineMargin } from './server/deadline-margin.js';
+import type { RequestLimits } from './core/request-limits.js';
 import type { Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
@@ -68,7 +71,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     watcher?.close();
     throw err;
   });
+  const requestLimits: RequestLimits = {
+    maxMessageBytes: settings.maxRequestBytes,
+    maxDescriptors: settings.maxRequestDescriptors,
+    maxEntries: settings.maxDescriptorEntries,
+    maxKeyBytes: settings.maxKeyBytes,
+    maxValueBytes: settings.maxValueBytes,
+    maxHitsAddend: settings.maxHitsAddend,
+  };
   const limiter = new RateLimiter({
+    requestLimits,
     store,
     clock,
     config: () => holder.config,
@@ -91,14 +103,21 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     metrics.grpcErrors.inc({ code: status });
     if (status !== 'INVALID_ARGUMENT') onError(err);
   };
+  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
+  const timing = callTimingInterceptor({
+    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+    onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
+    onSendDelay: (ms) => margin.recordSend(ms),
+  });
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>>;
   try {
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: settings.deadlineMarginMs, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
+      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
+      serverOptions: { 'grpc.max_receive_message_length': settings.maxRequestBytes, interceptors: [timing] },
     }).catch((err: unknown) => {
       throw new StartupError(`cannot listen for gRPC on ${settings.grpcHost}:${settings.grpcPort}: ${(err as Error).message}`);
     });
@@ -106,6 +125,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       host: settings.httpHost,
       port: settings.httpPort,
       limiter,
+      requestLimits,
       registry: metrics.registry,
       ready: () => health.status() === 'SERVING',
       rules: () => holder.describe(),
@@ -115,6 +135,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     });
   } catch (err) {
     watcher?.close();
+    margin.stop();
     clearInterval(healthTimer);
     await grpcServer?.close(0);
     await store.close();
@@ -141,6 +162,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     close: () =>
       (closing ??= (async () => {
         clearInterval(healthTimer);
+        margin.stop();
         health.shutdown();
         watcher?.close();
         await grpc.close(settings.shutdownGraceMs);

@@ -10,6 +10,8 @@ export interface Metrics {
   readonly registry: Registry;
   readonly observer: DecisionObserver;
   readonly grpcErrors: Counter<'code'>;
+  readonly grpcLateAnswers: Counter<'method'>;
+  readonly grpcRequestDuration: Histogram<'method'>;
   readonly configReloads: Counter<'result'>;
   readonly configLastReloadSuccess: Gauge;
   readonly configDomains: Gauge;
@@ -61,6 +63,14 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
     registry,
     observer,
     grpcErrors: new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers }),
+    grpcLateAnswers: new Counter({ name: 'ratelimit_grpc_late_answers_total', help: 'Unary calls answered after the caller\'s deadline, by method.', labelNames: ['method'] as const, registers }),
+    grpcRequestDuration: new Histogram({
+      name: 'ratelimit_grpc_request_duration_seconds',
+      help: 'Unary gRPC calls from headers received to status sent (queueing included), by method.',
+      labelNames: ['method'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.05, 0.1, 0.5],
+      registers,
+    }),
     configReloads: new Counter({ name: 'ratelimit_config_reloads_total', help: 'Rule reloads by result (success | failure).', labelNames: ['result'] as const, registers }),
     configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
     configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),

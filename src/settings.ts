@@ -3,6 +3,7 @@
  * Only the composition root (main.ts / cli.ts) calls loadSettings(); nothing else reads process.env.
  * The README's settings table is checked against this list by a test.
  */
+import { DEFAULT_REQUEST_LIMITS as LIMITS } from './core/request-limits.js';
 
 type Parser<T> = (raw: string) => T;
 
@@ -86,7 +87,13 @@ export const SETTINGS = {
   failureMode: oneOf('FAILURE_MODE', ['open', 'closed', 'local'] as const, 'open', 'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.'),
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
   localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
-  deadlineMarginMs: int('DEADLINE_MARGIN_MS', 2, 'Answer this long before the caller\'s gRPC deadline.'),
+  deadlineMarginMs: int('DEADLINE_MARGIN_MS', 2, 'Least time kept before the caller\'s gRPC deadline; the margin grows with measured event-loop and send delay.'),
+  maxRequestBytes: int('MAX_REQUEST_BYTES', LIMITS.maxMessageBytes, 'Largest request: gRPC message or POST /json body, bytes (RESOURCE_EXHAUSTED / 413 beyond).', 1, 2 ** 31 - 1),
+  maxRequestDescriptors: int('MAX_REQUEST_DESCRIPTORS', LIMITS.maxDescriptors, 'Most descriptors in one request.', 1),
+  maxDescriptorEntries: int('MAX_DESCRIPTOR_ENTRIES', LIMITS.maxEntries, 'Most entries in one descriptor.', 1),
+  maxKeyBytes: int('MAX_KEY_BYTES', LIMITS.maxKeyBytes, 'Longest descriptor entry key (and domain), bytes.', 1),
+  maxValueBytes: int('MAX_VALUE_BYTES', LIMITS.maxValueBytes, 'Longest descriptor entry value, bytes.', 1),
+  maxHitsAddend: int('MAX_HITS_ADDEND', LIMITS.maxHitsAddend, 'Largest hits_addend accepted (INVALID_ARGUMENT beyond).', 1),
   rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
   xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
   nearLimitRatio: spec('NEAR_LIMIT_RATIO', 'number in (0, 1]', 0.8, 'Hits above this share of a limit are counted as near_limit in metrics.', (s) => {

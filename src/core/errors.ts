@@ -1,9 +1,10 @@
 /**
  * The closed catalogue of errors the service returns. Each has a code that the server maps to a gRPC
  * status in one place (server/grpc-errors.ts): bad requests → INVALID_ARGUMENT, store failures → UNAVAILABLE
- * (so Envoy's failure_mode_deny decides). Over limit is a result, never an error.
+ * (so Envoy's failure_mode_deny decides), requests over a size limit → RESOURCE_EXHAUSTED. Over limit is a
+ * result, never an error.
  */
-export type ErrorCode = 'INVALID_REQUEST' | 'STORE_UNAVAILABLE' | 'STORE_TIMEOUT' | 'INTERNAL';
+export type ErrorCode = 'INVALID_REQUEST' | 'REQUEST_TOO_LARGE' | 'STORE_UNAVAILABLE' | 'STORE_TIMEOUT' | 'INTERNAL';
 
 export class RateLimitError extends Error {
   constructor(
@@ -20,6 +21,14 @@ export class InvalidRequestError extends RateLimitError {
   constructor(message: string) {
     super('INVALID_REQUEST', message);
     this.name = 'InvalidRequestError';
+  }
+}
+
+/** A well-formed request beyond one of the request limits (core/request-limits.ts). */
+export class RequestTooLargeError extends RateLimitError {
+  constructor(message: string) {
+    super('REQUEST_TOO_LARGE', message);
+    this.name = 'RequestTooLargeError';
   }
 }
 

@@ -18,6 +18,7 @@ import { InvalidRequestError } from './errors.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
 import { counterKey } from './keys.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
+import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import {
   UNIT_SECONDS,
   type DescriptorEntry,
@@ -38,6 +39,8 @@ export interface RateLimiterOptions {
   readonly headers: HeaderOptions;
   readonly nearLimitRatio: number;
   readonly observer?: DecisionObserver;
+  /** Bounds on one request (default DEFAULT_REQUEST_LIMITS); checked before any per-descriptor work. */
+  readonly requestLimits?: RequestLimits;
 }
 
 export interface DecideOptions {
@@ -68,6 +71,7 @@ export class RateLimiter {
   async decide(request: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
     validate(request);
+    checkRequest(request, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;

@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RateLimitError } from '../core/errors.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
 import type { Registry } from 'prom-client';
 import { decisionToJson, requestFromJson } from './json-api.js';
 
@@ -13,13 +14,17 @@ export interface AdminServerOptions {
   readonly host: string;
   readonly port: number;
   readonly limiter: RateLimiter;
+  /** Bounds on POST /json (the body is bound by maxMessageBytes); default DEFAULT_REQUEST_LIMITS. */
+  readonly requestLimits?: RequestLimits;
   readonly registry: Registry;
   readonly ready: () => boolean;
   readonly rules: () => unknown;
   readonly onError?: (err: unknown) => void;
 }
 
-const MAX_BODY = 1 << 20;
+/** After an oversized body, at most this much more is read and dropped before the connection is cut. */
+const DRAIN_LIMIT_BYTES = 16 << 20;
+const DRAIN_LIMIT_MS = 5_000;
 
 function send(res: http.ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
   const text = typeof body === 'string' ? body : `${JSON.stringify(body, null, 2)}\n`;
@@ -27,23 +32,51 @@ function send(res: http.ServerResponse, status: number, body: unknown, contentTy
   res.end(text);
 }
 
-function readBody(req: http.IncomingMessage): Promise<string> {
+type Body = { ok: true; bytes: Buffer } | { ok: false; drained: boolean };
+
+/**
+ * The request body, or `ok: false` once it passes maxBytes. Then the rest is read and dropped (bounded by
+ * DRAIN_LIMIT_BYTES and DRAIN_LIMIT_MS) before we answer: a server that answers and closes while the
+ * client is still sending resets the connection, and the client never sees the 413.
+ */
+function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Body> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let tooLarge = Number(req.headers['content-length'] ?? 0) > maxBytes;
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = () => {
+      req.removeAllListeners('data');
+      req.pause();
+      resolve({ ok: false, drained: false });
+    };
+    const overflow = () => {
+      tooLarge = true;
+      chunks.length = 0;
+      timer = setTimeout(giveUp, DRAIN_LIMIT_MS);
+    };
+    if (tooLarge) overflow();
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY) {
-        reject(new Error('body too large'));
-        req.destroy();
-        return;
+      if (!tooLarge && size > maxBytes) overflow();
+      if (!tooLarge) chunks.push(chunk);
+      else if (size > maxBytes + DRAIN_LIMIT_BYTES) {
+        clearTimeout(timer);
+        giveUp();
       }
-      chunks.push(chunk);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(tooLarge ? { ok: false, drained: true } : { ok: true, bytes: Buffer.concat(chunks) });
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
   });
 }
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 async function handle(options: AdminServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const path = (req.url ?? '/').split('?')[0];
@@ -58,17 +91,25 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'GET /rules':
       return send(res, 200, options.rules());
     case 'POST /json': {
+      const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+      const body = await readBody(req, limits.maxMessageBytes);
+      if (!body.ok) {
+        res.setHeader('connection', 'close');
+        if (!body.drained) res.once('finish', () => req.socket.destroy());
+        return send(res, 413, { error: `body larger than ${limits.maxMessageBytes} bytes (MAX_REQUEST_BYTES)` });
+      }
       let text: string;
       try {
-        text = await readBody(req);
+        text = UTF8.decode(body.bytes);
       } catch {
-        return send(res, 413, { error: `body larger than ${MAX_BODY} bytes` });
+        return send(res, 400, { error: 'body is not valid UTF-8 (raw bytes in a value: write each as \\udc80..\\udcff, see docs/limits.md)' });
       }
       try {
-        const decision = await options.limiter.decide(requestFromJson(text));
+        const decision = await options.limiter.decide(requestFromJson(text, limits));
         return send(res, decision.overallCode === 'OVER_LIMIT' ? 429 : 200, decisionToJson(decision));
       } catch (err) {
         if (err instanceof RateLimitError && err.code === 'INVALID_REQUEST') return send(res, 400, { error: err.message });
+        if (err instanceof RateLimitError && err.code === 'REQUEST_TOO_LARGE') return send(res, 413, { error: err.message });
         options.onError?.(err);
         return send(res, err instanceof RateLimitError ? 503 : 500, { error: err instanceof Error ? err.message : String(err) });
       }

@@ -7,6 +7,8 @@ export function toGrpcError(err: unknown): Partial<ServiceError> & { code: Statu
     switch (err.code) {
       case 'INVALID_REQUEST':
         return { code: Status.INVALID_ARGUMENT, details: err.message, metadata: new Metadata() };
+      case 'REQUEST_TOO_LARGE':
+        return { code: Status.RESOURCE_EXHAUSTED, details: err.message, metadata: new Metadata() };
       case 'STORE_UNAVAILABLE':
       case 'STORE_TIMEOUT':
         // UNAVAILABLE lets Envoy's failure_mode_deny decide.

@@ -8,6 +8,8 @@ export interface GrpcServerOptions {
   readonly port: number;
   readonly rls: grpc.UntypedServiceImplementation;
   readonly health: HealthState;
+  /** Extra grpc-js server options (e.g. 'grpc.max_receive_message_length'). */
+  readonly serverOptions?: grpc.ServerOptions;
 }
 
 export interface RunningGrpcServer {
@@ -22,8 +24,9 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     // Envoy multiplexes many calls on few connections; keep them alive and let many streams share one.
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_concurrent_streams': 10_000,
+    ...options.serverOptions,
   });
-  server.addService(protos.rls, options.rls);
+  server.addService(protos.rlsServer, options.rls);
   server.addService(protos.health, options.health.handlers());
   const host = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   const port = await new Promise<number>((resolve, reject) => {

@@ -3,6 +3,7 @@
  * /json accepts) → the RateLimitResponse as proto3 JSON. 200 OK, 429 over limit, 400 bad input.
  */
 import { InvalidRequestError } from '../core/errors.js';
+import { checkDescriptorCount, checkEntryCount, DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
 import type { RateLimitDecision, RateLimitRequest } from '../core/types.js';
 import { requestFromWire, type WireDescriptor, type WireRequest } from './wire.js';
 
@@ -28,8 +29,11 @@ function num(v: unknown, path: string): number | string | undefined {
   throw new InvalidRequestError(`${path}: expected a non-negative integer`);
 }
 
-/** Parses the body text; every problem becomes an InvalidRequestError naming the field. */
-export function requestFromJson(text: string): RateLimitRequest {
+/**
+ * Parses the body text; every problem becomes an InvalidRequestError naming the field. The counts are
+ * checked before any descriptor is converted (the engine checks the lengths).
+ */
+export function requestFromJson(text: string, limits: RequestLimits = DEFAULT_REQUEST_LIMITS): RateLimitRequest {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -39,6 +43,10 @@ export function requestFromJson(text: string): RateLimitRequest {
   if (!isObject(body)) throw new InvalidRequestError('body must be a JSON object');
   const descriptors = body.descriptors ?? [];
   if (!Array.isArray(descriptors)) throw new InvalidRequestError('descriptors: expected an array');
+  checkDescriptorCount(descriptors.length, limits);
+  descriptors.forEach((d: unknown, i) => {
+    if (isObject(d) && Array.isArray(d.entries)) checkEntryCount(d.entries.length, i, limits);
+  });
   const wire: WireRequest = {
     domain: str(body.domain, 'domain'),
     descriptors: descriptors.map((d: unknown, i): WireDescriptor => {

@@ -19,6 +19,11 @@ const LOADER_OPTIONS: protoLoader.Options = {
 
 export interface LoadedProtos {
   readonly rls: grpc.ServiceDefinition;
+  /**
+   * The RLS service as the server registers it: the request is handed over as raw bytes, decoded by
+   * decode-request.ts (a throwing grpc-js deserializer would answer INTERNAL, not INVALID_ARGUMENT).
+   */
+  readonly rlsServer: grpc.ServiceDefinition;
   readonly health: grpc.ServiceDefinition;
 }
 
@@ -37,8 +42,10 @@ export function loadProtos(): LoadedProtos {
   const defs = grpc.loadPackageDefinition(
     protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], LOADER_OPTIONS),
   );
+  const rls = service(defs, 'envoy.service.ratelimit.v3.RateLimitService');
   cached = {
-    rls: service(defs, 'envoy.service.ratelimit.v3.RateLimitService'),
+    rls,
+    rlsServer: { ShouldRateLimit: { ...rls.ShouldRateLimit!, requestDeserialize: (bytes: Buffer) => bytes } },
     health: service(defs, 'grpc.health.v1.Health'),
   };
   return cached;

@@ -2,15 +2,19 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../core/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
+import { decodeRateLimitRequest } from './decode-request.js';
 import { toGrpcError } from './grpc-errors.js';
-import { requestFromWire, responseToWire, type WireRequest } from './wire.js';
+import { responseToWire } from './wire.js';
 
 export interface RlsServiceOptions {
   readonly limiter: RateLimiter;
   /** The engine's clock: deadlines are handed to the store in its time. */
   readonly clock: Clock;
-  /** Answer this long before the caller's deadline. */
-  readonly deadlineMarginMs: number;
+  /** Answer this long before the caller's deadline: a number, or read per call (DeadlineMargin). */
+  readonly deadlineMarginMs: number | (() => number);
+  /** Bounds on one request (default DEFAULT_REQUEST_LIMITS); checked while decoding. */
+  readonly requestLimits?: RequestLimits;
   /** Store budget when the caller sent no deadline. */
   readonly defaultTimeoutMs: number;
   /** Every call answered with a gRPC error: the cause and the status name (e.g. UNAVAILABLE). */
@@ -35,7 +39,11 @@ export function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>, marginM
 }
 
 export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImplementation {
-  const shouldRateLimit: grpc.handleUnaryCall<WireRequest, unknown> = (call, callback) => {
+  const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
+  const margin = options.deadlineMarginMs;
+  // The request arrives as raw bytes (protos.ts rlsServer): decoding here turns malformed input into
+  // INVALID_ARGUMENT and checks the request limits before any per-descriptor work.
+  const shouldRateLimit: grpc.handleUnaryCall<Buffer, unknown> = (call, callback) => {
     const fail = (err: unknown) => {
       const e = toGrpcError(err);
       options.onError?.(err, grpc.status[e.code]);
@@ -43,13 +51,13 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
     };
     let request;
     try {
-      request = requestFromWire(call.request);
+      request = decodeRateLimitRequest(call.request, limits);
     } catch (err) {
       fail(err);
       return;
     }
     options.limiter
-      .decide(request, { deadlineMs: deadlineOf(call, options.deadlineMarginMs, options.defaultTimeoutMs, options.clock) })
+      .decide(request, { deadlineMs: deadlineOf(call, typeof margin === 'number' ? margin : margin(), options.defaultTimeoutMs, options.clock) })
       .then(
         (decision) => callback(null, responseToWire(decision)),
         fail,

@@ -3,6 +3,7 @@
  * longs as strings) and the engine's protocol-free types. Decoding never throws on odd input:
  * anything malformed becomes an InvalidRequestError with a message.
  */
+import { wellFormed } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
 import {
   UNITS,
@@ -80,8 +81,9 @@ export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
   return {
     overall_code: d.overallCode,
     statuses: d.statuses.map(statusToWire),
-    response_headers_to_add: d.responseHeadersToAdd.map((h) => ({ key: h.key, value: h.value })),
-    request_headers_to_add: d.requestHeadersToAdd.map((h) => ({ key: h.key, value: h.value })),
+    // Values may hold escaped raw bytes (core/bytes.ts); a protobuf string must be valid UTF-8 for Envoy.
+    response_headers_to_add: d.responseHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
+    request_headers_to_add: d.requestHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
     ...(d.rawBody ? { raw_body: Buffer.from(d.rawBody) } : {}),
     ...(d.dynamicMetadata ? { dynamic_metadata: structToWire(d.dynamicMetadata) } : {}),
   };
@@ -94,7 +96,7 @@ export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
 function valueToWire(v: unknown): Record<string, unknown> {
   if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
   if (typeof v === 'number') return { numberValue: v };
-  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'string') return { stringValue: wellFormed(v) };
   if (typeof v === 'boolean') return { boolValue: v };
   if (Array.isArray(v)) return { listValue: { values: v.map(valueToWire) } };
   return { structValue: structToWire(v as Record<string, unknown>) };
@@ -102,6 +104,6 @@ function valueToWire(v: unknown): Record<string, unknown> {
 
 export function structToWire(obj: Readonly<Record<string, unknown>>): { fields: Record<string, unknown> } {
   const fields: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(obj)) fields[k] = valueToWire(v);
+  for (const [k, v] of Object.entries(obj)) fields[wellFormed(k)] = valueToWire(v);
   return { fields };
 }

@@ -35,6 +35,16 @@ export interface ApplyOptions {
   readonly deadlineMs?: number;
 }
 
+/** What a remote store knows about itself, for readiness and health (src/server/service-health.ts). */
+export interface StoreHealth {
+  /** A connection is open. */
+  readonly connected: boolean;
+  /** Connected and the last decisions (or the idle probe) succeeded: the store decides right now. */
+  readonly healthy: boolean;
+  /** Why it is not healthy, e.g. "NOPERM ...", "WRONGPASS ...", "not connected: ECONNREFUSED ...". */
+  readonly problem?: string;
+}
+
 /**
  * Where counters live. One call decides one request atomically:
  * every check is evaluated at `nowMs` against the current state; the batch is admitted when every
@@ -47,7 +57,9 @@ export interface ApplyOptions {
 export interface CounterStore {
   readonly kind: string;
   apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]>;
-  /** True while the store can answer (Redis connected); memory is always ready. */
+  /** True while the store can answer (Redis: connected and deciding successfully); memory is always ready. */
   isReady(): boolean;
+  /** The store's own state (Redis); absent for stores that are always healthy (memory). */
+  health?(): StoreHealth;
   close(): Promise<void>;
 }

@@ -8,8 +8,11 @@ import protobuf from 'protobufjs';
 
 const { Writer, Reader } = protobuf;
 
+/** A key or value: text (sent as UTF-8) or raw bytes (e.g. not valid UTF-8: `string` and `bytes` share the wire form). */
+export type RawText = string | Uint8Array;
+
 export interface RawDescriptor {
-  entries: [string, string][];
+  entries: [RawText, RawText][];
   limit?: { requestsPerUnit: number; unit: number };
   /** UInt64Value: presence matters (0 = check only). */
   hitsAddend?: number;
@@ -20,7 +23,15 @@ export function encodeRequest(domain: string, descriptors: RawDescriptor[], hits
   w.uint32((1 << 3) | 2).string(domain);
   for (const d of descriptors) {
     w.uint32((2 << 3) | 2).fork();
-    for (const [key, value] of d.entries) w.uint32((1 << 3) | 2).fork().uint32((1 << 3) | 2).string(key).uint32((2 << 3) | 2).string(value).ldelim();
+    for (const [key, value] of d.entries) {
+      w.uint32((1 << 3) | 2).fork().uint32((1 << 3) | 2);
+      if (typeof key === 'string') w.string(key);
+      else w.bytes(key);
+      w.uint32((2 << 3) | 2);
+      if (typeof value === 'string') w.string(value);
+      else w.bytes(value);
+      w.ldelim();
+    }
     if (d.limit) w.uint32((2 << 3) | 2).fork().uint32((1 << 3) | 0).uint32(d.limit.requestsPerUnit).uint32((2 << 3) | 0).int32(d.limit.unit).ldelim();
     if (d.hitsAddend !== undefined) {
       w.uint32((3 << 3) | 2).fork();

@@ -1,9 +1,9 @@
 /**
  * The one Redis script of the store (lua/batch.lua with the algorithm fragments inserted), its argument
  * encoding and its reply decoding, in one place. The script text is assembled once at start-up from the
- * .lua files and registered with ioredis `defineCommand`, which sends EVALSHA and falls back to EVAL on
- * NOSCRIPT by itself (a restarted or failed-over Redis has an empty script cache), so no SHA is kept here.
+ * .lua files and sent with EVALSHA, falling back to EVAL on NOSCRIPT (see BatchCommands).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -15,7 +15,6 @@ const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
 const LIBRARIES = ['int_math', 'meter'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
-const COMMAND = 'ratelimitBatch';
 
 export interface BatchScript {
   /** The assembled Lua text. */
@@ -61,58 +60,74 @@ export function luaLibraries(): string {
   return LIBRARIES.map((name) => `-- lib/${name}.lua\n${readFileSync(join(LUA_DIR, 'lib', `${name}.lua`), 'utf8')}`).join('\n');
 }
 
-type BatchCommand = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
+/** Most checks in one script call: far above any real request, below Lua's and Redis's argument limits. */
+export const MAX_BATCH_CHECKS = 100_000;
 
 /**
- * The script as ioredis commands, one per key count: `ratelimitBatch<N>` is defined with numberOfKeys N
- * on first use. A fixed key count puts the first key first among the arguments, which is what ioredis
- * routes by on Cluster (with a variable count the first argument would be the count, and auto-pipelining
- * would send the call to the node owning the slot of the text "2"). All share one Lua text, so one SHA.
+ * Calls the script with the built-in EVALSHA (EVAL once on NOSCRIPT: a restarted or flushed Redis has an empty
+ * script cache, and EVAL caches the text again). Not `defineCommand`: a command defined per key count after
+ * an auto-pipeline was created is missing from that pipeline (ioredis copies the command table when it
+ * creates one), which crashed the process; and every defined command makes each pipeline creation copy one
+ * more. EVALSHA is a built-in with known key positions, so auto-pipelining on Cluster routes the call by its
+ * first key (the slot of all its keys), and the arguments go as one array (no spread of 60 000 values).
  */
+/** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
+type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
+
 export class BatchCommands {
-  private readonly defined = new Set<number>();
+  readonly sha: string;
   constructor(
     private readonly client: Redis | Cluster,
     private readonly script: BatchScript,
-  ) {}
+  ) {
+    this.sha = createHash('sha1').update(script.lua).digest('hex');
+  }
 
-  command(keyCount: number): BatchCommand {
-    const name = `${COMMAND}${keyCount}`;
-    if (!this.defined.has(keyCount)) {
-      this.client.defineCommand(name, { lua: this.script.lua, numberOfKeys: keyCount });
-      this.defined.add(keyCount);
+  async call(keyCount: number, args: (string | number)[]): Promise<unknown> {
+    try {
+      return await (this.client.evalsha as ArrayCall).call(this.client, this.sha, keyCount, args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return await (this.client.eval as ArrayCall).call(this.client, this.script.lua, keyCount, args);
     }
-    const command = (this.client as unknown as Record<string, BatchCommand>)[name]!;
-    return command.bind(this.client);
   }
 }
 
 export interface BatchReply {
+  /** The script refused to run: Redis's clock was past the call's expiry (nothing read or written). */
+  readonly expired: boolean;
   readonly admitted: boolean;
   readonly outcomes: LimitOutcome[];
 }
 
 /**
  * Run the script for checks whose keys share one slot. `commit` false evaluates without writing (the first
- * phase of a cross-slot request on Redis Cluster). Rejects with the ioredis/Redis error as it is.
+ * phase of a cross-slot request on Redis Cluster). `expiresRedisMs` is the instant in Redis's clock (epoch ms)
+ * after which the script must not run, 0 for never. Rejects with the ioredis/Redis error as it is.
  */
 export async function runBatch(
   commands: BatchCommands,
   checks: readonly LimitCheck[],
   nowMs: number,
   commit: boolean,
+  expiresRedisMs = 0,
 ): Promise<BatchReply> {
+  if (checks.length > MAX_BATCH_CHECKS) {
+    throw new Error(`batch of ${checks.length} checks exceeds the store's limit of ${MAX_BATCH_CHECKS} per call`);
+  }
   const args: (string | number)[] = checks.map((c) => c.key);
-  args.push(nowMs, commit ? 1 : 0);
+  args.push(nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs)));
   for (const c of checks) args.push(c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
-  const reply = await commands.command(checks.length)(...args);
+  const reply = await commands.call(checks.length, args);
   return decodeBatchReply(reply, checks.length);
 }
 
 /** Decode the flat integer reply of batch.lua (layout in its header); throws on any other shape. */
 export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply {
+  if (Array.isArray(reply) && reply.length === 1 && reply[0] === -1) return { expired: true, admitted: false, outcomes: [] };
   if (!Array.isArray(reply) || reply.length !== 1 + 3 * checkCount || !reply.every((v) => Number.isInteger(v))) {
-    throw new Error(`unexpected batch script reply: ${JSON.stringify(reply)}`);
+    const text = JSON.stringify(reply) ?? String(reply);
+    throw new Error(`unexpected batch script reply: ${text.length > 200 ? `${text.slice(0, 200)}...` : text}`);
   }
   const values = reply as number[];
   const outcomes: LimitOutcome[] = [];
@@ -123,5 +138,5 @@ export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply
       resetMs: values[3 + 3 * i]!,
     });
   }
-  return { admitted: values[0] === 1, outcomes };
+  return { expired: false, admitted: values[0] === 1, outcomes };
 }

@@ -15,13 +15,14 @@
 import { Cluster } from 'ioredis';
 import type { Clock } from '../../core/clock.js';
 import { systemClock } from '../../core/clock.js';
-import { StoreError } from '../../core/errors.js';
+import { RateLimitError, StoreError } from '../../core/errors.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from '../counter-store.js';
+import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
-import { BatchCommands, loadBatchScript, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
-import { closeClient, isClientReady, openClient, waitReady, type RedisClient } from './connection.js';
+import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
+import { closeClient, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
+import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
 
 export interface RedisStoreStats {
@@ -35,12 +36,22 @@ export interface RedisStoreStats {
   readonly crossSlotRequests: number;
   /** Requests that failed with a StoreError. */
   readonly failures: number;
+  /** Script calls Redis refused to run because they arrived after the caller had given up (nothing counted). */
+  readonly expiredCalls: number;
+  /** Requests counted in Redis although the caller had already given up on them (answered by FAILURE_MODE). */
+  readonly lateCommits: number;
 }
 
 export interface RedisStoreInit {
   readonly clock?: Clock;
   /** The assembled script; default: loaded from lua/ next to this module. */
   readonly script?: BatchScript;
+  /** Key the health probe evaluates (never writes); default `ratelimit-health-probe`. Give it the key prefix. */
+  readonly probeKey?: string;
+  /** Health tick period (default 1000 ms). */
+  readonly healthIntervalMs?: number;
+  /** Told (throttle it) while the store cannot decide, naming the cause. */
+  readonly logProblem?: LogFn;
 }
 
 export class RedisStore implements CounterStore {
@@ -48,7 +59,8 @@ export class RedisStore implements CounterStore {
   private readonly clock: Clock;
   private readonly cluster: boolean;
   private readonly commands: BatchCommands;
-  private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0 };
+  private readonly monitor: RedisHealth;
+  private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 };
 
   /** Takes ownership of `client` (closes it on close()). */
   constructor(
@@ -59,26 +71,76 @@ export class RedisStore implements CounterStore {
     this.cluster = client instanceof Cluster;
     this.commands = new BatchCommands(client, init.script ?? loadBatchScript());
     this.countPipelines();
+    const probeKey = init.probeKey ?? 'ratelimit-health-probe';
+    const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
+    this.monitor = new RedisHealth(client, {
+      clock: this.clock,
+      probe: async () => void (await runBatch(this.commands, [probeCheck], this.clock.nowMs(), false)),
+      ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
+      ...(init.logProblem === undefined ? {} : { logProblem: init.logProblem }),
+    });
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
     if (checks.length === 0) return [];
+    if (checks.length > MAX_BATCH_CHECKS) {
+      // A request this large is the caller's fault, not the store's: no fallback, no health change.
+      throw new RateLimitError('INTERNAL', `${checks.length} limits in one request exceed the Redis store's maximum of ${MAX_BATCH_CHECKS}`);
+    }
     this.counters.requests++;
+    const deadlineMs = options?.deadlineMs;
+    const expiresRedisMs = deadlineMs === undefined ? 0 : this.monitor.toRedisMs(deadlineMs);
+    let gaveUp = false;
+    const work = () =>
+      this.decide(checks, nowMs, expiresRedisMs).then((result) => {
+        if (gaveUp && result.committed) this.counters.lateCommits++;
+        return result.outcomes;
+      });
     try {
-      return await withDeadline(() => this.decide(checks, nowMs), options?.deadlineMs, this.clock);
+      const outcomes = await withDeadline(work, deadlineMs, this.clock, () => (gaveUp = true));
+      this.monitor.recordSuccess();
+      return outcomes;
     } catch (error) {
       this.counters.failures++;
-      throw toStoreError(error);
+      const storeError = toStoreError(error);
+      if (storeError.code === 'STORE_TIMEOUT') this.monitor.recordTimeout(storeError);
+      else this.monitor.recordFailure(storeError);
+      throw storeError;
     }
   }
 
+  /** Connected and deciding: the last real call or probe succeeded. */
   isReady(): boolean {
-    return isClientReady(this.client);
+    return this.monitor.health().healthy;
   }
 
-  /** Resolves once connected; rejects after `timeoutMs` (the client keeps reconnecting). For start-up. */
-  waitUntilReady(timeoutMs: number): Promise<void> {
-    return waitReady(this.client, timeoutMs);
+  health(): StoreHealth {
+    return this.monitor.health();
+  }
+
+  /** Probe now and report; for start-up (REDIS_STARTUP) and tests. */
+  checkHealth(): Promise<StoreHealth> {
+    return this.monitor.check();
+  }
+
+  /**
+   * Resolves once connected and a script call succeeded; rejects after `timeoutMs` (real time) with the
+   * cause, e.g. "WRONGPASS ..." or "NOPERM ..." (the client keeps reconnecting and probing). For start-up.
+   */
+  async waitUntilReady(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    try {
+      await waitReady(this.client, timeoutMs);
+    } catch {
+      throw new Error(`Redis not ready after ${timeoutMs} ms: ${this.monitor.health().problem ?? 'unknown'}`);
+    }
+    for (;;) {
+      const health = await this.monitor.check();
+      if (health.healthy) return;
+      const left = until - Date.now();
+      if (left <= 0) throw new Error(`Redis not ready after ${timeoutMs} ms: ${health.problem ?? 'unknown'}`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100, left)));
+    }
   }
 
   stats(): RedisStoreStats {
@@ -86,28 +148,40 @@ export class RedisStore implements CounterStore {
   }
 
   async close(): Promise<void> {
+    this.monitor.close();
     await closeClient(this.client);
   }
 
-  private async decide(checks: readonly LimitCheck[], nowMs: number): Promise<LimitOutcome[]> {
+  /** The outcomes, and whether anything was counted (to notice a commit after the caller gave up). */
+  private async decide(checks: readonly LimitCheck[], nowMs: number, expiresRedisMs: number): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
     const groups = this.cluster ? groupBySlot(checks) : [checks.map((_, i) => i)];
-    if (groups.length === 1) return (await this.call(checks, nowMs, true)).outcomes;
+    if (groups.length === 1) {
+      const reply = await this.call(checks, nowMs, true, expiresRedisMs);
+      return { outcomes: reply.outcomes, committed: reply.admitted };
+    }
 
     this.counters.crossSlotRequests++;
     const run = async (commit: boolean): Promise<{ admitted: boolean; outcomes: LimitOutcome[] }> => {
-      const replies = await Promise.all(groups.map((g) => this.call(g.map((i) => checks[i]!), nowMs, commit)));
+      const replies = await Promise.all(groups.map((g) => this.call(g.map((i) => checks[i]!), nowMs, commit, expiresRedisMs)));
       const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
       groups.forEach((g, gi) => g.forEach((checkIndex, k) => (outcomes[checkIndex] = replies[gi]!.outcomes[k]!)));
       return { admitted: replies.every((r) => r.admitted), outcomes };
     };
     const dry = await run(false);
-    if (!dry.admitted) return dry.outcomes;
-    return (await run(true)).outcomes;
+    if (!dry.admitted) return { outcomes: dry.outcomes, committed: false };
+    const final = await run(true);
+    return { outcomes: final.outcomes, committed: final.admitted };
   }
 
-  private call(checks: readonly LimitCheck[], nowMs: number, commit: boolean): Promise<BatchReply> {
+  /** One script call; an expired one (Redis past the caller's give-up time) rejects with STORE_TIMEOUT. */
+  private async call(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs: number): Promise<BatchReply> {
     this.counters.scriptCalls++;
-    return runBatch(this.commands, checks, nowMs, commit);
+    const reply = await runBatch(this.commands, checks, nowMs, commit, expiresRedisMs);
+    if (reply.expired) {
+      this.counters.expiredCalls++;
+      throw new StoreError('STORE_TIMEOUT', 'the script reached Redis after the request deadline and did nothing');
+    }
+    return reply;
   }
 
   /**
@@ -140,13 +214,14 @@ function groupBySlot(checks: readonly LimitCheck[]): number[][] {
  * Start `work` and settle by the absolute deadline, else reject with STORE_TIMEOUT (the late result is
  * dropped, its rejection handled). Past the deadline already, `work` is not started at all.
  */
-export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | undefined, clock: Clock): Promise<T> {
+export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | undefined, clock: Clock, onGiveUp?: () => void): Promise<T> {
   if (deadlineMs === undefined) return start();
   const left = deadlineMs - clock.nowMs();
   if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'deadline passed before the store was asked'));
   const work = start();
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
+      onGiveUp?.();
       reject(new StoreError('STORE_TIMEOUT', `store did not answer within ${left} ms (request deadline)`));
     }, left);
     work.then(
@@ -179,6 +254,11 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   readonly algorithmsDir?: string;
   /** Algorithms that must have a Lua fragment, else creation fails (default: every algorithm). */
   readonly requiredAlgorithms?: readonly AlgorithmName[];
+  /** Key the health probe evaluates (never written); give it the key prefix (ACLs may restrict keys). */
+  readonly probeKey?: string;
+  /** Logs (at error level) while the store cannot decide, at most once per `problemLogIntervalMs` (default 5000). */
+  readonly logError?: LogFn;
+  readonly problemLogIntervalMs?: number;
 }
 
 /**
@@ -192,5 +272,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   if (missing.length > 0) throw new Error(`no Lua fragment for algorithm(s): ${missing.join(', ')}`);
   const plan = planClient(options);
   const log = throttledLog({ log: options.log ?? (() => undefined), clock, intervalMs: options.logIntervalMs ?? 10_000 });
-  return new RedisStore(openClient(plan, log), { clock, script });
+  const logProblem = options.logError
+    ? throttledLog({ log: options.logError, clock, intervalMs: options.problemLogIntervalMs ?? 5000 })
+    : undefined;
+  return new RedisStore(openClient(plan, log), {
+    clock,
+    script,
+    ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),
+    ...(logProblem === undefined ? {} : { logProblem }),
+  });
 }

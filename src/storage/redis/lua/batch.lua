@@ -7,9 +7,12 @@ line below, then the whole text is registered once with ioredis defineCommand (E
 
 KEYS[i]   the state key of check i (built by src/core/keys.ts; this script never builds key names).
           On Redis Cluster all KEYS of one call share one hash slot (the store groups checks by slot).
-ARGV[1]   now: epoch milliseconds (integer), the caller's clock; scripts never read Redis time.
+ARGV[1]   now: epoch milliseconds (integer), the caller's clock; every decision uses it, never Redis time.
 ARGV[2]   commit: 1 = commit the checks if the batch is admitted; 0 = evaluate only (dry run, changes nothing).
-ARGV[3 + 6 * (i - 1) .. 8 + 6 * (i - 1)], for check i = 1 .. #KEYS:
+ARGV[3]   expires: Redis TIME in epoch milliseconds (integer) after which the caller no longer waits for this
+          call (its give-up time converted to Redis's clock, less a guard); 0 = never. Past it, the script
+          does nothing and replies { -1 }: a request the caller answered by its failure mode is never counted.
+ARGV[4 + 6 * (i - 1) .. 9 + 6 * (i - 1)], for check i = 1 .. #KEYS:
           +0 algorithm name (fixed_window | sliding_window_log | sliding_window_counter | token_bucket | leaky_bucket)
           +1 limit  L, requests per window (integer >= 0)
           +2 window W in milliseconds (integer > 0)
@@ -19,6 +22,7 @@ ARGV[3 + 6 * (i - 1) .. 8 + 6 * (i - 1)], for check i = 1 .. #KEYS:
 
 Reply: a flat array of integers, 1 + 3 * #KEYS long:
           [1]             admitted: 1 when every enforce check is allowed, else 0
+          (or { -1 } alone, 1 long: expired, see ARGV[3]; nothing was read or written)
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
           [4 + 3(i-1)]    reset in milliseconds of check i (see AlgorithmOutcome.resetMs)
@@ -29,7 +33,8 @@ Errors:   a Redis error reply for a malformed call or an unknown algorithm (befo
 Why one script and not MULTI/EXEC: the decision for all limits of a request must read one consistent state
 and then write all-or-nothing (a rejected request consumes no quota from any limit). MULTI cannot branch on
 what it reads, and WATCH would retry under contention; a script runs without interleaving, so concurrent
-replicas sharing this Redis see each other's hits exactly.
+replicas sharing this Redis see each other's hits exactly. The expiry test reads TIME before any write, in
+the same script, so "expired" and "counted" exclude each other: no check-then-act gap.
 ]]
 
 local ALGORITHMS = {}
@@ -37,13 +42,21 @@ local ALGORITHMS = {}
 -- @ALGORITHM_FRAGMENTS@
 
 local FIELDS = 6
+local HEADER = 3
 local nkeys = #KEYS
-if #ARGV ~= 2 + FIELDS * nkeys then
-  return redis.error_reply('ERR ratelimit batch: expected ' .. (2 + FIELDS * nkeys) .. ' arguments, got ' .. #ARGV)
+if #ARGV ~= HEADER + FIELDS * nkeys then
+  return redis.error_reply('ERR ratelimit batch: expected ' .. (HEADER + FIELDS * nkeys) .. ' arguments, got ' .. #ARGV)
 end
 
 local now = tonumber(ARGV[1])
 local do_commit = ARGV[2] == '1'
+local expires = tonumber(ARGV[3])
+if expires > 0 then
+  -- Redis < 5 refuses writes after TIME unless effects are replicated; from 5 on this is the default.
+  if redis.replicate_commands then redis.replicate_commands() end
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > expires then return { -1 } end
+end
 
 -- A key named by several checks (one descriptor sent twice) counts them one after the other, as the memory
 -- store does: an allowed check on such a key is written at once so the next check sees it, after saving
@@ -60,7 +73,7 @@ local written = {}        -- written[i]: check i was written before the decision
 local admitted = 1
 
 for i = 1, nkeys do
-  local base = 2 + FIELDS * (i - 1)
+  local base = HEADER + FIELDS * (i - 1)
   local name = ARGV[base + 1]
   local algorithm = ALGORITHMS[name]
   if algorithm == nil then

@@ -1,0 +1,56 @@
+/**
+ * A grpc-js server interceptor that times every unary call at the gRPC layer:
+ *
+ * - duration: from the moment the call's headers arrived (queueing before the handler included) until its
+ *   status was sent;
+ * - late: the answer was handed to grpc-js, or finished being written, after the caller's deadline (grpc-js
+ *   has then already answered DEADLINE_EXCEEDED, or the caller is about to give up);
+ * - send delay: from handing the answer to grpc-js until its write completed; it feeds the deadline margin.
+ *
+ * The hooks must not throw; they are called on the request path.
+ */
+import * as grpc from '@grpc/grpc-js';
+
+export interface CallTimingHooks {
+  /** A unary call finished with a status; seconds since its headers arrived. */
+  readonly onFinished?: (method: string, seconds: number) => void;
+  /** A unary call was answered after its deadline. */
+  readonly onLate?: (method: string) => void;
+  /** An answer took this long to be written, ms. */
+  readonly onSendDelay?: (ms: number) => void;
+}
+
+function deadlineMs(call: grpc.ServerInterceptingCallInterface): number {
+  const d = call.getDeadline();
+  return d instanceof Date ? d.getTime() : d;
+}
+
+export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterceptor {
+  return (method, call) => {
+    if (method.requestStream || method.responseStream) return new grpc.ServerInterceptingCall(call);
+    const name = method.path.slice(method.path.lastIndexOf('/') + 1);
+    const started = performance.now();
+    let handedAt: number | undefined;
+    let late = false;
+    const checkLate = () => {
+      if (!late && Date.now() > deadlineMs(call)) {
+        late = true;
+        hooks.onLate?.(name);
+      }
+    };
+    return new grpc.ServerInterceptingCall(call, {
+      sendMessage(message, next) {
+        handedAt = performance.now();
+        checkLate();
+        next(message);
+      },
+      sendStatus(status, next) {
+        const now = performance.now();
+        checkLate();
+        if (handedAt !== undefined) hooks.onSendDelay?.(now - handedAt);
+        hooks.onFinished?.(name, (now - started) / 1000);
+        next(status);
+      },
+    });
+  };
+}

@@ -1,0 +1,86 @@
+/**
+ * How long before the caller's gRPC deadline the store must be given up on, so that the answer (from the
+ * failure mode, when Redis stalls) is still written in time. A fixed 2 ms was not enough on a busy machine
+ * (issue #7: 19–40 % of answers late under a Redis stall), because the timer that gives up fires late by
+ * the event loop's lag, and writing the answer takes time too. So the margin is measured:
+ *
+ *   margin = max(floor, p99 event-loop delay + p99 send delay), rounded up to whole ms
+ *
+ * - event-loop delay: perf_hooks.monitorEventLoopDelay, i.e. how late a timer fires; that is exactly how
+ *   late our give-up timer fires;
+ * - send delay: from handing the answer to grpc-js until the write completed (recorded by call-timing.ts).
+ *
+ * Both are taken per window (WINDOW_MS) and the margin uses the largest of the last WINDOWS windows, so it
+ * rises within one window when the machine gets busy and decays a few seconds after it calms down.
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+
+export interface DeadlineMarginOptions {
+  /** The least margin, ms (DEADLINE_MARGIN_MS). */
+  readonly floorMs: number;
+  /** Never more than this, ms: past it the measurement is an outlier, not a margin (default 1000). */
+  readonly capMs?: number;
+  /** Window length, ms (default 500). */
+  readonly windowMs?: number;
+  /** Windows remembered (default 4). */
+  readonly windows?: number;
+}
+
+const SEND_SAMPLES = 512;
+
+export class DeadlineMargin {
+  private readonly loop: IntervalHistogram;
+  private readonly sends = new Float64Array(SEND_SAMPLES);
+  private sendCount = 0;
+  private readonly history: number[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private marginMs: number;
+
+  constructor(private readonly options: DeadlineMarginOptions) {
+    // A 2 ms sampling period gives ~250 samples per window: enough for a p99.
+    this.loop = monitorEventLoopDelay({ resolution: 2 });
+    this.marginMs = options.floorMs;
+  }
+
+  start(): this {
+    this.loop.enable();
+    this.timer = setInterval(() => this.rotate(), this.options.windowMs ?? 500);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.loop.disable();
+  }
+
+  /** The margin to use now, ms. */
+  currentMs(): number {
+    return this.marginMs;
+  }
+
+  /** One answer took this long from hand-over to written, ms. */
+  recordSend(ms: number): void {
+    this.sends[this.sendCount % SEND_SAMPLES] = ms;
+    this.sendCount++;
+  }
+
+  /** Closes a window: its p99s join the history; the margin is recomputed. Public for tests. */
+  rotate(): void {
+    // monitorEventLoopDelay's resolution is a sampling period: its samples include it. Subtract it.
+    const lagMs = this.loop.count > 0 ? Math.max(0, this.loop.percentile(99) / 1e6 - 2) : 0;
+    this.loop.reset();
+    const n = Math.min(this.sendCount, SEND_SAMPLES);
+    const sendMs = n === 0 ? 0 : p99(this.sends.subarray(0, n));
+    this.sendCount = 0;
+    this.history.push(lagMs + sendMs);
+    if (this.history.length > (this.options.windows ?? 4)) this.history.shift();
+    const measured = Math.ceil(Math.max(...this.history));
+    this.marginMs = Math.min(Math.max(this.options.floorMs, measured), this.options.capMs ?? 1000);
+  }
+}
+
+function p99(samples: Float64Array): number {
+  const sorted = Float64Array.from(samples).sort();
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
+}

@@ -1,0 +1,149 @@
+/**
+ * The truth about a Redis store: connected AND deciding. A socket can be open while every script call fails
+ * (an ACL user without +evalsha, a broken script, a paused server), so health follows the outcome of the real
+ * calls, and a probe (the real script, evaluate-only, on one key, writing nothing) runs on every tick in
+ * which no real call succeeded: when idle, and while failing, so recovery is seen within one tick.
+ *
+ * It also keeps the offset from the injected clock to Redis's clock (TIME, re-measured every tick), so that
+ * a caller's give-up time can be sent to the script as an expiry in Redis's clock (see batch.lua ARGV[3]).
+ */
+import type { Clock } from '../../core/clock.js';
+import type { StoreHealth } from '../counter-store.js';
+import type { LogFn } from '../throttled-log.js';
+import { isClientReady, type RedisClient } from './connection.js';
+
+/** Request-deadline timeouts in a row (with no success between) that make the store unhealthy. */
+const TIMEOUTS_TO_FAIL = 3;
+/** Added to the measured round trip when converting a give-up time to Redis's clock. */
+const EXPIRY_GUARD_MS = 2;
+
+export interface RedisHealthOptions {
+  readonly clock: Clock;
+  /** Runs the script evaluate-only; rejects when it cannot. */
+  readonly probe: () => Promise<void>;
+  /** Tick period (default 1000 ms). */
+  readonly intervalMs?: number;
+  /** Called (already throttled by the caller) while the store is unhealthy, naming the cause. */
+  readonly logProblem?: LogFn;
+}
+
+export class RedisHealth {
+  private lastError: string | undefined;
+  private connectionError: string | undefined;
+  /** A real call or probe succeeded since the client became ready (a fresh connection is unproven). */
+  private verified = false;
+  private succeededSinceTick = false;
+  private timeoutsInRow = 0;
+  private probing: Promise<void> | undefined;
+  private measuring = false;
+  private offset: { ms: number; guardMs: number } | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly options: RedisHealthOptions,
+  ) {
+    client.on('error', (error: unknown) => {
+      if (!isClientReady(client)) this.connectionError = describe(error);
+    });
+    client.on('ready', () => {
+      this.connectionError = undefined;
+      this.verified = false;
+      void this.tick();
+    });
+    this.timer = setInterval(() => void this.tick(), options.intervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  health(): StoreHealth {
+    if (!isClientReady(this.client)) {
+      return { connected: false, healthy: false, problem: `not connected${this.connectionError ? `: ${this.connectionError}` : ` (${this.client.status})`}` };
+    }
+    if (this.lastError !== undefined) return { connected: true, healthy: false, problem: this.lastError };
+    if (!this.verified) return { connected: true, healthy: false, problem: 'connected, not yet verified by a script call' };
+    return { connected: true, healthy: true };
+  }
+
+  recordSuccess(): void {
+    this.lastError = undefined;
+    this.verified = true;
+    this.succeededSinceTick = true;
+    this.timeoutsInRow = 0;
+  }
+
+  /** A call failed: Redis said so (NOPERM, NOAUTH, a script error...), or the connection did. */
+  recordFailure(error: unknown): void {
+    this.lastError = describe(error);
+  }
+
+  /** A call was given up at the request's deadline: one is noise, several in a row are a stuck Redis. */
+  recordTimeout(error: unknown): void {
+    if (++this.timeoutsInRow >= TIMEOUTS_TO_FAIL) this.lastError = `${describe(error)} (${this.timeoutsInRow} calls in a row)`;
+  }
+
+  /** `localMs` (the injected clock) as Redis TIME in ms less a guard for the measurement; 0 while unknown. */
+  toRedisMs(localMs: number): number {
+    if (!this.offset) return 0;
+    return Math.floor(localMs + this.offset.ms - this.offset.guardMs);
+  }
+
+  /** Probe now (and wait for it); for start-up and tests. */
+  async check(): Promise<StoreHealth> {
+    await this.tick();
+    return this.health();
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  private async tick(): Promise<void> {
+    if (!isClientReady(this.client)) {
+      this.reportProblem();
+      return;
+    }
+    void this.measureOffset();
+    const needed = !this.succeededSinceTick || this.lastError !== undefined || !this.verified;
+    this.succeededSinceTick = false;
+    if (needed) {
+      this.probing ??= this.options.probe().then(
+        () => this.recordSuccess(),
+        (error: unknown) => this.recordFailure(error),
+      ).finally(() => (this.probing = undefined));
+      await this.probing;
+    }
+    this.reportProblem();
+  }
+
+  private reportProblem(): void {
+    const h = this.health();
+    if (!h.healthy && this.options.logProblem) this.options.logProblem(`Redis store cannot decide: ${h.problem}`);
+  }
+
+  private async measureOffset(): Promise<void> {
+    if (this.measuring) return;
+    this.measuring = true;
+    try {
+      const t0 = this.options.clock.nowMs();
+      const [seconds, micros] = await this.client.time();
+      const t1 = this.options.clock.nowMs();
+      const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      // The reply left Redis somewhere in [t0, t1]; a script may also finish just before expiry and its reply
+      // take a one-way trip back: keep the whole round trip plus a little as the guard.
+      this.offset = { ms: redisMs - (t0 + t1) / 2, guardMs: t1 - t0 + EXPIRY_GUARD_MS };
+    } catch {
+      // keep the last offset; the probe reports the problem
+    } finally {
+      this.measuring = false;
+    }
+  }
+}
+
+export function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message = error.message.startsWith('Redis: ') ? error.message.slice('Redis: '.length) : error.message;
+    return code && !message.includes(code) ? `${code} ${message}` : message;
+  }
+  return String(error);
+}
