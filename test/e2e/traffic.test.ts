@@ -12,6 +12,8 @@ import { runScenario, type ScenarioResult } from '../support/traffic-scenario.js
 import { PROBE_LIMIT } from '../support/traffic-scenario.js';
 
 const SECONDS = Number(process.env['TRAFFIC_SECONDS'] ?? 25);
+/** Envoy-shaped calls per second (open loop), TRAFFIC_RATE to change. */
+const RATE = Number(process.env['TRAFFIC_RATE'] ?? 40);
 const SEED = process.env['TRAFFIC_SEED'] ?? String(Date.now());
 /** The example deployment's memory limit (deploy/: 256Mi). */
 const RSS_LIMIT = 256 * 1024 * 1024;
@@ -19,12 +21,13 @@ const RSS_LIMIT = 256 * 1024 * 1024;
 function summary(name: string, r: ScenarioResult): string {
   return [
     `${name}: seed ${r.seed} (TRAFFIC_SEED=${r.seed} to replay), ${r.stats.calls} calls, max ${r.stats.maxMs.toFixed(0)} ms`,
-    `  statuses ${JSON.stringify(r.stats.byStatus)}, overall ${JSON.stringify(r.stats.byOverall)}, late counted by the service ${r.serverLate}`,
+    `  statuses ${JSON.stringify(r.stats.byStatus)}, not sent ${r.stats.skipped}, overall ${JSON.stringify(r.stats.byOverall)}, late counted by the service ${r.serverLate}, client lagging ${r.stats.deadlineExceededClientLagging} (client loop p99 ${r.clientLoopP99Ms.toFixed(0)} ms), store fallbacks ${r.fallbacks}`,
+    `  slow store recoveries: ${r.slowRecoveries.join('; ') || 'none'}`,
     `  probes ${r.probes}, failed ${r.probeFailures.length}; max RSS ${(r.maxRssBytes / 2 ** 20).toFixed(0)} MiB; afterwards ${r.afterwards}`,
     `  faults: ${r.faults.join('; ')}`,
     ...r.probeFailures.map((f) => `  probe: ${f}`),
     ...r.stats.bad.slice(0, 5).map((b) => `  bad: ${b}`),
-    ...(r.died ? [`  DIED (${r.died}); stderr tail:\n${r.stderrTail}`] : []),
+    r.died ? `  DIED (${r.died}); stderr tail:\n${r.stderrTail}` : `  stderr tail:\n${r.stderrTail.slice(-1500)}`,
   ].join('\n');
 }
 
@@ -34,7 +37,14 @@ function check(name: string, r: ScenarioResult): void {
   expect(r.died, text).toBeUndefined();
   expect(r.stats.bad, text).toEqual([]);
   // A call the client saw time out was answered after its deadline: the service must have counted it late.
-  expect(r.stats.byStatus['DEADLINE_EXCEEDED'] ?? 0, text).toBeLessThanOrEqual(r.serverLate);
+  // The service starts its clock when it reads the call (grpc-timeout is relative), so a call that waited
+  // in the socket before that is late for the client but not for the service: 1 % of calls may be so.
+  // A call the client's own timer failed more than 10 ms late cannot be blamed on the service (timers run
+  // before I/O in a lagging loop); those are reported, not asserted.
+  const unaccounted = (r.stats.byStatus['DEADLINE_EXCEEDED'] ?? 0) - r.stats.deadlineExceededClientLagging - r.serverLate;
+  expect(unaccounted, text).toBeLessThanOrEqual(Math.ceil(r.stats.calls * 0.01));
+  expect(r.stats.skipped, text).toBe(0);
+  expect(r.slowRecoveries, text).toEqual([]);
   expect(r.probes, text).toBeGreaterThanOrEqual(3);
   expect(r.probeFailures, text).toEqual([]);
   expect(r.maxRssBytes, text).toBeGreaterThan(0);
@@ -59,6 +69,7 @@ describe('realistic traffic under Redis faults', () => {
         redisNodes: [redis.process],
         cluster: false,
         maxPauseMs: 1500,
+        ratePerSecond: RATE,
       });
       check('single', r);
     }, (SECONDS + 60) * 1000);
@@ -80,6 +91,7 @@ describe('realistic traffic under Redis faults', () => {
         redisNodes: cluster.processes,
         cluster: true,
         maxPauseMs: 2500,
+        ratePerSecond: RATE,
       });
       check('cluster', r);
     }, (SECONDS + 90) * 1000);

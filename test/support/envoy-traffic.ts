@@ -3,7 +3,7 @@
  * envoy.yaml's route actions produce ((remote_address=ip), (generic_key=api, user=x), (plan=free|pro)), 1–5
  * descriptors a request, random values including hostile ones (long, non-ASCII, separators), per-call gRPC
  * deadlines of 20–50 ms, hits_addend sometimes. Sent as raw protobuf (raw-rls.ts) by several grpc-js
- * clients on their own connections, closed-loop (each worker sends its next call when the last one ends).
+ * clients on their own connections, open-loop at a set rate (as Envoy sends: whatever the answers).
  */
 import * as grpc from '@grpc/grpc-js';
 import { RLS_PATH, encodeRequest, fields, type RawDescriptor } from './raw-rls.js';
@@ -52,6 +52,8 @@ export interface CallOutcome {
   /** Field 2 of the answer (statuses), each decoded to [code, limit_remaining]; OK answers only. */
   readonly statuses?: [number, number][];
   readonly ms: number;
+  /** The call's deadline, ms after it was sent. */
+  readonly deadlineMs: number;
   readonly message?: string;
 }
 
@@ -70,16 +72,16 @@ export class RawClientPool {
     return new Promise((resolve) => {
       client.makeUnaryRequest<Uint8Array, Buffer>(RLS_PATH, (b) => Buffer.from(b), (b) => b, bytes, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (e, body) => {
         const ms = performance.now() - t0;
-        if (e) return resolve({ status: grpc.status[e.code] ?? String(e.code), ms, message: e.details });
+        if (e) return resolve({ status: grpc.status[e.code] ?? String(e.code), ms, deadlineMs, message: e.details });
         try {
           const f = fields(body!);
           const statuses = (f.get(2) ?? []).map((s) => {
             const d = fields(s as Uint8Array);
             return [(d.get(1)?.[0] as number | undefined) ?? 0, (d.get(3)?.[0] as number | undefined) ?? 0] as [number, number];
           });
-          resolve({ status: 'OK', overallCode: (f.get(1)?.[0] as number | undefined) ?? 0, statuses, ms });
+          resolve({ status: 'OK', overallCode: (f.get(1)?.[0] as number | undefined) ?? 0, statuses, ms, deadlineMs });
         } catch (error) {
-          resolve({ status: 'UNDECODABLE_ANSWER', ms, message: String(error) });
+          resolve({ status: 'UNDECODABLE_ANSWER', ms, deadlineMs, message: String(error) });
         }
       });
     });
@@ -97,10 +99,17 @@ export interface TrafficStats {
   /** Calls with an unexpected outcome (INTERNAL, UNKNOWN, overall_code UNKNOWN, undecodable), first few kept. */
   bad: string[];
   maxMs: number;
+  /** Calls not sent because maxInFlight calls were pending (the client, not the service, was saturated). */
+  skipped: number;
+  /**
+   * DEADLINE_EXCEEDED seen more than 10 ms after the deadline: the client's own event loop was behind, so its
+   * deadline timer may have run before an answer already waiting in the socket (timers run before I/O).
+   */
+  deadlineExceededClientLagging: number;
 }
 
 export function emptyStats(): TrafficStats {
-  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0 };
+  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0, skipped: 0, deadlineExceededClientLagging: 0 };
 }
 
 const OVERALL = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
@@ -114,6 +123,7 @@ export function record(stats: TrafficStats, o: CallOutcome): void {
     stats.byOverall[name] = (stats.byOverall[name] ?? 0) + 1;
   }
   stats.maxMs = Math.max(stats.maxMs, o.ms);
+  if (o.status === 'DEADLINE_EXCEEDED' && o.ms > o.deadlineMs + 10) stats.deadlineExceededClientLagging++;
   const bad = BAD_STATUS.has(o.status) || (o.status === 'OK' && o.overallCode !== 1 && o.overallCode !== 2);
   if (bad && stats.bad.length < 20) stats.bad.push(`${o.status}${o.overallCode !== undefined ? ` overall=${o.overallCode}` : ''}: ${o.message ?? ''}`.slice(0, 300));
 }
@@ -121,23 +131,39 @@ export function record(stats: TrafficStats, o: CallOutcome): void {
 export interface TrafficOptions {
   readonly pool: RawClientPool;
   readonly random: Prng;
-  /** Calls in flight at once. */
-  readonly workers: number;
-  /** Stop sending when this returns true (checked before every call). */
+  /** Calls per second, sent open-loop as Envoy does (whatever the answers). */
+  readonly ratePerSecond: number;
+  /** Most calls in flight; a call due while this many are pending is not sent (counted in stats.skipped). */
+  readonly maxInFlight?: number;
+  /** Stop sending when this returns true. */
   readonly stop: () => boolean;
   readonly stats: TrafficStats;
   /** Deadline range in ms (default 20–50, as an Envoy rate limit filter's timeout). */
   readonly deadlineMs?: readonly [number, number];
 }
 
-/** Runs closed-loop workers until `stop()`; resolves when every call has ended. */
+/** Sends at `ratePerSecond` until `stop()`, in 5 ms ticks; resolves when every call has ended. */
 export async function runTraffic(o: TrafficOptions): Promise<void> {
   const [lo, hi] = o.deadlineMs ?? [20, 50];
-  const worker = async (): Promise<void> => {
-    while (!o.stop()) {
+  const maxInFlight = o.maxInFlight ?? 256;
+  const pending = new Set<Promise<void>>();
+  const start = performance.now();
+  let due = 0;
+  while (!o.stop()) {
+    const target = Math.floor(((performance.now() - start) * o.ratePerSecond) / 1000);
+    for (; due < target; due++) {
+      if (pending.size >= maxInFlight) {
+        o.stats.skipped++;
+        continue;
+      }
       const req = envoyRequest(o.random);
-      record(o.stats, await o.pool.send(encodeRequest(req.domain, req.descriptors, req.hitsAddend), o.random.int(lo, hi)));
+      const p: Promise<void> = o.pool.send(encodeRequest(req.domain, req.descriptors, req.hitsAddend), o.random.int(lo, hi)).then((outcome) => {
+        record(o.stats, outcome);
+        pending.delete(p);
+      });
+      pending.add(p);
     }
-  };
-  await Promise.all(Array.from({ length: o.workers }, worker));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await Promise.all(pending);
 }

@@ -6,6 +6,7 @@
  */
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { encodeRequest, type RawDescriptor } from './raw-rls.js';
 import { emptyStats, RawClientPool, runTraffic, type TrafficStats } from './envoy-traffic.js';
@@ -14,6 +15,7 @@ import type { RedisProcess } from './redis.js';
 import { prng, type Prng } from './prng.js';
 import { gauge, scrapeMetrics, total } from './scrape.js';
 import { spawnService, type ServiceProcess } from './service-process.js';
+import { eventually } from './eventually.js';
 
 /** Limits the probes check: L per fixed minute window per user, and a token bucket of L per hour per tenant. */
 export const PROBE_LIMIT = 10;
@@ -39,7 +41,8 @@ export interface ScenarioOptions {
   readonly cluster: boolean;
   readonly maxPauseMs: number;
   readonly faultKinds?: readonly FaultKind[];
-  readonly workers?: number;
+  /** Envoy-shaped calls per second (open loop). */
+  readonly ratePerSecond?: number;
   readonly connections?: number;
   /** Quiet time after a fault before a probe (Redis reconnect, over-limit cache flush). */
   readonly settleMs?: number;
@@ -58,6 +61,12 @@ export interface ScenarioResult {
   readonly faults: string[];
   /** Late answers counted by the service (ratelimit_grpc_late_answers_total) during the run. */
   readonly serverLate: number;
+  /** Event-loop delay p99 of the test process itself (ms): a busy client sees deadlines pass that the service met. */
+  readonly clientLoopP99Ms: number;
+  /** Faults after which the service's store was not ready again within 15 s of Redis answering. */
+  readonly slowRecoveries: string[];
+  /** Decisions the service made by FAILURE_MODE (ratelimit_store_fallbacks_total) during the run. */
+  readonly fallbacks: number;
   readonly maxRssBytes: number;
   readonly scrapeErrors: number;
   /** A valid request after the run: its answer, or the error. */
@@ -82,7 +91,7 @@ async function probe(pool: RawClientPool, r: Prng, key: string): Promise<string 
     const user: RawDescriptor = { entries: [['generic_key', 'api'], ['user', key]] };
     const tenant: RawDescriptor = { entries: [['tenant', key]] };
     const descriptors = shuffle<RawDescriptor>(r, [user, tenant, { entries: [['remote_address', `${key}-ip`]] }, ...(r.chance(0.5) ? [{ entries: [['plan', 'free']] } as RawDescriptor] : [])]);
-    return pool.send(encodeRequest('traffic', descriptors), 2000).then((o) => ({ o, u: descriptors.indexOf(user), t: descriptors.indexOf(tenant) }));
+    return pool.send(encodeRequest('traffic', descriptors), 5000).then((o) => ({ o, u: descriptors.indexOf(user), t: descriptors.indexOf(tenant) }));
   });
   const answers = await Promise.all(calls);
   const failed = answers.filter((a) => a.o.status !== 'OK');
@@ -108,11 +117,17 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const origin = Date.now();
   const until = origin + o.durationMs;
   const stop = () => Date.now() > until || died !== undefined;
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const slowRecoveries: string[] = [];
   let maxRss = 0;
   let scrapeErrors = 0;
   let serverLateStart = 0;
+  let fallbacksStart = 0;
   try {
-    serverLateStart = total(await scrapeMetrics(service.httpAddress), 'ratelimit_grpc_late_answers_total');
+    const first = await scrapeMetrics(service.httpAddress);
+    serverLateStart = total(first, 'ratelimit_grpc_late_answers_total');
+    fallbacksStart = total(first, 'ratelimit_store_fallbacks_total');
     const sampler = (async () => {
       while (!stop()) {
         try {
@@ -123,7 +138,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
         await sleep(500);
       }
     })();
-    const traffic = runTraffic({ pool, random: prng(`${o.seed}/traffic`), workers: o.workers ?? 16, stop, stats });
+    const traffic = runTraffic({ pool, random: prng(`${o.seed}/traffic`), ratePerSecond: o.ratePerSecond ?? 200, stop, stats });
     const probeFailures: string[] = [];
     let probes = 0;
     while (!stop() && Date.now() < until - 2 * (o.settleMs ?? 1500)) {
@@ -133,18 +148,29 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       if (failure) probeFailures.push(`${failure} (+${Date.now() - origin} ms)`);
       await sleep(r.int(0, 800));
       if (stop()) break;
-      await faults.injectRandom(o.maxPauseMs, o.faultKinds);
+      const fault = await faults.injectRandom(o.maxPauseMs, o.faultKinds);
+      // The fault window lasts until the service says its store is ready again (it reconnects on its own).
+      try {
+        await eventually(async () => gauge(await scrapeMetrics(service.httpAddress), 'ratelimit_store_ready') === 1, { timeoutMs: 15_000, intervalMs: 50, what: 'store ready' });
+      } catch {
+        slowRecoveries.push(`${fault.kind} at +${fault.start - origin} ms`);
+      }
+      fault.end = Date.now();
     }
     await Promise.all([traffic, sampler]);
     let serverLate = Number.NaN;
+    let fallbacks = Number.NaN;
     let afterwards = '';
     if (died === undefined) {
-      serverLate = total(await scrapeMetrics(service.httpAddress), 'ratelimit_grpc_late_answers_total') - serverLateStart;
+      const last = await scrapeMetrics(service.httpAddress);
+      serverLate = total(last, 'ratelimit_grpc_late_answers_total') - serverLateStart;
+      fallbacks = total(last, 'ratelimit_store_fallbacks_total') - fallbacksStart;
       const a = await pool.send(encodeRequest('traffic', [{ entries: [['tenant', `after-${o.seed}`]] }]), 2000);
       afterwards = a.status === 'OK' ? `OK overall=${a.overallCode} remaining=${a.statuses?.[0]?.[1]}` : `${a.status} ${a.message ?? ''}`;
     }
-    return { seed: o.seed, stats, died, stderrTail, probes, probeFailures, faults: faults.describe(origin), serverLate, maxRssBytes: maxRss, scrapeErrors, afterwards };
+    return { seed: o.seed, stats, died, stderrTail, probes, probeFailures, faults: faults.describe(origin), serverLate, fallbacks, clientLoopP99Ms: loop.percentile(99) / 1e6, slowRecoveries, maxRssBytes: maxRss, scrapeErrors, afterwards };
   } finally {
+    loop.disable();
     pool.close();
     await service.stop();
     rmSync(dir, { recursive: true, force: true });
