@@ -22,7 +22,7 @@ export function settingsTable(): string {
 export async function metricsTable(): Promise<string> {
   const metrics = createMetrics({ defaultMetrics: false });
   // Register the store-specific metrics too (with BACKEND=redis they read the store's own counters).
-  metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0 }));
+  metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 }));
   metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
   const all = await metrics.registry.getMetricsAsJSON();
   const rows = all.map((m) => {

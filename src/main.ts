@@ -10,7 +10,8 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
-import { HealthState } from './server/health.js';
+import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
+import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
@@ -27,6 +28,8 @@ export interface RunningService {
   readonly limiter: RateLimiter;
   readonly rules: RulesHolder;
   readonly metrics: Metrics;
+  /** canAnswer(), storeHealthy(), storeProblem(), ready(): what /healthcheck, /readyz and gRPC health report. */
+  readonly health: ServiceHealth;
   /** Graceful stop: NOT_SERVING, drain in-flight calls (SHUTDOWN_GRACE_MS), close servers and store. */
   close(): Promise<void>;
 }
@@ -90,12 +93,19 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     observer: metrics.observer,
   });
 
-  const ready = () => store.isReady();
-  const health = new HealthState(ready);
-  const healthTimer = setInterval(() => {
+  // One health model for every surface (server/service-health.ts): the store's own state (connected AND
+  // deciding) and whether the failure mode can still answer (store.isReady(): false only when closed).
+  const model = new ServiceHealth({
+    store: () => store.health?.() ?? { healthy: store.isReady() },
+    storeCanAnswer: () => store.isReady(),
+  });
+  const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
+  const refreshHealth = () => {
     health.refresh();
-    metrics.storeReady.set(store.isReady() ? 1 : 0);
-  }, 500);
+    metrics.storeReady.set(model.storeHealthy() ? 1 : 0);
+  };
+  refreshHealth();
+  const healthTimer = setInterval(refreshHealth, 500);
   healthTimer.unref();
 
   const onError = (err: unknown) => log.warn('request failed', { error: err instanceof Error ? err.message : String(err) });
@@ -127,7 +137,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       limiter,
       requestLimits,
       registry: metrics.registry,
-      ready: () => health.status() === 'SERVING',
+      ready: () => model.ready(),
       rules: () => holder.describe(),
       onError,
     }).catch((err: unknown) => {
@@ -142,6 +152,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     throw err;
   }
   const grpc = grpcServer;
+  model.setGrpcServing(true);
+  refreshHealth();
 
 
   log.info('ratelimit-sidecar started', {
@@ -159,10 +171,12 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     limiter,
     rules: holder,
     metrics,
+    health: model,
     close: () =>
       (closing ??= (async () => {
         clearInterval(healthTimer);
         margin.stop();
+        model.startDraining();
         health.shutdown();
         watcher?.close();
         await grpc.close(settings.shutdownGraceMs);

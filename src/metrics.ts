@@ -18,7 +18,7 @@ export interface Metrics {
   readonly storeFallbacks: Counter<'mode'>;
   readonly storeReady: Gauge;
   /** Exports the Redis store's own counters (requests, script calls, round trips...). */
-  watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number }): void;
+  watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number; expiredCalls: number; lateCommits: number }): void;
   /** Exports the over-limit cache's hit count and size. */
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
 }
@@ -75,7 +75,7 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
     configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
     configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),
     storeFallbacks: new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers }),
-    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store can answer.', registers }),
+    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', registers }),
     watchRedis(stats) {
       // Counters kept by the store itself, read at scrape time.
       const counter = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
@@ -93,6 +93,8 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
       counter('ratelimit_redis_round_trips_total', 'Pipelines written to Redis (network round trips); below requests when concurrent requests share one.', (s) => s.roundTrips);
       counter('ratelimit_redis_cross_slot_requests_total', 'Requests whose limits spanned several Cluster slots (best effort across slots).', (s) => s.crossSlotRequests);
       counter('ratelimit_redis_failures_total', 'Requests Redis could not answer (then FAILURE_MODE decides).', (s) => s.failures);
+      counter('ratelimit_redis_expired_calls_total', 'Script calls that reached Redis after the caller gave up, so did nothing (not counted).', (s) => s.expiredCalls);
+      counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
     },
     watchOverLimitCache(stats) {
       new Counter({

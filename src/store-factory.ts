@@ -6,6 +6,7 @@
  *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
  */
 import type { Clock } from './core/clock.js';
+import { counterKey } from './core/keys.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { Settings } from './settings.js';
@@ -38,6 +39,10 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     commandTimeoutMs: settings.redisCommandTimeoutMs,
     clock,
     log: (message, error) => log.warn(message, error === undefined ? undefined : { error: describeError(error) }),
+    // Every 5 s while Redis cannot decide, at error level, naming the cause (WRONGPASS, NOPERM, ...).
+    logError: (message) => log.error(message, { failureMode: settings.failureMode }),
+    // Evaluated (never written) by the health probe; under the key prefix, as ACL key patterns expect.
+    probeKey: counterKey(settings.cacheKeyPrefix, 'ratelimit-health-probe', [], 'fixed_window', 1000),
   };
 }
 
@@ -52,11 +57,21 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     throw new StartupError(`Redis settings are invalid: ${(err as Error).message}`);
   }
   metrics.watchRedis(() => redis.stats());
-  // Do not block start-up on Redis: the failure mode answers meanwhile, and the client keeps reconnecting.
-  await redis.waitUntilReady(settings.redisConnectTimeoutMs).then(
-    () => log.info('connected to Redis', { url: redactUrl(settings.redisUrl), type: settings.redisType }),
-    (err: unknown) => log.warn('Redis not reachable yet; answering by FAILURE_MODE until it is', { url: redactUrl(settings.redisUrl), failureMode: settings.failureMode, error: String(err) }),
-  );
+  // REDIS_STARTUP: background waits only the connect timeout; wait and fail wait REDIS_STARTUP_TIMEOUT_MS,
+  // then fail exits with the cause. Otherwise the failure mode answers and the cause is logged every 5 s.
+  const waitMs = settings.redisStartup === 'background' ? settings.redisConnectTimeoutMs : settings.redisStartupTimeoutMs;
+  const where = { url: redactUrl(settings.redisUrl), type: settings.redisType };
+  try {
+    await redis.waitUntilReady(waitMs);
+    log.info('connected to Redis', where);
+  } catch (err) {
+    const cause = describeError(err);
+    if (settings.redisStartup === 'fail') {
+      await redis.close();
+      throw new StartupError(`Redis cannot decide (REDIS_STARTUP=fail): ${cause}`);
+    }
+    log.error(`Redis cannot decide yet; answering by FAILURE_MODE=${settings.failureMode} until it can`, { ...where, error: cause });
+  }
 
   let primary: CounterStore = redis;
   if (settings.localCacheSize > 0) {

@@ -1,5 +1,6 @@
 /**
- * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer: rules loaded, store usable),
+ * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer and the store decides; 503 with the
+ * reason otherwise, see server/service-health.ts),
  * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json.
  */
 import * as http from 'node:http';
@@ -17,7 +18,8 @@ export interface AdminServerOptions {
   /** Bounds on POST /json (the body is bound by maxMessageBytes); default DEFAULT_REQUEST_LIMITS. */
   readonly requestLimits?: RequestLimits;
   readonly registry: Registry;
-  readonly ready: () => boolean;
+  /** GET /readyz: 200, or 503 with `reason` as the body. */
+  readonly ready: () => { readonly ready: boolean; readonly reason?: string | undefined };
   readonly rules: () => unknown;
   readonly onError?: (err: unknown) => void;
 }
@@ -84,8 +86,10 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
   switch (route) {
     case 'GET /healthz':
       return send(res, 200, 'OK\n', 'text/plain');
-    case 'GET /readyz':
-      return options.ready() ? send(res, 200, 'OK\n', 'text/plain') : send(res, 503, 'NOT READY\n', 'text/plain');
+    case 'GET /readyz': {
+      const r = options.ready();
+      return r.ready ? send(res, 200, 'OK\n', 'text/plain') : send(res, 503, `NOT READY: ${r.reason ?? 'unknown'}\n`, 'text/plain');
+    }
     case 'GET /metrics':
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':

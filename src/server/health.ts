@@ -1,45 +1,56 @@
 /**
  * grpc.health.v1.Health: Check, Watch and List. The overall service ("") and the names "ratelimit" and
- * "envoy.service.ratelimit.v3.RateLimitService" share one status, derived from `isServing()`; Watch
- * streams push a change as soon as refresh() sees one. Unknown names: Check → NOT_FOUND, Watch → SERVICE_UNKNOWN.
+ * "envoy.service.ratelimit.v3.RateLimitService" share one status, derived from `isServing()`; further names
+ * (e.g. "ratelimit.store", the raw store state) each follow their own function. Watch streams push a change
+ * as soon as refresh() sees one. Unknown names: Check → NOT_FOUND, Watch → SERVICE_UNKNOWN.
  */
 import * as grpc from '@grpc/grpc-js';
 
-type ServingStatus = 'SERVING' | 'NOT_SERVING' | 'SERVICE_UNKNOWN';
+type Status = 'SERVING' | 'NOT_SERVING';
+type ServingStatus = Status | 'SERVICE_UNKNOWN';
 
 export const HEALTH_SERVICE_NAMES = ['', 'ratelimit', 'envoy.service.ratelimit.v3.RateLimitService'] as const;
+/** The raw counter-store state (connected and deciding), whatever FAILURE_MODE answers meanwhile. */
+export const STORE_HEALTH_SERVICE = 'ratelimit.store';
 
 export class HealthState {
-  private current: 'SERVING' | 'NOT_SERVING';
-  private readonly watchers = new Set<grpc.ServerWritableStream<{ service: string }, unknown>>();
+  private readonly sources = new Map<string, () => boolean>();
+  private readonly current = new Map<string, Status>();
+  private readonly watchers = new Map<grpc.ServerWritableStream<{ service: string }, unknown>, string>();
   private shuttingDown = false;
 
-  constructor(private readonly isServing: () => boolean) {
-    this.current = isServing() ? 'SERVING' : 'NOT_SERVING';
+  /** `others`: further service names, each with its own status function. */
+  constructor(isServing: () => boolean, others: Readonly<Record<string, () => boolean>> = {}) {
+    for (const name of HEALTH_SERVICE_NAMES) this.sources.set(name, isServing);
+    for (const [name, fn] of Object.entries(others)) this.sources.set(name, fn);
+    for (const [name, fn] of this.sources) this.current.set(name, fn() ? 'SERVING' : 'NOT_SERVING');
   }
 
-  status(): 'SERVING' | 'NOT_SERVING' {
-    return this.current;
+  /** Status of the overall service (""). */
+  status(): Status {
+    return this.current.get('')!;
   }
 
-  /** Re-reads isServing() and notifies watchers on a change. Call it periodically and on events. */
+  /** Re-reads every status function and notifies watchers on a change. Call it periodically and on events. */
   refresh(): void {
-    const next = !this.shuttingDown && this.isServing() ? 'SERVING' : 'NOT_SERVING';
-    if (next === this.current) return;
-    this.current = next;
-    for (const w of this.watchers) w.write({ status: next });
+    for (const [name, fn] of this.sources) {
+      const next: Status = !this.shuttingDown && fn() ? 'SERVING' : 'NOT_SERVING';
+      if (next === this.current.get(name)) continue;
+      this.current.set(name, next);
+      for (const [w, watched] of this.watchers) if (watched === name) w.write({ status: next });
+    }
   }
 
   /** From now on NOT_SERVING (graceful shutdown: let probes and Envoy health checks drain us). */
   shutdown(): void {
     this.shuttingDown = true;
     this.refresh();
-    for (const w of this.watchers) w.end();
+    for (const w of this.watchers.keys()) w.end();
     this.watchers.clear();
   }
 
   private of(service: string): ServingStatus {
-    return (HEALTH_SERVICE_NAMES as readonly string[]).includes(service) ? this.current : 'SERVICE_UNKNOWN';
+    return this.current.get(service) ?? 'SERVICE_UNKNOWN';
   }
 
   handlers(): grpc.UntypedServiceImplementation {
@@ -55,13 +66,13 @@ export class HealthState {
         return;
       }
       // Unknown names stay SERVICE_UNKNOWN; known ones get every change.
-      if (this.of(call.request.service) !== 'SERVICE_UNKNOWN') this.watchers.add(call);
+      if (this.of(call.request.service) !== 'SERVICE_UNKNOWN') this.watchers.set(call, call.request.service);
       call.on('cancelled', () => this.watchers.delete(call));
       call.on('close', () => this.watchers.delete(call));
     };
     const list: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
       const statuses: Record<string, unknown> = {};
-      for (const name of HEALTH_SERVICE_NAMES) statuses[name] = { status: this.current };
+      for (const [name, status] of this.current) statuses[name] = { status };
       callback(null, { statuses });
     };
     return { Check: check, Watch: watch, List: list };

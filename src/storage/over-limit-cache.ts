@@ -16,7 +16,7 @@
  *   replica's limit, but its resetMs may be short (Redis would then answer a later time).
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from './counter-store.js';
+import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from './counter-store.js';
 
 export interface OverLimitCacheOptions {
   /** Most entries kept (integer >= 1). */
@@ -77,6 +77,10 @@ export class OverLimitCache implements CounterStore {
     // empty): start afresh, so every replica again answers as the store does.
     if (!ready) this.until.clear();
     return ready;
+  }
+
+  health(): StoreHealth {
+    return this.inner.health?.() ?? { connected: true, healthy: this.inner.isReady() };
   }
 
   stats(): OverLimitCacheStats {

@@ -12,12 +12,13 @@
  * When even the fallback cannot answer (the local store fails), the call rejects with a StoreError, which
  * the server maps to gRPC UNAVAILABLE (Envoy's failure_mode_deny then decides).
  *
- * Caveat: a primary call abandoned at the deadline may still be executed by Redis later (the request is then
- * counted there although it was answered by the fallback); it cannot be recalled once sent.
+ * A primary call abandoned at the deadline is not counted later: the Redis store sends its give-up time with
+ * the call, and the script refuses to run past it (batch.lua ARGV[3]); a commit that still lands after the
+ * give-up (within the clock guard) is counted in ratelimit_redis_late_commits_total.
  */
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome } from './counter-store.js';
+import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
@@ -62,8 +63,10 @@ export class ResilientStore implements CounterStore {
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
     if (checks.length === 0) return [];
-    if (!this.primary.isReady()) {
-      return this.fallback(checks, nowMs, 'not connected', new StoreError('STORE_UNAVAILABLE', 'primary store not ready'));
+    // Skip the primary only when it has no connection: a connected but failing store is still asked, so
+    // that one good answer is used at once (its health then recovers without waiting for a probe).
+    if (!this.primaryConnected()) {
+      return this.fallback(checks, nowMs, 'not connected', new StoreError('STORE_UNAVAILABLE', 'primary store not connected'));
     }
     try {
       return await this.askPrimary(checks, nowMs, options?.deadlineMs);
@@ -76,6 +79,16 @@ export class ResilientStore implements CounterStore {
   /** With open or local we can always answer; with closed, only while the primary can. */
   isReady(): boolean {
     return this.options.mode === 'closed' ? this.primary.isReady() : true;
+  }
+
+  private primaryConnected(): boolean {
+    const health = this.primary.health?.();
+    return health ? health.connected : this.primary.isReady();
+  }
+
+  /** The primary's own state (whatever the failure mode answers meanwhile). */
+  health(): StoreHealth {
+    return this.primary.health?.() ?? { connected: true, healthy: this.primary.isReady() };
   }
 
   stats(): ResilientStoreStats {

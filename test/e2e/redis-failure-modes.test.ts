@@ -1,6 +1,6 @@
 /**
  * The failure modes through the real service, in-process, against a real redis-server that is stopped and
- * restarted: readiness (gRPC health and /readyz) follows Redis only with FAILURE_MODE=closed; each mode
+ * restarted: gRPC health follows Redis only with FAILURE_MODE=closed, /readyz and "ratelimit.store" always; each mode
  * answers as documented while Redis is down; fallbacks are counted.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,12 +53,15 @@ describe('failure modes with Redis stopped', () => {
     });
   });
 
-  it('open: admits while Redis is down and stays ready', async () => {
+  it('open: admits while Redis is down and keeps gRPC SERVING, while /readyz and ratelimit.store tell the store is down', async () => {
     await withService('open', async (t, c) => {
       await redis.stopRedis();
-      await eventually(async () => (await c.healthCheck('')).status === 'SERVING');
+      await eventually(async () => (await c.healthCheck('ratelimit.store')).status === 'NOT_SERVING');
+      expect((await c.healthCheck('')).status).toBe('SERVING');
       for (let i = 0; i < 6; i++) expect((await ask(c, 'a')).overall_code).toBe('OK');
-      expect(await ready(t)).toBe(true);
+      const readyz = await fetch(`${t.httpBase}/readyz`);
+      expect(readyz.status).toBe(503);
+      expect(await readyz.text()).toMatch(/^NOT READY: store: not connected/);
     });
   });
 

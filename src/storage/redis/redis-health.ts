@@ -4,8 +4,10 @@
  * calls, and a probe (the real script, evaluate-only, on one key, writing nothing) runs on every tick in
  * which no real call succeeded: when idle, and while failing, so recovery is seen within one tick.
  *
- * It also keeps the offset from the injected clock to Redis's clock (TIME, re-measured every tick), so that
- * a caller's give-up time can be sent to the script as an expiry in Redis's clock (see batch.lua ARGV[3]).
+ * It also keeps Redis's clock (TIME, re-measured every tick) against this process's monotonic clock, so that
+ * a caller's give-up time can be sent to the script as an expiry in Redis's clock (see batch.lua ARGV[3]):
+ * expiry = Redis now (last TIME + monotonic time since) + time left on the injected clock - guard. Only the
+ * time left is taken from the injected clock, so a test's FakeClock and a jumping wall clock both stay right.
  */
 import type { Clock } from '../../core/clock.js';
 import type { StoreHealth } from '../counter-store.js';
@@ -16,6 +18,10 @@ import { isClientReady, type RedisClient } from './connection.js';
 const TIMEOUTS_TO_FAIL = 3;
 /** Added to the measured round trip when converting a give-up time to Redis's clock. */
 const EXPIRY_GUARD_MS = 2;
+/** A TIME measurement replaces a better one only if its round trip is at most this, or twice the old one... */
+const ACCEPT_RTT_MS = 20;
+/** ...or the old one is older than this (the clocks drift by parts per million, so old is still good). */
+const REMEASURE_AFTER_MS = 60_000;
 
 export interface RedisHealthOptions {
   readonly clock: Clock;
@@ -36,7 +42,8 @@ export class RedisHealth {
   private timeoutsInRow = 0;
   private probing: Promise<void> | undefined;
   private measuring = false;
-  private offset: { ms: number; guardMs: number } | undefined;
+  /** Redis TIME (ms) seen at monotonic instant `atPerfMs`, and the guard from that measurement. */
+  private redisTime: { ms: number; atPerfMs: number; guardMs: number } | undefined;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -81,10 +88,12 @@ export class RedisHealth {
     if (++this.timeoutsInRow >= TIMEOUTS_TO_FAIL) this.lastError = `${describe(error)} (${this.timeoutsInRow} calls in a row)`;
   }
 
-  /** `localMs` (the injected clock) as Redis TIME in ms less a guard for the measurement; 0 while unknown. */
+  /** `localMs` (an instant on the injected clock) as Redis TIME in ms, less the guard; 0 while unknown. */
   toRedisMs(localMs: number): number {
-    if (!this.offset) return 0;
-    return Math.floor(localMs + this.offset.ms - this.offset.guardMs);
+    const t = this.redisTime;
+    if (!t) return 0;
+    const redisNow = t.ms + (performance.now() - t.atPerfMs);
+    return Math.floor(redisNow + (localMs - this.options.clock.nowMs()) - t.guardMs);
   }
 
   /** Probe now (and wait for it); for start-up and tests. */
@@ -108,7 +117,8 @@ export class RedisHealth {
     if (needed) {
       this.probing ??= this.options.probe().then(
         () => this.recordSuccess(),
-        (error: unknown) => this.recordFailure(error),
+        // A slow reply (ioredis commandTimeout) counts like a request timeout: several in a row fail.
+        (error: unknown) => (/timed? ?out/i.test(describe(error)) ? this.recordTimeout(error) : this.recordFailure(error)),
       ).finally(() => (this.probing = undefined));
       await this.probing;
     }
@@ -124,15 +134,25 @@ export class RedisHealth {
     if (this.measuring) return;
     this.measuring = true;
     try {
-      const t0 = this.options.clock.nowMs();
+      const p0 = performance.now();
       const [seconds, micros] = await this.client.time();
-      const t1 = this.options.clock.nowMs();
-      const redisMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-      // The reply left Redis somewhere in [t0, t1]; a script may also finish just before expiry and its reply
+      const p1 = performance.now();
+      const redisMs = Number(seconds) * 1000 + Number(micros) / 1000;
+      // The reply left Redis somewhere in [p0, p1]; a script may also finish just before expiry and its reply
       // take a one-way trip back: keep the whole round trip plus a little as the guard.
-      this.offset = { ms: redisMs - (t0 + t1) / 2, guardMs: t1 - t0 + EXPIRY_GUARD_MS };
-    } catch {
-      // keep the last offset; the probe reports the problem
+      const rtt = p1 - p0;
+      const old = this.redisTime;
+      // A reply delayed by a paused or busy Redis would make a huge guard (every call expiring early):
+      // keep the tighter measurement unless this one is as good or the old one is stale.
+      if (old && rtt > Math.max(ACCEPT_RTT_MS, 2 * (old.guardMs - EXPIRY_GUARD_MS)) && p1 - old.atPerfMs < REMEASURE_AFTER_MS) return;
+      this.redisTime = { ms: redisMs, atPerfMs: (p0 + p1) / 2, guardMs: rtt + EXPIRY_GUARD_MS };
+    } catch (error) {
+      // Keep the last measurement. A timeout is the probe's business; a refusal (an ACL without +time)
+      // leaves calls without expiry, which the operator must hear about.
+      const cause = describe(error);
+      if (!/timed? ?out/i.test(cause)) {
+        this.options.logProblem?.(`Redis TIME failed (${cause}): calls cannot expire, so a request answered by FAILURE_MODE may still be counted`);
+      }
     } finally {
       this.measuring = false;
     }
