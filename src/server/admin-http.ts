@@ -75,6 +75,11 @@ function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Body> {
       clearTimeout(timer);
       reject(err);
     });
+    // A client that goes away mid-body: settle (a no-op after 'end').
+    req.on('close', () => {
+      clearTimeout(timer);
+      reject(new Error('client closed the connection before the body ended'));
+    });
   });
 }
 

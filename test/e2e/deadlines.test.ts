@@ -93,6 +93,9 @@ describe('deadlines under a Redis stall', () => {
       };
       await paused(() => ask(client, 'blocked', 30).catch(() => undefined));
       expect(await lateAnswers(t.httpBase)).toBe(before + 1);
+      // The gRPC-layer duration saw the answered calls (the late one only if grpc-js had not yet cut it).
+      const text = await (await fetch(`${t.httpBase}/metrics`)).text();
+      expect(text).toMatch(/ratelimit_grpc_request_duration_seconds_count\{method="ShouldRateLimit"\} [12]\n/);
     } finally {
       client.close();
       await t.close();

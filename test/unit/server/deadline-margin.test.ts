@@ -1,0 +1,48 @@
+/**
+ * The measured deadline margin (server/deadline-margin.ts): the floor on an idle loop, then at least the
+ * event-loop delay a blocked loop caused plus the p99 send delay, capped, and back to the floor once the
+ * remembered windows have passed. Real loop delay cannot be faked, so this test blocks the loop for real.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DeadlineMargin } from '../../../src/server/deadline-margin.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const block = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+let margin: DeadlineMargin | undefined;
+afterEach(() => margin?.stop());
+
+describe('DeadlineMargin', () => {
+  it('starts at the floor', () => {
+    margin = new DeadlineMargin({ floorMs: 3 });
+    expect(margin.currentMs()).toBe(3);
+  });
+
+  it('rises to the loop delay plus the send delay, and decays after the remembered windows', async () => {
+    margin = new DeadlineMargin({ floorMs: 2, windowMs: 60_000, windows: 2 }).start(); // rotated by hand
+    await sleep(20);
+    block(40); // one timer fires ~40 ms late
+    await sleep(20);
+    for (let i = 0; i < 100; i++) margin.recordSend(i < 98 ? 1 : 5); // p99 of the send delays: 5 ms
+    margin.rotate();
+    expect(margin.currentMs()).toBeGreaterThanOrEqual(38 + 5);
+    // Empty windows (rotated within one turn of the loop, so no sample): the busy one is remembered for
+    // `windows` rotations, then forgotten.
+    margin.rotate();
+    expect(margin.currentMs()).toBeGreaterThanOrEqual(38 + 5);
+    margin.rotate();
+    expect(margin.currentMs()).toBe(2);
+  });
+
+  it('never exceeds its cap', async () => {
+    margin = new DeadlineMargin({ floorMs: 2, capMs: 10, windowMs: 60_000 }).start();
+    await sleep(10);
+    block(40);
+    await sleep(10);
+    margin.rotate();
+    expect(margin.currentMs()).toBe(10);
+  });
+});
