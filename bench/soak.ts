@@ -69,7 +69,8 @@ const faultLoop = (async () => {
   if (!faultsOn || !faults) return;
   const r = prng(`soak-fault-times-${seed}`);
   while (!stop()) {
-    await sleep(r.int(20_000, 40_000));
+    const at = Date.now() + r.int(20_000, 40_000);
+    while (!stop() && Date.now() < at) await sleep(100);
     if (stop()) break;
     try {
       await faults.injectRandom(2000);
@@ -118,10 +119,11 @@ while (!stop()) {
   );
   last = { skipped: stats.skipped, calls: stats.calls, byStatus: { ...stats.byStatus }, at: now, lateServer, fallbacks, cpu };
 }
-await Promise.all([traffic, faultLoop]);
+await traffic;
+const seconds = (Date.now() - start) / 1000;
+await faultLoop;
 pool.close();
 
-const seconds = (Date.now() - start) / 1000;
 console.log(`\ntotal: ${stats.calls} calls in ${seconds.toFixed(0)} s (${(stats.calls / seconds).toFixed(0)}/s); statuses ${JSON.stringify(stats.byStatus)}; overall ${JSON.stringify(stats.byOverall)}`);
 console.log(`RSS first ${mib(firstRss)} MiB, last ${mib(lastRss)} MiB, max ${mib(maxRss)} MiB; event-loop delay p99 max ${(maxP99 * 1000).toFixed(1)} ms; slowest call ${stats.maxMs.toFixed(0)} ms`);
 if (faults) for (const line of faults.describe(start)) console.log(`fault: ${line}`);
