@@ -1,0 +1,49 @@
+/**
+ * Issue #7, item 4, through the real service: redis-server is stopped with SIGSTOP while 60 requests on a
+ * quota of 100 are rejected by FAILURE_MODE=closed before their gRPC deadline (a wide margin: a loaded test machine); after SIGCONT their queued script
+ * calls run and must refuse (expired), so the next request sees 98 left (before the fix: 38).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RlsTestClient } from '../support/rls-client.js';
+import { rawCommand, startRedis, type RedisServer } from '../support/redis.js';
+import { startTestService } from '../support/service.js';
+
+const RULES = { 'app.yaml': 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n' };
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+describe('Redis paused with SIGSTOP', () => {
+  it('never counts the requests FAILURE_MODE=closed rejected meanwhile', async () => {
+    const pid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: 'closed', redisCommandTimeoutMs: 5000, deadlineMarginMs: 200 });
+    const c = new RlsTestClient(t.grpcAddress);
+    const ask = (timeoutMs: number) => c.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] }, timeoutMs);
+    try {
+      expect((await ask(2000)).statuses[0]!.limit_remaining).toBe(99);
+      process.kill(pid, 'SIGSTOP');
+      const answers = [];
+      try {
+        // Six waves of ten concurrent requests: each wave is answered by the failure mode at its deadline.
+        for (let wave = 0; wave < 6; wave++) answers.push(...(await Promise.all(Array.from({ length: 10 }, () => ask(600)))));
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      expect(answers.every((a) => a.overall_code === 'OVER_LIMIT')).toBe(true);
+      // Sent after SIGCONT on the same connection, behind the 60 queued calls.
+      expect((await ask(5000)).statuses[0]!.limit_remaining).toBe(98);
+      const metrics = await (await fetch(`${t.httpBase}/metrics`)).text();
+      expect(metrics).toMatch(/^ratelimit_redis_expired_calls_total 60$/m);
+      expect(metrics).toMatch(/^ratelimit_redis_late_commits_total 0$/m);
+    } finally {
+      c.close();
+      await t.close();
+    }
+  });
+});
