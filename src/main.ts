@@ -114,6 +114,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     if (status !== 'INVALID_ARGUMENT') onError(err);
   };
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
+  metrics.watchDeadlineMargin(() => margin.currentMs());
   const timing = callTimingInterceptor({
     onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),

@@ -12,6 +12,8 @@ export interface Metrics {
   readonly grpcErrors: Counter<'code'>;
   readonly grpcLateAnswers: Counter<'method'>;
   readonly grpcRequestDuration: Histogram<'method'>;
+  /** Exports the deadline margin in use (server/deadline-margin.ts). */
+  watchDeadlineMargin(ms: () => number): void;
   readonly configReloads: Counter<'result'>;
   readonly configLastReloadSuccess: Gauge;
   readonly configDomains: Gauge;
@@ -76,6 +78,16 @@ export function createMetrics(options: { defaultMetrics: boolean } = { defaultMe
     configDomains: new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers }),
     storeFallbacks: new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers }),
     storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', registers }),
+    watchDeadlineMargin(ms) {
+      new Gauge({
+        name: 'ratelimit_grpc_deadline_margin_seconds',
+        help: 'Time kept before each caller\'s deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.',
+        registers,
+        collect() {
+          this.set(ms() / 1000);
+        },
+      });
+    },
     watchRedis(stats) {
       // Counters kept by the store itself, read at scrape time.
       const counter = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>

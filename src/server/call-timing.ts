@@ -3,8 +3,10 @@
  *
  * - duration: from the moment the call's headers arrived (queueing before the handler included) until its
  *   status was sent;
- * - late: the answer was handed to grpc-js, or finished being written, after the caller's deadline (grpc-js
- *   has then already answered DEADLINE_EXCEEDED, or the caller is about to give up);
+ * - late: the answer (or the error status) was handed to grpc-js after the caller's deadline; grpc-js writes
+ *   it to the connection at once, unless it has already answered DEADLINE_EXCEEDED itself. (Not judged at
+ *   write completion: a pause of this process between the write and its callback would count answers the
+ *   client had in time.)
  * - send delay: from handing the answer to grpc-js until its write completed; it feeds the deadline margin.
  *
  * The hooks must not throw; they are called on the request path.
@@ -46,7 +48,7 @@ export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterc
       },
       sendStatus(status, next) {
         const now = performance.now();
-        checkLate();
+        if (handedAt === undefined) checkLate(); // an error status: handed over now
         if (handedAt !== undefined) hooks.onSendDelay?.(now - handedAt);
         hooks.onFinished?.(name, (now - started) / 1000);
         next(status);

@@ -6,7 +6,7 @@
  * ratelimit_grpc_late_answers_total.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,30 +44,56 @@ async function lateAnswers(httpBase: string): Promise<number> {
   return Number(/ratelimit_grpc_late_answers_total\{method="ShouldRateLimit"\} (\d+)/.exec(text)?.[1] ?? 0);
 }
 
+const CALLS = 400;
+
+interface Phase {
+  missed: number;
+  other: string[];
+  counted: number;
+  summary: string;
+}
+
+/** Open loop, as Envoy sends: one call every 5 ms with a 20 ms deadline, whatever the answers (~4 in flight). */
+async function phase(client: RlsTestClient, base: string): Promise<Phase> {
+  const countedBefore = await lateAnswers(base);
+  const results: Promise<grpc.status>[] = [];
+  for (let i = 0; i < CALLS; i++) {
+    results.push(ask(client, `u${i % 50}`, 20).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const codes = await Promise.all(results);
+  const margin = /^ratelimit_grpc_deadline_margin_seconds (\S+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1];
+  const missed = codes.filter((c) => c === grpc.status.DEADLINE_EXCEEDED).length;
+  const counted = (await lateAnswers(base)) - countedBefore;
+  return {
+    missed,
+    other: codes.filter((c) => c !== grpc.status.OK && c !== grpc.status.DEADLINE_EXCEEDED).map((c) => grpc.status[c]),
+    counted,
+    summary: `${CALLS - missed}/${CALLS} in time, ${missed} DEADLINE_EXCEEDED, ${counted} counted late by the server; margin ${Number(margin) * 1000} ms; load average ${loadavg()[0]!.toFixed(1)}`,
+  };
+}
+
 describe('deadlines under a Redis stall', () => {
-  it('answers ≥ 99 % of concurrent 20 ms calls in time while Redis is paused, and counts the late ones', async () => {
+  it('answers concurrent 20 ms calls in time while Redis is paused: ≥ 99 %, or no worse than with Redis healthy on a starved machine', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl-deadlines-'));
     writeFileSync(join(dir, 'app.yaml'), RULES['app.yaml']);
     const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'open', LOCAL_CACHE_SIZE: '0' });
     const client = new RlsTestClient(service.grpcAddress);
+    const base = `http://${service.httpAddress}`;
     try {
       for (let i = 0; i < 20; i++) await ask(client, 'warm', 1000);
-      const calls = 400;
-      const outcome = await paused(async () => {
-        // Open loop, as Envoy sends: one call every 5 ms, whatever the answers (about 4 in flight).
-        const results: Promise<grpc.status>[] = [];
-        for (let i = 0; i < calls; i++) {
-          results.push(ask(client, `u${i % 50}`, 20).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code));
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-        return Promise.all(results);
-      });
-      const inTime = outcome.filter((c) => c === grpc.status.OK).length;
-      const late = outcome.filter((c) => c === grpc.status.DEADLINE_EXCEEDED).length;
-      const counted = await lateAnswers(`http://${service.httpAddress}`);
-      console.log(`deadlines: ${inTime}/${calls} answered in time, ${late} DEADLINE_EXCEEDED at the client, ${counted} counted late by the server`);
-      expect(inTime + late).toBe(calls); // nothing but answers and misses
-      expect(inTime / calls).toBeGreaterThanOrEqual(0.99);
+      const healthy = await phase(client, base);
+      const stalled = await paused(() => phase(client, base));
+      console.log(`deadlines, Redis healthy: ${healthy.summary}`);
+      console.log(`deadlines, Redis paused:  ${stalled.summary}`);
+      for (const p of [healthy, stalled]) {
+        expect(p.other).toEqual([]); // nothing but answers and deadline misses
+        expect(p.counted).toBeLessThanOrEqual(p.missed); // the server never counts an answer the client had in time
+      }
+      // ≥ 99 % in time; on a machine so starved that even healthy Redis misses more than 1 % (the client's
+      // own loop stalls, the server is descheduled), a stall must cost nothing on top: at most 1 % more.
+      const missRate = (p: Phase) => p.missed / CALLS;
+      expect(missRate(stalled)).toBeLessThanOrEqual(Math.max(0.01, missRate(healthy) + 0.01));
     } finally {
       client.close();
       await service.stop();
