@@ -226,6 +226,8 @@ export async function startSentinel(masterPort: number, options: SentinelOptions
 
 export interface ClusterSetup {
   readonly nodes: readonly { host: string; port: number }[];
+  /** The node processes, for fault injection (pause, kill and restart one node). */
+  readonly processes: readonly RedisProcess[];
   stop(): Promise<void>;
 }
 
@@ -261,7 +263,7 @@ export async function startCluster(): Promise<ClusterSetup> {
     await stop();
     throw error;
   }
-  return { nodes: procs.map((p) => ({ host: HOST, port: p.port })), stop };
+  return { nodes: procs.map((p) => ({ host: HOST, port: p.port })), processes: procs, stop };
 }
 
 /** True when the Redis binaries are installed (CI installs them with apt). */
