@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { createMetrics } from '../src/metrics.js';
+import { createMetrics, type Metrics } from '../src/metrics.js';
 import { SETTINGS, flagName } from '../src/settings.js';
 
 function cell(text: string): string {
@@ -21,11 +21,17 @@ export function settingsTable(): string {
   return ['| Env var | Flag | Type | Default | Meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }
 
-export async function metricsTable(): Promise<string> {
-  const metrics = createMetrics({ defaultMetrics: false });
-  // Register the store-specific metrics too (with BACKEND=redis they read the store's own counters).
+/** Every metric the service can export: the common ones and those of each store (read from the store at scrape time). */
+export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
+  const metrics = createMetrics(options);
   metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 }));
   metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
+  metrics.watchMemory(() => ({ keys: 0, bytes: 0, protectedKeys: 0, expired: 0, evicted: 0, unstored: 0 }));
+  return metrics;
+}
+
+export async function metricsTable(): Promise<string> {
+  const metrics = everyMetric({ defaultMetrics: false });
   const all = await metrics.registry.getMetricsAsJSON();
   const rows = all.map((m) => {
     const labels = (metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [];

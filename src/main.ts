@@ -19,6 +19,7 @@ import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
+import { LoopClock } from './server/loop-clock.js';
 import type { RequestLimits } from './core/request-limits.js';
 import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
@@ -164,11 +165,13 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     if (status !== 'INVALID_ARGUMENT') onError(err);
   };
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
+  const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
   const timing = callTimingInterceptor({
     onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
     onSendDelay: (ms) => margin.recordSend(ms),
+    unseenWaitMs: () => loopClock.unseenWaitMs(),
   });
   let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
@@ -179,7 +182,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
+      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       health,
       ...(credentials === undefined ? {} : { credentials }),
       socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
@@ -207,6 +210,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     watcher?.close();
     credentials?.close();
     margin.stop();
+    loopClock.stop();
     clearInterval(healthTimer);
     await Promise.all(extra.map((l) => l.close()));
     await admin?.close();
@@ -257,6 +261,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       return (closing ??= (async () => {
         clearInterval(healthTimer);
         margin.stop();
+        loopClock.stop();
         model.startDraining();
         health.shutdown();
         const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;

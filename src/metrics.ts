@@ -42,6 +42,8 @@ export interface Metrics {
   watchRedis(stats: () => { requests: number; scriptCalls: number; roundTrips: number; crossSlotRequests: number; failures: number; expiredCalls: number; lateCommits: number }): void;
   /** Exports the over-limit cache's hit count and size. */
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
+  /** Exports the memory store's size, its protected (over-limit) keys, evictions and unstored decisions. */
+  watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
@@ -182,6 +184,34 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
         registers,
         collect() {
           this.set(stats().entries);
+        },
+      });
+    },
+    watchMemory(stats) {
+      const gauge = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
+        new Gauge({ name, help, registers, collect() { this.set(pick(stats())); } });
+      gauge('ratelimit_memory_keys', 'Keys held by the in-memory store.', (s) => s.keys);
+      gauge('ratelimit_memory_bytes', 'Accounted bytes of the in-memory store (bounded by MEMORY_MAX_BYTES).', (s) => s.bytes);
+      gauge('ratelimit_memory_protected_keys', 'Keys with no quota left, which eviction spares while other keys remain.', (s) => s.protectedKeys);
+      new Counter({
+        name: 'ratelimit_memory_evictions_total',
+        help: 'Entries freed to make room or on expiry: reason expired (dead entries) or lru (live keys with quota left).',
+        labelNames: ['reason'] as const,
+        registers,
+        collect() {
+          const s = stats();
+          this.reset();
+          this.inc({ reason: 'expired' }, s.expired);
+          this.inc({ reason: 'lru' }, s.evicted);
+        },
+      });
+      new Counter({
+        name: 'ratelimit_memory_unstored_total',
+        help: 'New keys decided but not stored because every stored key was over its limit and memory was full.',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(stats().unstored);
         },
       });
     },

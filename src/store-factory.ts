@@ -48,7 +48,11 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
 
 export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
-  if (settings.backend === 'memory') return new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
+  if (settings.backend === 'memory') {
+    const memory = new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
+    metrics.watchMemory(() => memory.stats());
+    return memory;
+  }
 
   let redis;
   try {

@@ -3,7 +3,8 @@
  *
  * - duration: from the moment the call's headers arrived (queueing before the handler included) until its
  *   status was sent;
- * - late: the answer (or the error status) was handed to grpc-js after the caller's deadline; grpc-js writes
+ * - late: the answer (or the error status) was handed to grpc-js after the caller's deadline (moved earlier
+ *   by the time the call may have waited unseen before it was read, see loop-clock.ts); grpc-js writes
  *   it to the connection at once, unless it has already answered DEADLINE_EXCEEDED itself. (Not judged at
  *   write completion: a pause of this process between the write and its callback would count answers the
  *   client had in time.)
@@ -20,6 +21,8 @@ export interface CallTimingHooks {
   readonly onLate?: (method: string) => void;
   /** An answer took this long to be written, ms. */
   readonly onSendDelay?: (ms: number) => void;
+  /** How long a call read now may have waited unseen before (LoopClock); its deadline is judged that much earlier. */
+  readonly unseenWaitMs?: () => number;
 }
 
 function deadlineMs(call: grpc.ServerInterceptingCallInterface): number {
@@ -32,10 +35,11 @@ export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterc
     if (method.requestStream || method.responseStream) return new grpc.ServerInterceptingCall(call);
     const name = method.path.slice(method.path.lastIndexOf('/') + 1);
     const started = performance.now();
+    const unseen = hooks.unseenWaitMs?.() ?? 0;
     let handedAt: number | undefined;
     let late = false;
     const checkLate = () => {
-      if (!late && Date.now() > deadlineMs(call)) {
+      if (!late && Date.now() > deadlineMs(call) - unseen) {
         late = true;
         hooks.onLate?.(name);
       }

@@ -6,16 +6,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { createMetrics } from '../../src/metrics.js';
+import { everyMetric } from '../../scripts/docs-tables.js';
 
 const DIR = join(import.meta.dirname, '../../deploy/k8s/monitoring');
 /** name → label names, for every series name the service exports (histograms with their suffixes). */
 let exported: Map<string, Set<string>>;
 
 beforeAll(async () => {
-  const metrics = createMetrics({ defaultMetrics: true });
-  metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 }));
-  metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
+  const metrics = everyMetric({ defaultMetrics: true });
   exported = new Map();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     const labels = new Set(['pod', 'namespace', 'instance', 'job', ...((metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [])]);
