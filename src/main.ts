@@ -11,9 +11,10 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { rulesSnapshot } from './metrics-labels.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
-import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from './server/debug-http.js';
+import type { Listener } from './server/debug-http.js';
 import { startGrpcServer } from './server/grpc-server.js';
-import { ReloadingServerCredentials } from './server/tls-credentials.js';
+import type { ReloadingServerCredentials } from './server/tls-credentials.js';
+import { grpcCredentials, startExtraListeners } from './listeners.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
 import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
@@ -46,25 +47,6 @@ export interface RunningService {
    * the same promise; `{ now: true }` (a second signal) cuts a drain in progress short.
    */
   close(options?: { now?: boolean }): Promise<void>;
-}
-
-/** GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. */
-function grpcCredentials(settings: Settings, log: Logger): ReloadingServerCredentials | undefined {
-  const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
-  if (!certFile && !keyFile && !clientCaFile) return undefined;
-  if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
-  try {
-    return ReloadingServerCredentials.create(
-      { certFile, keyFile, ...(clientCaFile ? { clientCaFile } : {}) },
-      {
-        labels: { cert: 'GRPC_TLS_CERT', key: 'GRPC_TLS_KEY', clientCa: 'GRPC_TLS_CLIENT_CA' },
-        onReload: (info) => log.info('gRPC TLS certificate reloaded', { cert: certFile, notAfter: info.notAfter }),
-        onError: (err) => log.warn('gRPC TLS files not reloaded', { error: err.message }),
-      },
-    );
-  } catch (err) {
-    throw new StartupError(`gRPC TLS files are unusable: ${(err as Error).message}`);
-  }
 }
 
 export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
@@ -278,27 +260,4 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
       })());
     },
   };
-}
-
-/** DEBUG_PORT (/rlconfig, /stats, /rules) and USE_PROMETHEUS (metrics on PROMETHEUS_ADDR), when asked for. */
-async function startExtraListeners(settings: Settings, metrics: Metrics, holder: RulesHolder, onError: (err: unknown) => void): Promise<Listener[]> {
-  const out: Listener[] = [];
-  try {
-    if (settings.debugPort !== undefined) {
-      const { debugHost: host, debugPort: port } = settings;
-      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe() as ConfigDescription, rules: () => holder.describe(), onError }).catch((err: unknown) => {
-        throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
-      }));
-    }
-    if (settings.usePrometheus) {
-      const { host, port } = parseListenAddr(settings.prometheusAddr);
-      out.push(await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {
-        throw new StartupError(`cannot listen for PROMETHEUS_ADDR on ${settings.prometheusAddr}: ${(err as Error).message}`);
-      }));
-    }
-  } catch (err) {
-    await Promise.all(out.map((l) => l.close()));
-    throw err;
-  }
-  return out;
 }
