@@ -8,7 +8,7 @@
  * envoyproxy/ratelimit's GET /healthcheck: 200 "OK" while this replica can answer, else 500.
  */
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenHttp } from './http-listen.js';
 import { RateLimitError } from '../core/errors.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
@@ -155,16 +155,5 @@ export async function startAdminServer(options: AdminServerOptions): Promise<{ p
     });
   });
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, options.host, options.port);
 }

@@ -5,17 +5,14 @@
  *  - USE_PROMETHEUS: GET PROMETHEUS_PATH on PROMETHEUS_ADDR, from the same registry as the admin /metrics.
  */
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenHttp, type HttpListener } from './http-listen.js';
 import type { Registry } from 'prom-client';
 import type { ConfigDescription } from '../config/describe.js';
 
 type Answer = { status: number; body: string; type: string };
 type Route = (req: http.IncomingMessage) => Answer | Promise<Answer>;
 
-export interface Listener {
-  readonly port: number;
-  close(): Promise<void>;
-}
+export type Listener = HttpListener;
 
 async function listen(host: string, port: number, routes: ReadonlyMap<string, Route>, onError?: (err: unknown) => void): Promise<Listener> {
   const server = http.createServer((req, res) => {
@@ -38,18 +35,7 @@ async function listen(host: string, port: number, routes: ReadonlyMap<string, Ro
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenHttp(server, host, port);
 }
 
 /**
