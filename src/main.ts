@@ -125,11 +125,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     shadowMode: settings.shadowMode,
   });
 
-  // One health model for every surface (server/service-health.ts): the store's own state (connected AND
-  // deciding) and whether the failure mode can still answer (store.isReady(): false only when closed).
+  // One health model for every surface (server/service-health.ts), fed by the store's own state
+  // (connected AND deciding).
   const model = new ServiceHealth({
     store: () => store.health?.() ?? { healthy: store.isReady() },
-    storeCanAnswer: () => store.isReady(),
   });
   const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
   const canAnswer = () => model.canAnswer();

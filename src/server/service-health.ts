@@ -7,8 +7,10 @@
  *                    calls or the idle probe succeeded); storeProblem() says why not. Memory: always.
  *                    gRPC health "ratelimit.store", gauge ratelimit_store_ready.
  * - ready():         canAnswer() AND storeHealthy(), with a short reason when not. GET /readyz.
- * - rlsServing():    canAnswer() AND the failure mode can still answer (false only with FAILURE_MODE=closed
- *                    while the store fails). gRPC health "", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService".
+ * - rlsServing():    canAnswer() AND storeHealthy(): the answers are real decisions, not FAILURE_MODE's, in
+ *                    every failure mode (issue #7: an ACL user that may not run scripts must not look SERVING).
+ *                    gRPC health "", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService", for Envoy.
+ *                    Not for Kubernetes readiness: with one shared Redis every replica would go NotReady.
  *
  * Server-layer code: it sees the store only through the functions it is given.
  */
@@ -16,8 +18,6 @@
 export interface ServiceHealthOptions {
   /** Raw store state: healthy, and why not. */
   readonly store: () => { readonly healthy: boolean; readonly problem?: string | undefined };
-  /** The store behind the failure mode can answer (false only with FAILURE_MODE=closed and a failing store). */
-  readonly storeCanAnswer: () => boolean;
   /** Rules are loaded (default: always, the service does not start without them). */
   readonly rulesLoaded?: () => boolean;
 }
@@ -69,7 +69,7 @@ export class ServiceHealth {
   }
 
   rlsServing(): boolean {
-    return this.canAnswer() && this.options.storeCanAnswer();
+    return this.canAnswer() && this.storeHealthy();
   }
 
   private whyCannotAnswer(): string | undefined {

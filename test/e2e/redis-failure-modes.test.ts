@@ -53,11 +53,12 @@ describe('failure modes with Redis stopped', () => {
     });
   });
 
-  it('open: admits while Redis is down and keeps gRPC SERVING, while /readyz and ratelimit.store tell the store is down', async () => {
+  it('open: admits while Redis is down, while gRPC health, /readyz and ratelimit.store tell the store is down', async () => {
     await withService('open', async (t, c) => {
       await redis.stopRedis();
       await eventually(async () => (await c.healthCheck('ratelimit.store')).status === 'NOT_SERVING');
-      expect((await c.healthCheck('')).status).toBe('SERVING');
+      expect((await c.healthCheck('')).status).toBe('NOT_SERVING');
+      expect((await fetch(`${t.httpBase}/healthcheck`)).status).toBe(200); // this replica still answers
       for (let i = 0; i < 6; i++) expect((await ask(c, 'a')).overall_code).toBe('OK');
       const readyz = await fetch(`${t.httpBase}/readyz`);
       expect(readyz.status).toBe(503);

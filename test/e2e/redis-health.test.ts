@@ -48,10 +48,10 @@ const readyz = async (port: number) => {
 const gauge = async (port: number) => /^ratelimit_store_ready (\d)/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1];
 
 describe('health follows whether the store decides', () => {
-  it('ACL user without EVAL/EVALSHA: 503, gauge 0, store and (closed) RLS NOT_SERVING, error log; all recover on grant', async () => {
+  it('ACL user without EVAL/EVALSHA (default FAILURE_MODE=open): 503, gauge 0, store and RLS NOT_SERVING, error log; all recover on grant', async () => {
     await rawCommand(redis.port, ['ACL', 'SETUSER', 'rl', 'on', '>pw', '~*', '+@all', '-eval', '-evalsha', '-eval_ro', '-evalsha_ro']);
     const lines: string[] = [];
-    const svc = await start({ redisUrl: `redis://rl:pw@127.0.0.1:${redis.port}`, failureMode: 'closed', cacheKeyPrefix: 'acl:' }, lines);
+    const svc = await start({ redisUrl: `redis://rl:pw@127.0.0.1:${redis.port}`, failureMode: 'open', cacheKeyPrefix: 'acl:' }, lines);
     const client = new RlsTestClient(`127.0.0.1:${svc.grpcPort}`);
     try {
       const r = await readyz(svc.httpPort);
@@ -90,7 +90,7 @@ describe('health follows whether the store decides', () => {
         const r = await readyz(svc.httpPort);
         expect(r.status).toBe(503);
         expect(r.text).toMatch(/WRONGPASS/);
-        expect((await client.healthCheck('')).status).toBe('SERVING'); // open: this replica still answers
+        expect((await client.healthCheck('')).status).toBe('NOT_SERVING'); // answers are FAILURE_MODE's, not decisions
         expect((await client.healthCheck('ratelimit.store')).status).toBe('NOT_SERVING');
         expect(lines.some((l) => / ERROR .*WRONGPASS/.test(l))).toBe(true);
       } finally {
