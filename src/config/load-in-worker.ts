@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { indexValidatedFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
-import { withDefaults } from './limits.js';
+import { limitsOf } from './limits.js';
 import type { ErrorRecord, WorkerReply, WorkerRequest } from './load-worker.js';
 import type { ReadOptions } from './loader.js';
 
@@ -39,10 +39,7 @@ const { workerData } = require('node:worker_threads');
 })().catch((err) => { setImmediate(() => { throw err; }); });
 `;
 export function loadConfigDirInWorker(dir: string, options: WorkerLoadOptions): Promise<CompileResult> {
-  const limits = withDefaults({
-    ...options.limits,
-    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
-  });
+  const limits = limitsOf(options);
   const request: WorkerRequest = { dir, allFiles: options.allFiles ?? false, limits };
   return new Promise<CompileResult>((resolve) => {
     let settled = false;

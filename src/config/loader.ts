@@ -16,7 +16,7 @@ import { compileConfigFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
 import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
-import { DEFAULT_LIMITS } from './limits.js';
+import { DEFAULT_LIMITS, limitsOf } from './limits.js';
 
 export { isConfigFileName } from './file-policy.js';
 
@@ -161,12 +161,12 @@ function reason(err: unknown): string {
  * validation error of the readable ones. An empty directory is a valid configuration with no domains.
  */
 export async function loadConfigDir(dir: string, options: CompileOptions & ReadOptions): Promise<CompileResult> {
-  const maxFileBytes = options.maxFileBytes ?? options.limits?.maxFileBytes;
+  const limits = limitsOf(options);
   const { files, errors } = await readConfigFiles(dir, {
     ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
-    ...(maxFileBytes !== undefined ? { maxFileBytes } : {}),
+    maxFileBytes: limits.maxFileBytes,
   });
-  const compiled = compileConfigFiles(files, options);
+  const compiled = compileConfigFiles(files, { ...options, limits });
   if (errors.length === 0) return compiled;
   return { ok: false, errors: [...errors, ...(compiled.ok ? [] : compiled.errors)] };
 }
