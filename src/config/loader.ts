@@ -18,8 +18,6 @@ import { ConfigError } from './errors.js';
 import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
 import { DEFAULT_LIMITS, limitsOf } from './limits.js';
 
-export { isConfigFileName } from './file-policy.js';
-
 export interface ConfigFile {
   /** Relative to the directory. */
   readonly name: string;
