@@ -10,7 +10,6 @@
 import pino from 'pino';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
-export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error'];
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
