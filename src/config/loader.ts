@@ -10,12 +10,12 @@
  * a load never mixes files of two ConfigMap versions.
  */
 import { constants } from 'node:fs';
-import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { open, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileConfigFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
-import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
+import { decodeUtf8, isInside, listConfigNames, outsideError, tooLargeError } from './file-policy.js';
 import { DEFAULT_LIMITS, limitsOf } from './limits.js';
 
 export interface ConfigFile {
@@ -64,7 +64,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
   let realDir: string;
   try {
     realDir = await realpath(dir);
-    names = await listNames(dir, options.allFiles === true);
+    names = await listConfigNames(dir, options.allFiles === true);
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
@@ -92,26 +92,6 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
     }
   }
   return { files, errors };
-}
-
-/** Most directory levels followed below the rules directory with `allFiles`. */
-const MAX_DEPTH = 8;
-
-/**
- * The candidate names: the top level's, or with `allFiles` every non-hidden file in non-hidden subdirectories
- * too (`sub/file`), as envoyproxy/ratelimit loads its runtime directory.
- */
-async function listNames(dir: string, allFiles: boolean, prefix = '', depth = 0): Promise<string[]> {
-  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, allFiles));
-  if (!allFiles) return names;
-  const out: string[] = [];
-  for (const name of names) {
-    const rel = prefix === '' ? name : `${prefix}/${name}`;
-    const isDir = depth < MAX_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
-    if (isDir) out.push(...(await listNames(dir, allFiles, rel, depth + 1)));
-    else out.push(rel);
-  }
-  return out;
 }
 
 /**

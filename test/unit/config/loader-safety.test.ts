@@ -139,4 +139,11 @@ describe('the watcher fingerprint follows the same rules', () => {
     expect(await fingerprintConfigDir(dir, { allFiles: true })).not.toBe(before);
     expect(await fingerprintConfigDir(dir)).toBe(yamlOnly);
   });
+
+  it('agrees sync and async on the files of subdirectories with allFiles', async () => {
+    await writeFile(join(dir, 'a.yaml'), rule('a'));
+    await mkdir(join(dir, 'sub'));
+    await writeFile(join(dir, 'sub', 'b.conf'), rule('b'));
+    expect(fingerprintConfigDirSync(dir, { allFiles: true })).toBe(await fingerprintConfigDir(dir, { allFiles: true }));
+  });
 });
