@@ -96,11 +96,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
   let running = false;
   let again = false;
   // The state the caller has just loaded is the baseline.
-  const read: ReadOptions = {
-    ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
-    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
-  };
-  let last = fingerprintConfigDirSync(dir, read);
+  let last = fingerprintConfigDirSync(dir, options);
 
   const report = (err: unknown): void => {
     try {
@@ -118,7 +114,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
     }
     running = true;
     try {
-      const current = await fingerprintConfigDir(dir, read);
+      const current = await fingerprintConfigDir(dir, options);
       if (!closed && current !== last) {
         last = current;
         options.onChange();
