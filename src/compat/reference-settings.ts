@@ -136,7 +136,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('REDIS_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
   row('REDIS_TIMEOUT', '10s', 'unsupported', 'use REDIS_CONNECT_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (milliseconds)'),
   row('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION', 'false', 'unsupported', 'gRPC health is already NOT_SERVING while Redis cannot decide, in every FAILURE_MODE; GET /healthcheck is not (it is the Kubernetes readiness probe): GET /readyz is the HTTP check that follows Redis', { accepts: off }),
-  row('REDIS_STARTUP_INITIAL_INTERVAL', '1s', 'no-op', 'we start without waiting for Redis and answer by FAILURE_MODE until it is up'),
+  row('REDIS_STARTUP_INITIAL_INTERVAL', '1s', 'no-op', 'by default (REDIS_STARTUP=background) we start without waiting for Redis and answer by FAILURE_MODE until it is up; REDIS_STARTUP=wait or fail with REDIS_STARTUP_TIMEOUT_MS waits first'),
   row('REDIS_STARTUP_MAX_INTERVAL', '30s', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_STARTUP_MAX_ELAPSED_TIME', '0', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_PERSECOND', 'false', 'unsupported', PERSECOND, { accepts: off }),
