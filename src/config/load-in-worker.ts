@@ -13,6 +13,7 @@ import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
 import { limitsOf } from './limits.js';
 import type { ErrorRecord, WorkerReply, WorkerRequest } from './load-worker.js';
+import { withReadErrors } from './loader.js';
 import type { ReadOptions } from './loader.js';
 
 export interface WorkerLoadOptions extends CompileOptions, ReadOptions {
@@ -80,9 +81,7 @@ function fromReply(reply: WorkerReply, options: CompileOptions): CompileResult {
     errors: v.errors.map(toError),
     warnings: v.warnings.map(toError),
   }));
-  const compiled = indexValidatedFiles(validated, reply.version, options);
-  if (reply.readErrors.length === 0) return compiled;
-  return { ok: false, errors: [...reply.readErrors.map(toError), ...(compiled.ok ? [] : compiled.errors)] };
+  return withReadErrors(reply.readErrors.map(toError), indexValidatedFiles(validated, reply.version, options));
 }
 
 /** Structured clone drops Object.freeze; metadata is handed to the engine as frozen JSON. */

@@ -144,7 +144,11 @@ export async function loadConfigDir(dir: string, options: CompileOptions & ReadO
     ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
     maxFileBytes: limits.maxFileBytes,
   });
-  const compiled = compileConfigFiles(files, { ...options, limits });
-  if (errors.length === 0) return compiled;
-  return { ok: false, errors: [...errors, ...(compiled.ok ? [] : compiled.errors)] };
+  return withReadErrors(errors, compileConfigFiles(files, { ...options, limits }));
+}
+
+/** A compile result that also fails on the files that could not be read, listed first (loader and worker load). */
+export function withReadErrors(readErrors: readonly ConfigError[], compiled: CompileResult): CompileResult {
+  if (readErrors.length === 0) return compiled;
+  return { ok: false, errors: [...readErrors, ...(compiled.ok ? [] : compiled.errors)] };
 }
