@@ -10,7 +10,6 @@
 import pino from 'pino';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
-export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error'];
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -100,9 +99,10 @@ export function createLogger(options: LoggerOptions): RootLogger {
 }
 
 function wrap(p: pino.Logger): RootLogger {
+  // The message is not a field (formatters.log never sees it): its URL passwords are redacted here.
   const at = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) => {
-    if (fields === undefined) p[level](msg);
-    else p[level](fields, msg);
+    if (fields === undefined) p[level](redactUrlPasswords(msg));
+    else p[level](fields, redactUrlPasswords(msg));
   };
   return {
     debug: at('debug'),

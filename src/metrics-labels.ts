@@ -49,10 +49,6 @@ export class SeriesBounds {
     this.maxDetailed = max;
   }
 
-  get maxDetailedSeries(): number {
-    return this.maxDetailed;
-  }
-
   /**
    * Installs the rules in use. Returns the (domain, key) pairs that no longer belong to any configured rule
    * or admitted detailed key, and the domains that disappeared, so their series can be removed.
@@ -73,14 +69,6 @@ export class SeriesBounds {
     }
     this.configured = next;
     return { removedKeys, removedDomains };
-  }
-
-  domains(): string[] {
-    return [...this.configured.keys()];
-  }
-
-  configuredKeys(domain: string): readonly string[] {
-    return [...(this.configured.get(domain) ?? [])];
   }
 
   /** The domain label for a request's domain. */

@@ -139,27 +139,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       bounds.setMaxDetailed(max);
     },
     watchDeadlineMargin(ms) {
-      new Gauge({
-        name: 'ratelimit_grpc_deadline_margin_seconds',
-        help: 'Time kept before each caller\'s deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.',
-        registers,
-        collect() {
-          this.set(ms() / 1000);
-        },
-      });
+      scrapedGauge(registers, 'ratelimit_grpc_deadline_margin_seconds', 'Time kept before each caller\'s deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.', () => ms() / 1000);
     },
     watchRedis(stats) {
       // Counters kept by the store itself, read at scrape time.
       const counter = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(pick(stats()));
-          },
-        });
+        scrapedCounter(registers, name, help, () => pick(stats()));
       counter('ratelimit_redis_requests_total', 'Requests that needed Redis.', (s) => s.requests);
       counter('ratelimit_redis_script_calls_total', 'Batch script calls sent (one per request; per slot on Cluster).', (s) => s.scriptCalls);
       counter('ratelimit_redis_round_trips_total', 'Pipelines written to Redis (network round trips); below requests when concurrent requests share one.', (s) => s.roundTrips);
@@ -169,27 +154,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
     },
     watchOverLimitCache(stats) {
-      new Counter({
-        name: 'ratelimit_over_limit_cache_hits_total',
-        help: 'Requests answered from the local over-limit cache without Redis.',
-        registers,
-        collect() {
-          this.reset();
-          this.inc(stats().hits);
-        },
-      });
-      new Gauge({
-        name: 'ratelimit_over_limit_cache_entries',
-        help: 'Keys currently known to be over their limit.',
-        registers,
-        collect() {
-          this.set(stats().entries);
-        },
-      });
+      scrapedCounter(registers, 'ratelimit_over_limit_cache_hits_total', 'Requests answered from the local over-limit cache without Redis.', () => stats().hits);
+      scrapedGauge(registers, 'ratelimit_over_limit_cache_entries', 'Keys currently known to be over their limit.', () => stats().entries);
     },
     watchMemory(stats) {
       const gauge = (name: string, help: string, pick: (s: ReturnType<typeof stats>) => number) =>
-        new Gauge({ name, help, registers, collect() { this.set(pick(stats())); } });
+        scrapedGauge(registers, name, help, () => pick(stats()));
       gauge('ratelimit_memory_keys', 'Keys held by the in-memory store.', (s) => s.keys);
       gauge('ratelimit_memory_bytes', 'Accounted bytes of the in-memory store (bounded by MEMORY_MAX_BYTES).', (s) => s.bytes);
       gauge('ratelimit_memory_protected_keys', 'Keys with no quota left, which eviction spares while other keys remain.', (s) => s.protectedKeys);
@@ -205,17 +175,19 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
           this.inc({ reason: 'lru' }, s.evicted);
         },
       });
-      new Counter({
-        name: 'ratelimit_memory_unstored_total',
-        help: 'New keys decided but not stored because every stored key was over its limit and memory was full.',
-        registers,
-        collect() {
-          this.reset();
-          this.inc(stats().unstored);
-        },
-      });
+      scrapedCounter(registers, 'ratelimit_memory_unstored_total', 'New keys decided but not stored because every stored key was over its limit and memory was full.', () => stats().unstored);
     },
   };
+}
+
+/** A counter whose total is kept by another component and read at scrape time. */
+function scrapedCounter(registers: Registry[], name: string, help: string, value: () => number): void {
+  new Counter({ name, help, registers, collect() { this.reset(); this.inc(value()); } });
+}
+
+/** A gauge read at scrape time. */
+function scrapedGauge(registers: Registry[], name: string, help: string, value: () => number): void {
+  new Gauge({ name, help, registers, collect() { this.set(value()); } });
 }
 
 /** The package version, from the package.json next to src/ (checkout) or dist/ (image). */

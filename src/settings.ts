@@ -228,12 +228,15 @@ export function loadSettings(
     let raw = own;
     if (derived !== undefined && rereads(derived, s.env)) raw = fromFlags.get(name) ?? derived.value;
     else if (derived !== undefined) {
-      if (own !== undefined && !sameValue(s, own, derived.value)) {
+      const same = own === undefined || sameValue(s, own, derived.value);
+      if (same === false) {
         const source = fromFlags.has(name) ? flagName(s.env) : s.env;
         problems.push(`${derived.from} (envoyproxy/ratelimit) means ${s.env}=${derived.value}, but ${source} is '${own}': set only one of them`);
         continue;
       }
-      raw = own ?? derived.value;
+      // Agreeing, or one of them does not parse: parse the derived value when ours is absent or fine, so that a
+      // bad value is reported by its parser (below), not as a disagreement.
+      if (own === undefined || (same === undefined && parses(s, own))) raw = derived.value;
     }
     if (raw === undefined) {
       settings[name] = s.default;
@@ -242,7 +245,7 @@ export function loadSettings(
     try {
       settings[name] = s.parse(raw);
     } catch (err) {
-      const source = fromFlags.has(name) ? flagName(s.env) : s.env;
+      const source = raw === own && fromFlags.has(name) ? flagName(s.env) : s.env;
       problems.push(`${source}: ${(err as Error).message}`);
     }
   }
@@ -250,10 +253,20 @@ export function loadSettings(
   return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices };
 }
 
-function sameValue(s: SettingSpec<unknown>, a: string, b: string): boolean {
+/** Whether two raw values mean the same; undefined when one does not parse (loadSettings then reports it). */
+function sameValue(s: SettingSpec<unknown>, a: string, b: string): boolean | undefined {
   try {
     return JSON.stringify(s.parse(a)) === JSON.stringify(s.parse(b));
   } catch {
-    return false; // the bad one is reported by its own parser
+    return undefined;
+  }
+}
+
+function parses(s: SettingSpec<unknown>, raw: string): boolean {
+  try {
+    s.parse(raw);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -238,14 +238,11 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
 }
 
 function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLevel {
-  const frozen = new Map<NodeBuilder, IndexNode>();
   const node = (b: NodeBuilder): IndexNode => {
-    const done = frozen.get(b);
-    if (done !== undefined) return done;
     if (b.raw.valueToMetric) sawValueToMetric();
     const c = b.children;
     const hasChildren = c.exact.size + c.wildcards.size + c.keyOnly.size + c.keyPatterns.length > 0;
-    const built: IndexNode = Object.freeze({
+    return Object.freeze({
       key: b.raw.key,
       value: b.raw.value,
       ...(isWildcard(b.raw.value) ? { glob: compileGlob(b.raw.value) } : {}),
@@ -254,8 +251,6 @@ function freezeLevel(level: LevelBuilder, sawValueToMetric: () => void): IndexLe
       valueToMetric: b.raw.valueToMetric,
       ...(hasChildren ? { children: freezeLevel(b.children, sawValueToMetric) } : {}),
     });
-    frozen.set(b, built);
-    return built;
   };
   const exact = new Map<string, ReadonlyMap<string, IndexNode>>();
   for (const [key, byValue] of level.exact) {

@@ -3,7 +3,9 @@
  * which names are rules files, that a file's real path stays inside the real directory (a symlink pointing out
  * of it is refused, so no outside content is ever echoed in errors, logs or /rules), and strict UTF-8.
  */
-import { relative, isAbsolute, sep } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { ConfigError } from './errors.js';
 
 const YAML_NAME = /\.ya?ml$/i;
@@ -14,6 +16,49 @@ const YAML_NAME = /\.ya?ml$/i;
  */
 export function isConfigFileName(name: string, allFiles = false): boolean {
   return !name.startsWith('.') && (allFiles || YAML_NAME.test(name));
+}
+
+/** Most directory levels followed below the rules directory with `allFiles`. */
+const MAX_SUBDIR_DEPTH = 8;
+
+/**
+ * The candidate names of a rules directory: the top level's, or with `allFiles` every non-hidden file in
+ * non-hidden subdirectories too (`sub/file`), as envoyproxy/ratelimit loads its runtime directory. The loader
+ * lists with this one; the watcher's synchronous baseline with its twin below, which must walk alike.
+ */
+export async function listConfigNames(dir: string, allFiles: boolean, prefix = '', depth = 0): Promise<string[]> {
+  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, allFiles));
+  if (!allFiles) return names;
+  const out: string[] = [];
+  for (const name of names) {
+    const rel = prefix === '' ? name : `${prefix}/${name}`;
+    const isDir = depth < MAX_SUBDIR_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
+    if (isDir) out.push(...(await listConfigNames(dir, allFiles, rel, depth + 1)));
+    else out.push(rel);
+  }
+  return out;
+}
+
+/** listConfigNames, synchronously (watcher.ts fingerprintConfigDirSync). */
+export function listConfigNamesSync(dir: string, allFiles: boolean, prefix = '', depth = 0): string[] {
+  const names = readdirSync(join(dir, prefix)).filter((n) => isConfigFileName(n, allFiles));
+  if (!allFiles) return names;
+  const out: string[] = [];
+  for (const name of names) {
+    const rel = prefix === '' ? name : `${prefix}/${name}`;
+    const isDir = depth < MAX_SUBDIR_DEPTH && isDirectorySync(join(dir, rel));
+    if (isDir) out.push(...listConfigNamesSync(dir, allFiles, rel, depth + 1));
+    else out.push(rel);
+  }
+  return out;
+}
+
+function isDirectorySync(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** True when `realPath` is `realDir` itself or below it (both already resolved with realpath). */

@@ -31,6 +31,17 @@ export function withDefaults(limits: Partial<ConfigLimits> | undefined): ConfigL
 }
 
 /**
+ * The limits of a load whose options may also carry `maxFileBytes` (ReadOptions, CONFIG_MAX_FILE_BYTES): that
+ * one bound serves both the reader and the validator, wherever the load runs (loader.ts, load-in-worker.ts).
+ */
+export function limitsOf(options: { readonly limits?: Partial<ConfigLimits>; readonly maxFileBytes?: number }): ConfigLimits {
+  return withDefaults({
+    ...options.limits,
+    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
+  });
+}
+
+/**
  * Thrown when a file exceeds a limit: validating it further could cost without bound, so its validation stops
  * there (validate.ts turns it into the file's error).
  */

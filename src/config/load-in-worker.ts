@@ -11,8 +11,9 @@ import { Worker } from 'node:worker_threads';
 import { indexValidatedFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
-import { withDefaults } from './limits.js';
+import { limitsOf } from './limits.js';
 import type { ErrorRecord, WorkerReply, WorkerRequest } from './load-worker.js';
+import { withReadErrors } from './loader.js';
 import type { ReadOptions } from './loader.js';
 
 export interface WorkerLoadOptions extends CompileOptions, ReadOptions {
@@ -39,10 +40,7 @@ const { workerData } = require('node:worker_threads');
 })().catch((err) => { setImmediate(() => { throw err; }); });
 `;
 export function loadConfigDirInWorker(dir: string, options: WorkerLoadOptions): Promise<CompileResult> {
-  const limits = withDefaults({
-    ...options.limits,
-    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
-  });
+  const limits = limitsOf(options);
   const request: WorkerRequest = { dir, allFiles: options.allFiles ?? false, limits };
   return new Promise<CompileResult>((resolve) => {
     let settled = false;
@@ -83,9 +81,7 @@ function fromReply(reply: WorkerReply, options: CompileOptions): CompileResult {
     errors: v.errors.map(toError),
     warnings: v.warnings.map(toError),
   }));
-  const compiled = indexValidatedFiles(validated, reply.version, options);
-  if (reply.readErrors.length === 0) return compiled;
-  return { ok: false, errors: [...reply.readErrors.map(toError), ...(compiled.ok ? [] : compiled.errors)] };
+  return withReadErrors(reply.readErrors.map(toError), indexValidatedFiles(validated, reply.version, options));
 }
 
 /** Structured clone drops Object.freeze; metadata is handed to the engine as frozen JSON. */

@@ -7,7 +7,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { contentVersion } from './compile.js';
 import type { ConfigError } from './errors.js';
-import { withDefaults } from './limits.js';
 import type { ConfigLimits } from './limits.js';
 import { readConfigFiles } from './loader.js';
 import type { RawFile } from './raw.js';
@@ -36,7 +35,7 @@ export interface WorkerReply {
 const record = (e: ConfigError): ErrorRecord => ({ file: e.file, line: e.line, column: e.column, path: e.path, reason: e.reason });
 
 const request = workerData as WorkerRequest;
-const limits = withDefaults(request.limits);
+const limits = request.limits; // complete: load-in-worker.ts filled in the defaults (limitsOf)
 const { files, errors } = await readConfigFiles(request.dir, { allFiles: request.allFiles, maxFileBytes: limits.maxFileBytes });
 const reply: WorkerReply = {
   readErrors: errors.map(record),

@@ -10,15 +10,13 @@
  * a load never mixes files of two ConfigMap versions.
  */
 import { constants } from 'node:fs';
-import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { open, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileConfigFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
-import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
-import { DEFAULT_LIMITS } from './limits.js';
-
-export { isConfigFileName } from './file-policy.js';
+import { decodeUtf8, isInside, listConfigNames, outsideError, tooLargeError } from './file-policy.js';
+import { DEFAULT_LIMITS, limitsOf } from './limits.js';
 
 export interface ConfigFile {
   /** Relative to the directory. */
@@ -66,7 +64,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
   let realDir: string;
   try {
     realDir = await realpath(dir);
-    names = await listNames(dir, options.allFiles === true);
+    names = await listConfigNames(dir, options.allFiles === true);
   } catch (err) {
     return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
   }
@@ -94,26 +92,6 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
     }
   }
   return { files, errors };
-}
-
-/** Most directory levels followed below the rules directory with `allFiles`. */
-const MAX_DEPTH = 8;
-
-/**
- * The candidate names: the top level's, or with `allFiles` every non-hidden file in non-hidden subdirectories
- * too (`sub/file`), as envoyproxy/ratelimit loads its runtime directory.
- */
-async function listNames(dir: string, allFiles: boolean, prefix = '', depth = 0): Promise<string[]> {
-  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, allFiles));
-  if (!allFiles) return names;
-  const out: string[] = [];
-  for (const name of names) {
-    const rel = prefix === '' ? name : `${prefix}/${name}`;
-    const isDir = depth < MAX_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
-    if (isDir) out.push(...(await listNames(dir, allFiles, rel, depth + 1)));
-    else out.push(rel);
-  }
-  return out;
 }
 
 /**
@@ -161,12 +139,16 @@ function reason(err: unknown): string {
  * validation error of the readable ones. An empty directory is a valid configuration with no domains.
  */
 export async function loadConfigDir(dir: string, options: CompileOptions & ReadOptions): Promise<CompileResult> {
-  const maxFileBytes = options.maxFileBytes ?? options.limits?.maxFileBytes;
+  const limits = limitsOf(options);
   const { files, errors } = await readConfigFiles(dir, {
     ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
-    ...(maxFileBytes !== undefined ? { maxFileBytes } : {}),
+    maxFileBytes: limits.maxFileBytes,
   });
-  const compiled = compileConfigFiles(files, options);
-  if (errors.length === 0) return compiled;
-  return { ok: false, errors: [...errors, ...(compiled.ok ? [] : compiled.errors)] };
+  return withReadErrors(errors, compileConfigFiles(files, { ...options, limits }));
+}
+
+/** A compile result that also fails on the files that could not be read, listed first (loader and worker load). */
+export function withReadErrors(readErrors: readonly ConfigError[], compiled: CompileResult): CompileResult {
+  if (readErrors.length === 0) return compiled;
+  return { ok: false, errors: [...readErrors, ...(compiled.ok ? [] : compiled.errors)] };
 }

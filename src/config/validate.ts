@@ -6,6 +6,7 @@
 import { LineCounter, isMap, isScalar, parseAllDocuments, parseDocument } from 'yaml';
 import type { Document, YAMLMap } from 'yaml';
 import { ConfigError } from './errors.js';
+import { tooLargeError } from './file-policy.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
 import { isKeyPattern, isWildcard } from './glob.js';
@@ -23,10 +24,7 @@ type Validated = { file: RawFile; errors: ConfigError[]; warnings: ConfigError[]
 export function validateFile(name: string, text: string, limits: ConfigLimits = DEFAULT_LIMITS): Validated {
   const empty: RawFile = { name, domainPosition: { line: 1, column: 1 }, descriptors: [] };
   const bytes = Buffer.byteLength(text);
-  if (bytes > limits.maxFileBytes) {
-    const reason = `file is ${bytes} bytes, more than the limit of ${limits.maxFileBytes} (CONFIG_MAX_FILE_BYTES)`;
-    return { file: empty, errors: [new ConfigError({ file: name, line: 1, column: 1, path: '', reason })], warnings: [] };
-  }
+  if (bytes > limits.maxFileBytes) return { file: empty, errors: [tooLargeError(name, bytes, limits.maxFileBytes)], warnings: [] };
   const lineCounter = new LineCounter();
   let doc: Document;
   const later: Document[] = [];

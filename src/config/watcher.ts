@@ -11,11 +11,11 @@
  * - A periodic poll does the same hash comparison, covering missed events, filesystems without inotify and
  *   watchers that died; a watcher that errors is closed, reported and re-created at the next poll.
  */
-import { readFileSync, readdirSync, realpathSync, statSync, watch } from 'node:fs';
+import { readFileSync, realpathSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { decodeUtf8, isConfigFileName, isInside, outsideError, tooLargeError } from './file-policy.js';
+import { decodeUtf8, isInside, listConfigNamesSync, outsideError, tooLargeError } from './file-policy.js';
 import { DEFAULT_LIMITS } from './limits.js';
 import { readConfigFiles } from './loader.js';
 import type { ReadOptions } from './loader.js';
@@ -54,7 +54,7 @@ export function fingerprintConfigDirSync(dir: string, options: ReadOptions = {})
   const maxBytes = options.maxFileBytes ?? DEFAULT_LIMITS.maxFileBytes;
   try {
     const realDir = realpathSync.native(dir);
-    const names = readdirSync(dir).filter((n) => isConfigFileName(n, options.allFiles));
+    const names = listConfigNamesSync(dir, options.allFiles === true);
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const name of names) {
       const path = join(dir, name);
@@ -96,11 +96,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
   let running = false;
   let again = false;
   // The state the caller has just loaded is the baseline.
-  const read: ReadOptions = {
-    ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
-    ...(options.maxFileBytes !== undefined ? { maxFileBytes: options.maxFileBytes } : {}),
-  };
-  let last = fingerprintConfigDirSync(dir, read);
+  let last = fingerprintConfigDirSync(dir, options);
 
   const report = (err: unknown): void => {
     try {
@@ -118,7 +114,7 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
     }
     running = true;
     try {
-      const current = await fingerprintConfigDir(dir, read);
+      const current = await fingerprintConfigDir(dir, options);
       if (!closed && current !== last) {
         last = current;
         options.onChange();

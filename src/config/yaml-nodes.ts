@@ -59,7 +59,8 @@ export class FileContext {
   }
 
   /**
-   * Follows an alias to the node it names; undefined for an unknown anchor (reported by the caller). Throws
+   * Follows an alias to the node it names; undefined for an unknown anchor (already reported, once, by the
+   * constructor). Throws
    * LimitExceeded when the file's aliases have expanded to too many nodes (see aliases.ts).
    */
   deref(node: unknown): Node | undefined {

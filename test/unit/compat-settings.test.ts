@@ -131,6 +131,12 @@ describe('conflicts and unsupported settings', () => {
     expect(problems({ REDIS_URL: 'redis://:a@h:1', REDIS_AUTH: 'b' })).toEqual(['REDIS_AUTH and the password in REDIS_URL disagree: set only one of them']);
   });
 
+  it('reports a value that does not parse as such, not as a disagreement', () => {
+    expect(problems({ PORT: '8080', HTTP_PORT: 'abc' })).toEqual(["HTTP_PORT: 'abc' is not a whole number"]);
+    expect(problems({ PORT: 'abc', HTTP_PORT: 'abc' })).toEqual(["HTTP_PORT: 'abc' is not a whole number"]);
+    expect(problems({ PORT: 'abc' }, ['--http-port', '9000'])).toEqual(["HTTP_PORT: 'abc' is not a whole number"]);
+  });
+
   it('accepts both names when they agree', () => {
     expect(loadSettings({ PORT: '9000', HTTP_PORT: '9000', BACKEND_TYPE: 'REDIS', BACKEND: 'redis' }).settings.httpPort).toBe(9000);
   });

@@ -28,6 +28,15 @@ describe('logger (pino)', () => {
     expect(json()[0]).toMatchObject({ password: '***', redis: { auth: '***', url: 'redis://app:***@db:6379/0' }, note: 'via rediss://:***@h:1' });
   });
 
+  it('redacts the password of a URL in the message too', () => {
+    const { log, lines } = capture();
+    log.warn('cannot reach redis://app:hunter2@db:6379');
+    log.warn('cannot reach redis://app:hunter2@db:6379', { attempt: 2 });
+    componentLogger(log, 'store').error('lost rediss://:p4ss@h:1');
+    expect(lines.join('\n')).not.toMatch(/hunter2|p4ss/);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'cannot reach redis://app:***@db:6379' });
+  });
+
   it('writes an Error with its type, message and stack', () => {
     const { log, json } = capture();
     log.error('request failed', { error: new TypeError('boom') });

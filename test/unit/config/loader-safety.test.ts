@@ -6,7 +6,7 @@
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfigDir, readConfigFiles } from '../../../src/config/index.js';
+import { loadConfigDir, loadConfigDirInWorker, readConfigFiles } from '../../../src/config/index.js';
 import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/watcher.js';
 import { ConfigMapDir, tempDir } from './fs-helpers.js';
 
@@ -97,6 +97,17 @@ describe('encoding and size', () => {
       'big.yaml:1:1: file is 5091 bytes, more than the limit of 4096 (CONFIG_MAX_FILE_BYTES)',
     ]);
   });
+
+  it('accepts a file over the default size when maxFileBytes is raised, at start as on reload', async () => {
+    const text = `${rule('big')}# ${'x'.repeat(1024 * 1024)}\n`;
+    await writeFile(join(dir, 'big.yaml'), text);
+    const options = { mergeDomains: false, maxFileBytes: 2 * 1024 * 1024 };
+    const initial = await loadConfigDir(dir, options);
+    expect(messages(initial)).toEqual([]);
+    const reloaded = await loadConfigDirInWorker(dir, { ...options, timeoutMs: 30_000 });
+    expect(messages(reloaded)).toEqual([]);
+    expect(initial.ok && reloaded.ok && initial.config.version).toBe(reloaded.ok && reloaded.config.version);
+  });
 });
 
 describe('allFiles (envoyproxy/ratelimit runtime directory)', () => {
@@ -127,5 +138,12 @@ describe('the watcher fingerprint follows the same rules', () => {
     await writeFile(join(dir, 'd.conf'), rule('d2'));
     expect(await fingerprintConfigDir(dir, { allFiles: true })).not.toBe(before);
     expect(await fingerprintConfigDir(dir)).toBe(yamlOnly);
+  });
+
+  it('agrees sync and async on the files of subdirectories with allFiles', async () => {
+    await writeFile(join(dir, 'a.yaml'), rule('a'));
+    await mkdir(join(dir, 'sub'));
+    await writeFile(join(dir, 'sub', 'b.conf'), rule('b'));
+    expect(fingerprintConfigDirSync(dir, { allFiles: true })).toBe(await fingerprintConfigDir(dir, { allFiles: true }));
   });
 });
