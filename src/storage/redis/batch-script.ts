@@ -66,6 +66,9 @@ export function luaLibraries(): string {
 /** Most checks in one script call: far above any real request, below Lua's and Redis's argument limits. */
 export const MAX_BATCH_CHECKS = 100_000;
 
+/** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
+type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
+
 /**
  * Calls the script with the built-in EVALSHA (EVAL once on NOSCRIPT: a restarted or flushed Redis has an empty
  * script cache, and EVAL caches the text again). Not `defineCommand`: a command defined per key count after
@@ -74,9 +77,6 @@ export const MAX_BATCH_CHECKS = 100_000;
  * more. EVALSHA is a built-in with known key positions, so auto-pipelining on Cluster routes the call by its
  * first key (the slot of all its keys), and the arguments go as one array (no spread of 60 000 values).
  */
-/** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
-type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
-
 export class BatchCommands {
   readonly sha: string;
   constructor(
