@@ -20,7 +20,7 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
 import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
-import { closeClient, openClient, waitReady, type RedisClient } from './connection.js';
+import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
@@ -240,7 +240,7 @@ export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | un
 function toStoreError(error: unknown): StoreError {
   if (error instanceof StoreError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const code = /timed? ?out/i.test(message) ? 'STORE_TIMEOUT' : 'STORE_UNAVAILABLE';
+  const code = isTimeoutText(message) ? 'STORE_TIMEOUT' : 'STORE_UNAVAILABLE';
   return new StoreError(code, `Redis: ${message}`, { cause: error });
 }
 
