@@ -18,7 +18,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
@@ -88,7 +88,7 @@ export class ResilientStore implements CounterStore {
 
   /** The primary's own state (whatever the failure mode answers meanwhile). */
   health(): StoreHealth {
-    return this.primary.health?.() ?? { connected: true, healthy: this.primary.isReady() };
+    return healthOf(this.primary);
   }
 
   stats(): ResilientStoreStats {

@@ -9,6 +9,7 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/typ
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';
+import { ResilientStore } from '../../../src/storage/resilient.js';
 import type { RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { createRedisStore } from '../../../src/storage/redis/redis-store.js';
 import { startRedis } from '../../support/redis.js';
@@ -101,6 +102,32 @@ describe('OverLimitCache across a Redis restart', () => {
       expect(await cache.apply([over], T0)).toEqual([{ allowed: true, remaining: 0, resetMs: 59_000 }]);
     } finally {
       await cache.close();
+      await server.stop();
+    }
+  });
+
+  it('forgets everything during an outage seen only through health(), as ResilientStore sees it (store-factory order)', async () => {
+    const server = await startRedis();
+    const store = createRedisStore({ url: server.url });
+    const cache = new OverLimitCache(store, { maxEntries: 10 });
+    const resilient = new ResilientStore(cache, { mode: 'open', expectedReplicas: 1, clock: new FakeClock(T0) });
+    try {
+      await store.waitUntilReady(5000);
+      const over = check(1);
+      await resilient.apply([over], T0);
+      await resilient.apply([over], T0);
+      expect(cache.stats().entries).toBe(1);
+      await server.stopRedis();
+      const until = Date.now() + 5000;
+      while (store.health().connected && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      // answered by FAILURE_MODE=open; nobody calls isReady()
+      expect(await resilient.apply([over], T0)).toEqual([{ allowed: true, remaining: 1, resetMs: 60_000 }]);
+      await server.restart();
+      await store.waitUntilReady(5000);
+      // Redis lost the count, and so did the cache.
+      expect(await resilient.apply([over], T0)).toEqual([{ allowed: true, remaining: 0, resetMs: 59_000 }]);
+    } finally {
+      await resilient.close();
       await server.stop();
     }
   });
