@@ -13,7 +13,7 @@ import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
-const LIBRARIES = ['int_math', 'meter'] as const;
+const LIBRARIES = ['int_math', 'meter', 'window_count'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
 /** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
 const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
@@ -58,7 +58,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   return { lua: template.replace(MARKER, () => parts.join('\n')), algorithms };
 }
 
-/** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER), as one text. */
+/** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER, WINDOW_COUNT), as one text. */
 export function luaLibraries(): string {
   return LIBRARIES.map((name) => `-- lib/${name}.lua\n${readFileSync(join(LUA_DIR, 'lib', `${name}.lua`), 'utf8')}`).join('\n');
 }
