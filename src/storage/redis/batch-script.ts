@@ -63,7 +63,10 @@ export function luaLibraries(): string {
   return LIBRARIES.map((name) => `-- lib/${name}.lua\n${readFileSync(join(LUA_DIR, 'lib', `${name}.lua`), 'utf8')}`).join('\n');
 }
 
-/** Most checks in one script call: far above any real request, below Lua's and Redis's argument limits. */
+/**
+ * Most checks in one script call: far above any real request, below Lua's and Redis's argument limits.
+ * RedisStore.apply refuses larger requests (a call carries at most one request's checks).
+ */
 export const MAX_BATCH_CHECKS = 100_000;
 
 /** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
@@ -115,9 +118,6 @@ export async function runBatch(
   commit: boolean,
   expiresRedisMs = 0,
 ): Promise<BatchReply> {
-  if (checks.length > MAX_BATCH_CHECKS) {
-    throw new Error(`batch of ${checks.length} checks exceeds the store's limit of ${MAX_BATCH_CHECKS} per call`);
-  }
   const args: (string | number)[] = checks.map((c) => c.key);
   args.push(nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs)));
   for (const c of checks) args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
