@@ -18,6 +18,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
+import { withDeadline } from './deadline.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
@@ -103,25 +104,7 @@ export class ResilientStore implements CounterStore {
   private askPrimary(checks: readonly LimitCheck[], nowMs: number, deadlineMs: number | undefined): Promise<LimitOutcome[]> {
     if (deadlineMs === undefined) return this.primary.apply(checks, nowMs);
     const giveUpAt = deadlineMs - this.margin;
-    const left = giveUpAt - this.options.clock.nowMs();
-    if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'no time left before the deadline'));
-    const work = this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt });
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new StoreError('STORE_TIMEOUT', `primary store did not answer within ${left} ms`)),
-        left,
-      );
-      work.then(
-        (outcomes) => {
-          clearTimeout(timer);
-          resolve(outcomes);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        },
-      );
-    });
+    return withDeadline(() => this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt }), giveUpAt, this.options.clock);
   }
 
   private async fallback(checks: readonly LimitCheck[], nowMs: number, reason: string, error: unknown): Promise<LimitOutcome[]> {

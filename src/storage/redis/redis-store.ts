@@ -24,6 +24,7 @@ import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } f
 import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
+import { withDeadline } from '../deadline.js';
 
 export interface RedisStoreStats {
   /** apply() calls with at least one check. */
@@ -208,33 +209,6 @@ function groupBySlot(checks: readonly LimitCheck[]): number[][] {
     else bySlot.set(slot, [i]);
   });
   return [...bySlot.values()];
-}
-
-/**
- * Start `work` and settle by the absolute deadline, else reject with STORE_TIMEOUT (the late result is
- * dropped, its rejection handled). Past the deadline already, `work` is not started at all.
- */
-export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | undefined, clock: Clock, onGiveUp?: () => void): Promise<T> {
-  if (deadlineMs === undefined) return start();
-  const left = deadlineMs - clock.nowMs();
-  if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'deadline passed before the store was asked'));
-  const work = start();
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      onGiveUp?.();
-      reject(new StoreError('STORE_TIMEOUT', `store did not answer within ${left} ms (request deadline)`));
-    }, left);
-    work.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }
 
 function toStoreError(error: unknown): StoreError {
