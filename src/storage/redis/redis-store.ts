@@ -93,7 +93,7 @@ export class RedisStore implements CounterStore {
     const expiresRedisMs = deadlineMs === undefined ? 0 : this.monitor.toRedisMs(deadlineMs);
     let gaveUp = false;
     const work = () =>
-      this.decide(checks, nowMs, expiresRedisMs).then((result) => {
+      this.decide(checks, nowMs, expiresRedisMs, () => gaveUp).then((result) => {
         if (gaveUp && result.committed) this.counters.lateCommits++;
         return result.outcomes;
       });
@@ -153,8 +153,16 @@ export class RedisStore implements CounterStore {
     await closeClient(this.client);
   }
 
-  /** The outcomes, and whether anything was counted (to notice a commit after the caller gave up). */
-  private async decide(checks: readonly LimitCheck[], nowMs: number, expiresRedisMs: number): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
+  /**
+   * The outcomes, and whether anything was counted (to notice a commit after the caller gave up). Across
+   * slots, no commit phase is sent once `gaveUp()`: the caller answered by its failure mode.
+   */
+  private async decide(
+    checks: readonly LimitCheck[],
+    nowMs: number,
+    expiresRedisMs: number,
+    gaveUp: () => boolean,
+  ): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
     const groups = this.cluster ? groupBySlot(checks) : [checks.map((_, i) => i)];
     if (groups.length === 1) {
       const reply = await this.call(checks, nowMs, true, expiresRedisMs);
@@ -169,7 +177,7 @@ export class RedisStore implements CounterStore {
       return { admitted: replies.every((r) => r.admitted), outcomes };
     };
     const dry = await run(false);
-    if (!dry.admitted) return { outcomes: dry.outcomes, committed: false };
+    if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };
   }
