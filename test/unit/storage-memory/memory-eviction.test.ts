@@ -37,6 +37,17 @@ describe('MemoryStore eviction cannot be used to bypass a limit', () => {
     expect(await allowed(check('k', 3), T0 + 3)).toBe(false);
   });
 
+  it('a key repeated in a rejected batch keeps its stored quota and stays evictable', async () => {
+    store = new MemoryStore({ maxKeys: 1 });
+    await store.apply([check('k', 2)], T0); // 1 left
+    // The second check sees the first's hit (nothing left) and rejects the batch: the stored state keeps 1.
+    const outcomes = await store.apply([check('k', 2), check('k', 2)], T0 + 1);
+    expect(outcomes.map((o) => o.allowed)).toEqual([true, false]);
+    expect(store.stats().protectedKeys).toBe(0);
+    expect(await allowed(check('other', 5), T0 + 2)).toBe(true);
+    expect(store.stats()).toMatchObject({ keys: 1, evicted: 1, unstored: 0 });
+  });
+
   it('evicts under-limit keys, least recently used first, before any over-limit one', async () => {
     store = new MemoryStore({ maxKeys: 4 });
     await store.apply([check('over', 1)], T0);
