@@ -64,7 +64,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
   // REDIS_STARTUP: background waits only the connect timeout; wait and fail wait REDIS_STARTUP_TIMEOUT_MS,
   // then fail exits with the cause. Otherwise the failure mode answers and the cause is logged every 5 s.
   const waitMs = settings.redisStartup === 'background' ? settings.redisConnectTimeoutMs : settings.redisStartupTimeoutMs;
-  const where = { url: redactUrl(settings.redisUrl), type: settings.redisType };
+  const where = { url: redactRedisUrl(settings.redisUrl), type: settings.redisType };
   try {
     await redis.waitUntilReady(waitMs);
     log.info('connected to Redis', where);
@@ -99,9 +99,4 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
 
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
-}
-
-/** The URL without its password, for logs. */
-export function redactUrl(url: string): string {
-  return redactRedisUrl(url);
 }

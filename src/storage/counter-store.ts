@@ -69,3 +69,8 @@ export interface CounterStore {
   health?(): StoreHealth;
   close(): Promise<void>;
 }
+
+/** A store's health: its own health() when it has one, else what isReady() says (an in-process store is connected). */
+export function healthOf(store: CounterStore): StoreHealth {
+  return store.health?.() ?? { connected: true, healthy: store.isReady() };
+}

@@ -16,7 +16,7 @@
  *   replica's limit, but its resetMs may be short (Redis would then answer a later time).
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
 
 export interface OverLimitCacheOptions {
   /** Most entries kept (integer >= 1). */
@@ -72,15 +72,23 @@ export class OverLimitCache implements CounterStore {
   }
 
   isReady(): boolean {
-    const ready = this.inner.isReady();
-    // What was learnt from a store we lost contact with may not hold when it is back (a restarted Redis is
-    // empty): start afresh, so every replica again answers as the store does.
-    if (!ready) this.until.clear();
-    return ready;
+    return this.keepWhile(this.inner.isReady());
   }
 
+  /** ResilientStore asks this (not isReady) before every call, so an outage is noticed here too. */
   health(): StoreHealth {
-    return this.inner.health?.() ?? { connected: true, healthy: this.inner.isReady() };
+    const health = healthOf(this.inner);
+    this.keepWhile(health.healthy);
+    return health;
+  }
+
+  /**
+   * What was learnt from a store we lost contact with may not hold when it is back (a restarted Redis is
+   * empty): start afresh, so every replica again answers as the store does.
+   */
+  private keepWhile(ready: boolean): boolean {
+    if (!ready) this.until.clear();
+    return ready;
   }
 
   stats(): OverLimitCacheStats {

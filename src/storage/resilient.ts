@@ -18,7 +18,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from './counter-store.js';
+import { withDeadline } from './deadline.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
@@ -88,7 +89,7 @@ export class ResilientStore implements CounterStore {
 
   /** The primary's own state (whatever the failure mode answers meanwhile). */
   health(): StoreHealth {
-    return this.primary.health?.() ?? { connected: true, healthy: this.primary.isReady() };
+    return healthOf(this.primary);
   }
 
   stats(): ResilientStoreStats {
@@ -103,25 +104,7 @@ export class ResilientStore implements CounterStore {
   private askPrimary(checks: readonly LimitCheck[], nowMs: number, deadlineMs: number | undefined): Promise<LimitOutcome[]> {
     if (deadlineMs === undefined) return this.primary.apply(checks, nowMs);
     const giveUpAt = deadlineMs - this.margin;
-    const left = giveUpAt - this.options.clock.nowMs();
-    if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'no time left before the deadline'));
-    const work = this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt });
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new StoreError('STORE_TIMEOUT', `primary store did not answer within ${left} ms`)),
-        left,
-      );
-      work.then(
-        (outcomes) => {
-          clearTimeout(timer);
-          resolve(outcomes);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        },
-      );
-    });
+    return withDeadline(() => this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt }), giveUpAt, this.options.clock);
   }
 
   private async fallback(checks: readonly LimitCheck[], nowMs: number, reason: string, error: unknown): Promise<LimitOutcome[]> {

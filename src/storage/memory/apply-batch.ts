@@ -18,9 +18,9 @@ import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
 /**
  * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
- * `exhausted` tells the store the key has no quota left (remaining 0): on `write`, after this commit; on
- * `rejected`, called for a check that was not allowed while its key has no quota left at all (a store may
- * protect such keys from eviction, see memory-store.ts).
+ * `exhausted` tells the store the key has no quota left (remaining 0) after this commit; `rejected` is
+ * called for a check that was not allowed while its stored key has no quota left at all. A store may
+ * protect such keys from eviction (see memory-store.ts).
  */
 export interface StateAccess {
   read(key: string, check: LimitCheck): unknown;
@@ -52,7 +52,9 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
     if (!outcome.allowed && check.enforce) admitted = false;
     if (outcome.allowed && check.hits > 0) {
       pending.set(check.key, { state: next, ttlMs, check, exhausted: outcome.remainingIfCommitted === 0 });
-    } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0) {
+    } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined) {
+      // Only a check decided on the stored state says the stored key has nothing left (a repeated key is
+      // decided on what its earlier checks would leave, which a rejected batch never writes).
       access.rejected?.(check.key);
     }
   }

@@ -178,8 +178,7 @@ export class MemoryStore implements CounterStore {
     const slot = this.table.index.get(key);
     if (slot === undefined) return undefined;
     if (this.table.expiresAt[slot]! > nowMs) return slot;
-    this.free(slot);
-    this.expired++;
+    this.expire(slot);
     return undefined;
   }
 
@@ -207,8 +206,7 @@ export class MemoryStore implements CounterStore {
       for (let i = 0; i < EVICT_SCAN && slot >= 0; i++) {
         const next = this.table.newer(slot);
         if (slot !== keep && this.table.expiresAt[slot]! <= nowMs) {
-          this.free(slot);
-          this.expired++;
+          this.expire(slot);
           freed = true;
         }
         slot = next;
@@ -222,6 +220,12 @@ export class MemoryStore implements CounterStore {
     this.table.remove(slot);
   }
 
+  /** Frees an expired entry (read, sweep or to make room), counted in stats().expired. */
+  private expire(slot: number): void {
+    this.free(slot);
+    this.expired++;
+  }
+
   /** Visits up to SWEEP_STEP slots, freeing the expired entries; wraps around at the end of the table. */
   private sweepStep(nowMs: number): void {
     const t = this.table;
@@ -231,10 +235,7 @@ export class MemoryStore implements CounterStore {
         return;
       }
       const slot = this.sweepCursor++;
-      if (t.list[slot] !== FREE && t.expiresAt[slot]! <= nowMs) {
-        this.free(slot);
-        this.expired++;
-      }
+      if (t.list[slot] !== FREE && t.expiresAt[slot]! <= nowMs) this.expire(slot);
     }
   }
 }

@@ -13,7 +13,7 @@ import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
-const LIBRARIES = ['int_math', 'meter'] as const;
+const LIBRARIES = ['int_math', 'meter', 'window_count'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
 /** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
 const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
@@ -58,13 +58,19 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   return { lua: template.replace(MARKER, () => parts.join('\n')), algorithms };
 }
 
-/** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER), as one text. */
+/** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER, WINDOW_COUNT), as one text. */
 export function luaLibraries(): string {
   return LIBRARIES.map((name) => `-- lib/${name}.lua\n${readFileSync(join(LUA_DIR, 'lib', `${name}.lua`), 'utf8')}`).join('\n');
 }
 
-/** Most checks in one script call: far above any real request, below Lua's and Redis's argument limits. */
+/**
+ * Most checks in one script call: far above any real request, below Lua's and Redis's argument limits.
+ * RedisStore.apply refuses larger requests (a call carries at most one request's checks).
+ */
 export const MAX_BATCH_CHECKS = 100_000;
+
+/** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
+type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
 
 /**
  * Calls the script with the built-in EVALSHA (EVAL once on NOSCRIPT: a restarted or flushed Redis has an empty
@@ -74,9 +80,6 @@ export const MAX_BATCH_CHECKS = 100_000;
  * more. EVALSHA is a built-in with known key positions, so auto-pipelining on Cluster routes the call by its
  * first key (the slot of all its keys), and the arguments go as one array (no spread of 60 000 values).
  */
-/** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
-type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
-
 export class BatchCommands {
   readonly sha: string;
   constructor(
@@ -115,9 +118,6 @@ export async function runBatch(
   commit: boolean,
   expiresRedisMs = 0,
 ): Promise<BatchReply> {
-  if (checks.length > MAX_BATCH_CHECKS) {
-    throw new Error(`batch of ${checks.length} checks exceeds the store's limit of ${MAX_BATCH_CHECKS} per call`);
-  }
   const args: (string | number)[] = checks.map((c) => c.key);
   args.push(nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs)));
   for (const c of checks) args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);

@@ -54,10 +54,20 @@ export async function closeClient(client: RedisClient): Promise<void> {
   }
 }
 
-function describe(error: unknown): string {
+/**
+ * An ioredis/Redis error as one line for logs and health: the errno code first when the message lacks it,
+ * without the "Redis: " prefix toStoreError (redis-store.ts) adds.
+ */
+export function describe(error: unknown): string {
   if (error instanceof Error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code ? `${code} ${error.message}` : error.message;
+    const message = error.message.startsWith('Redis: ') ? error.message.slice('Redis: '.length) : error.message;
+    return code && !message.includes(code) ? `${code} ${message}` : message;
   }
   return String(error);
+}
+
+/** Whether an error's text says it timed out (ioredis "Command timed out", our "...within N ms" timeouts). */
+export function isTimeoutText(text: string): boolean {
+  return /timed? ?out/i.test(text);
 }

@@ -12,7 +12,7 @@
 import type { Clock } from '../../core/clock.js';
 import type { StoreHealth } from '../counter-store.js';
 import type { LogFn } from '../throttled-log.js';
-import { isClientReady, type RedisClient } from './connection.js';
+import { describe, isClientReady, isTimeoutText, type RedisClient } from './connection.js';
 
 /** Request-deadline timeouts in a row (with no success between) that make the store unhealthy. */
 const TIMEOUTS_TO_FAIL = 3;
@@ -22,6 +22,9 @@ const EXPIRY_GUARD_MS = 2;
 const ACCEPT_RTT_MS = 20;
 /** ...or the old one is older than this (the clocks drift by parts per million, so old is still good). */
 const REMEASURE_AFTER_MS = 60_000;
+
+/** The healthy answer, shared: health() is asked before every request (ResilientStore), so it allocates nothing then. */
+const HEALTHY: StoreHealth = Object.freeze({ connected: true, healthy: true });
 
 export interface RedisHealthOptions {
   readonly clock: Clock;
@@ -68,7 +71,7 @@ export class RedisHealth {
     }
     if (this.lastError !== undefined) return { connected: true, healthy: false, problem: this.lastError };
     if (!this.verified) return { connected: true, healthy: false, problem: 'connected, not yet verified by a script call' };
-    return { connected: true, healthy: true };
+    return HEALTHY;
   }
 
   recordSuccess(): void {
@@ -118,7 +121,7 @@ export class RedisHealth {
       this.probing ??= this.options.probe().then(
         () => this.recordSuccess(),
         // A slow reply (ioredis commandTimeout) counts like a request timeout: several in a row fail.
-        (error: unknown) => (/timed? ?out/i.test(describe(error)) ? this.recordTimeout(error) : this.recordFailure(error)),
+        (error: unknown) => (isTimeoutText(describe(error)) ? this.recordTimeout(error) : this.recordFailure(error)),
       ).finally(() => (this.probing = undefined));
       await this.probing;
     }
@@ -150,20 +153,11 @@ export class RedisHealth {
       // Keep the last measurement. A timeout is the probe's business; a refusal (an ACL without +time)
       // leaves calls without expiry, which the operator must hear about.
       const cause = describe(error);
-      if (!/timed? ?out/i.test(cause)) {
+      if (!isTimeoutText(cause)) {
         this.options.logProblem?.(`Redis TIME failed (${cause}): calls cannot expire, so a request answered by FAILURE_MODE may still be counted`);
       }
     } finally {
       this.measuring = false;
     }
   }
-}
-
-export function describe(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const message = error.message.startsWith('Redis: ') ? error.message.slice('Redis: '.length) : error.message;
-    return code && !message.includes(code) ? `${code} ${message}` : message;
-  }
-  return String(error);
 }

@@ -20,10 +20,11 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
 import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
-import { closeClient, openClient, waitReady, type RedisClient } from './connection.js';
+import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
+import { withDeadline } from '../deadline.js';
 
 export interface RedisStoreStats {
   /** apply() calls with at least one check. */
@@ -92,7 +93,7 @@ export class RedisStore implements CounterStore {
     const expiresRedisMs = deadlineMs === undefined ? 0 : this.monitor.toRedisMs(deadlineMs);
     let gaveUp = false;
     const work = () =>
-      this.decide(checks, nowMs, expiresRedisMs).then((result) => {
+      this.decide(checks, nowMs, expiresRedisMs, () => gaveUp).then((result) => {
         if (gaveUp && result.committed) this.counters.lateCommits++;
         return result.outcomes;
       });
@@ -152,8 +153,16 @@ export class RedisStore implements CounterStore {
     await closeClient(this.client);
   }
 
-  /** The outcomes, and whether anything was counted (to notice a commit after the caller gave up). */
-  private async decide(checks: readonly LimitCheck[], nowMs: number, expiresRedisMs: number): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
+  /**
+   * The outcomes, and whether anything was counted (to notice a commit after the caller gave up). Across
+   * slots, no commit phase is sent once `gaveUp()`: the caller answered by its failure mode.
+   */
+  private async decide(
+    checks: readonly LimitCheck[],
+    nowMs: number,
+    expiresRedisMs: number,
+    gaveUp: () => boolean,
+  ): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
     const groups = this.cluster ? groupBySlot(checks) : [checks.map((_, i) => i)];
     if (groups.length === 1) {
       const reply = await this.call(checks, nowMs, true, expiresRedisMs);
@@ -168,7 +177,7 @@ export class RedisStore implements CounterStore {
       return { admitted: replies.every((r) => r.admitted), outcomes };
     };
     const dry = await run(false);
-    if (!dry.admitted) return { outcomes: dry.outcomes, committed: false };
+    if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };
   }
@@ -210,37 +219,10 @@ function groupBySlot(checks: readonly LimitCheck[]): number[][] {
   return [...bySlot.values()];
 }
 
-/**
- * Start `work` and settle by the absolute deadline, else reject with STORE_TIMEOUT (the late result is
- * dropped, its rejection handled). Past the deadline already, `work` is not started at all.
- */
-export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | undefined, clock: Clock, onGiveUp?: () => void): Promise<T> {
-  if (deadlineMs === undefined) return start();
-  const left = deadlineMs - clock.nowMs();
-  if (left <= 0) return Promise.reject(new StoreError('STORE_TIMEOUT', 'deadline passed before the store was asked'));
-  const work = start();
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      onGiveUp?.();
-      reject(new StoreError('STORE_TIMEOUT', `store did not answer within ${left} ms (request deadline)`));
-    }, left);
-    work.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
-}
-
 function toStoreError(error: unknown): StoreError {
   if (error instanceof StoreError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const code = /timed? ?out/i.test(message) ? 'STORE_TIMEOUT' : 'STORE_UNAVAILABLE';
+  const code = isTimeoutText(message) ? 'STORE_TIMEOUT' : 'STORE_UNAVAILABLE';
   return new StoreError(code, `Redis: ${message}`, { cause: error });
 }
 

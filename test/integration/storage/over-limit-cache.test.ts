@@ -9,9 +9,10 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/typ
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';
+import { ResilientStore } from '../../../src/storage/resilient.js';
 import type { RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { createRedisStore } from '../../../src/storage/redis/redis-store.js';
-import { startRedis } from '../../support/redis.js';
+import { startRedis, type RedisServer } from '../../support/redis.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng } from '../../support/prng.js';
 
@@ -79,31 +80,59 @@ describe('OverLimitCache on a Redis store', () => {
   });
 });
 
+/** A cache over a store on a server of its own, which `body` may stop and restart; all closed after. */
+async function onOwnRedis(body: (server: RedisServer, store: RedisStore, cache: OverLimitCache) => Promise<void>): Promise<void> {
+  const server = await startRedis();
+  const store = createRedisStore({ url: server.url });
+  const cache = new OverLimitCache(store, { maxEntries: 10 });
+  try {
+    await store.waitUntilReady(5000);
+    await body(server, store, cache);
+  } finally {
+    await cache.close();
+    await server.stop();
+  }
+}
+
+/** Polls (real time, at most 5 s) while `up()` holds: the client notices a stopped server by itself. */
+async function waitWhile(up: () => boolean): Promise<void> {
+  const until = Date.now() + 5000;
+  while (up() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+}
+
 describe('OverLimitCache across a Redis restart', () => {
-  it('forgets everything once Redis is unreachable (a restarted Redis is empty), then asks it again', async () => {
-    const server = await startRedis();
-    const store = createRedisStore({ url: server.url });
-    const cache = new OverLimitCache(store, { maxEntries: 10 });
-    try {
-      await store.waitUntilReady(5000);
+  it('forgets everything once Redis is unreachable (a restarted Redis is empty), then asks it again', () =>
+    onOwnRedis(async (server, store, cache) => {
       const over = check(1);
       await cache.apply([over], T0);
       await cache.apply([over], T0);
       expect(cache.stats().entries).toBe(1);
       await server.stopRedis();
-      const until = Date.now() + 5000;
-      while (store.isReady() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      await waitWhile(() => store.isReady());
       expect(cache.isReady()).toBe(false);
       expect(cache.stats().entries).toBe(0);
       await server.restart();
       await store.waitUntilReady(5000);
       // Redis lost the count, and so did the cache: the same answer from every replica.
       expect(await cache.apply([over], T0)).toEqual([{ allowed: true, remaining: 0, resetMs: 59_000 }]);
-    } finally {
-      await cache.close();
-      await server.stop();
-    }
-  });
+    }));
+
+  it('forgets everything during an outage seen only through health(), as ResilientStore sees it (store-factory order)', () =>
+    onOwnRedis(async (server, store, cache) => {
+      const resilient = new ResilientStore(cache, { mode: 'open', expectedReplicas: 1, clock: new FakeClock(T0) });
+      const over = check(1);
+      await resilient.apply([over], T0);
+      await resilient.apply([over], T0);
+      expect(cache.stats().entries).toBe(1);
+      await server.stopRedis();
+      await waitWhile(() => store.health().connected);
+      // answered by FAILURE_MODE=open; nobody calls isReady()
+      expect(await resilient.apply([over], T0)).toEqual([{ allowed: true, remaining: 1, resetMs: 60_000 }]);
+      await server.restart();
+      await store.waitUntilReady(5000);
+      // Redis lost the count, and so did the cache.
+      expect(await resilient.apply([over], T0)).toEqual([{ allowed: true, remaining: 0, resetMs: 59_000 }]);
+    }));
 });
 
 describe('OverLimitCache exactness', () => {

@@ -5,14 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
+import { check, MINUTE, T0 } from './checks.js';
 import { ENTRY_BYTES, MemoryStore, entryBytes } from '../../../src/storage/memory/memory-store.js';
 
-const T0 = 1_700_000_040_000; // a minute boundary
-const MINUTE = 60_000;
-
-function check(key: string, limit: number, extra: Partial<LimitCheck> = {}): LimitCheck {
-  return { key, algorithm: 'fixed_window', limit, windowMs: MINUTE, burst: limit, hits: 1, enforce: true, ...extra };
-}
 
 let store: MemoryStore;
 afterEach(async () => {
@@ -40,6 +35,17 @@ describe('MemoryStore eviction cannot be used to bypass a limit', () => {
     expect(await allowed(check('k', 3), T0 + 1)).toBe(false); // limit lowered to 3 by a reload: over
     for (let i = 0; i < 50; i++) await store.apply([check(`flood-${i}`, 100)], T0 + 2);
     expect(await allowed(check('k', 3), T0 + 3)).toBe(false);
+  });
+
+  it('a key repeated in a rejected batch keeps its stored quota and stays evictable', async () => {
+    store = new MemoryStore({ maxKeys: 1 });
+    await store.apply([check('k', 2)], T0); // 1 left
+    // The second check sees the first's hit (nothing left) and rejects the batch: the stored state keeps 1.
+    const outcomes = await store.apply([check('k', 2), check('k', 2)], T0 + 1);
+    expect(outcomes.map((o) => o.allowed)).toEqual([true, false]);
+    expect(store.stats().protectedKeys).toBe(0);
+    expect(await allowed(check('other', 5), T0 + 2)).toBe(true);
+    expect(store.stats()).toMatchObject({ keys: 1, evicted: 1, unstored: 0 });
   });
 
   it('evicts under-limit keys, least recently used first, before any over-limit one', async () => {

@@ -1,14 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlgorithmName } from '../../../src/algorithms/types.js';
-import type { LimitCheck } from '../../../src/storage/counter-store.js';
+import { check, MINUTE, T0 } from './checks.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 
-const T0 = 1_700_000_040_000; // a minute boundary
-const MINUTE = 60_000;
-
-function check(key: string, limit: number, extra: Partial<LimitCheck> = {}): LimitCheck {
-  return { key, algorithm: 'fixed_window', limit, windowMs: MINUTE, burst: limit, hits: 1, enforce: true, ...extra };
-}
 
 let store: MemoryStore;
 afterEach(async () => {

@@ -3,7 +3,7 @@ batch.lua: decide one rate-limit request (every limit that applies to it) in one
 
 Assembled at start-up by src/storage/redis/batch-script.ts: the algorithm fragments
 (lua/algorithms/<name>.lua, each assigning one function ALGORITHMS['<name>']) are inserted at the marker
-line below, then the whole text is registered once with ioredis defineCommand (EVALSHA, EVAL on NOSCRIPT).
+line below, then the whole text is sent with EVALSHA (EVAL on NOSCRIPT), see BatchCommands.
 
 KEYS[i]   the state key of check i (built by src/core/keys.ts; this script never builds key names).
           On Redis Cluster all KEYS of one call share one hash slot (the store groups checks by slot).

@@ -1,6 +1,6 @@
 --[[
 fixed_window: epoch-aligned windows (start = now - now mod W), allowed iff count + hits <= L.
-Same arithmetic, in the same order, as src/algorithms/fixed-window.ts.
+The decision is lib/window_count.lua (the arithmetic of src/algorithms/fixed-window.ts).
 
 State under `key`: a string "<window start ms>:<count>", expiring when the window ends (SET PX).
 A state of another window counts as empty: the stored start decides, not the TTL, so a late expiry or a
@@ -11,18 +11,14 @@ with another client.
 Cost: GET; commit: SET PX.
 ]]
 ALGORITHMS['fixed_window'] = function(key, now, limit, window, burst, hits)
-  local start = now - (now - math.floor(now / window) * window)
+  local start = WINDOW_COUNT.start(now, window)
   local count = 0
   local raw = redis.call('GET', key)
   if raw then
     local s, c = string.match(raw, '^(%d+):(%d+)$')
     if s and tonumber(s) == start then count = tonumber(c) end
   end
-  local allowed = count + hits <= limit
-  local if_not = math.max(0, limit - count)
-  local if_committed = if_not
-  if allowed then if_committed = math.max(0, limit - count - hits) end
-  local until_end = start + window - now
+  local allowed, if_committed, if_not, until_end = WINDOW_COUNT.decide(start, now, limit, window, count, hits)
   local commit = function()
     redis.call('SET', key, string.format('%.0f:%.0f', start, count + hits), 'PX', string.format('%.0f', until_end))
   end

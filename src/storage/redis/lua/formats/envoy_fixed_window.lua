@@ -6,23 +6,19 @@ Key (built by src/core/keys.ts envoyCounterKey, never here): <prefix><domain>_<k
 so one key holds one window. State: the reference's plain integer counter ("7"), which it writes with
 INCRBY hits + EXPIRE <unit seconds (+ jitter)>.
 
-Same decision as fixed_window.lua (allowed iff count + hits <= L, a rejected request adds nothing; the
-reference, unlike us, also counts the hits of the requests it rejects). The window start is the key's, so
+Same decision as fixed_window.lua (lib/window_count.lua: allowed iff count + hits <= L, a rejected request
+adds nothing; the reference, unlike us, also counts the hits of the requests it rejects). The window start is the key's, so
 the reference and we agree on windows as long as the clocks agree on the second.
 A value that is not an integer (not a counter of either service) counts as 0 and is overwritten on commit.
-Cost: GET; commit: INCRBY (or SET) + EXPIRE.
+Cost: GET; commit: INCRBY + EXPIRE (after a DEL of a value that is not an integer).
 ]]
 ALGORITHMS['envoy_fixed_window'] = function(key, now, limit, window, burst, hits)
-  local start = now - (now - math.floor(now / window) * window)
+  local start = WINDOW_COUNT.start(now, window)
   local raw = redis.call('GET', key)
   local count = 0
   local numeric = raw and string.match(raw, '^%d+$')
   if numeric then count = tonumber(raw) end
-  local allowed = count + hits <= limit
-  local if_not = math.max(0, limit - count)
-  local if_committed = if_not
-  if allowed then if_committed = math.max(0, limit - count - hits) end
-  local until_end = start + window - now
+  local allowed, if_committed, if_not, until_end = WINDOW_COUNT.decide(start, now, limit, window, count, hits)
   local commit = function()
     if raw and not numeric then redis.call('DEL', key) end
     redis.call('INCRBY', key, hits)
