@@ -8,7 +8,7 @@ import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
-import { redactRedisUrl } from './storage/redis/options.js';
+import { redactUrl } from './core/redact.js';
 import { VERSION } from './version.js';
 
 const USAGE = `usage: ratelimit <command> [options]
@@ -40,7 +40,7 @@ async function serve(argv: string[]): Promise<number> {
   const { settings, rest, notices } = loadSettings(process.env, argv);
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
-    process.stderr.write(`serve: unknown arguments: ${rest.map(redactRedisUrl).join(' ')}\n`);
+    process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);
     return 2;
   }
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });

@@ -8,6 +8,7 @@
  * depend on pino.
  */
 import pino from 'pino';
+import { redactUrlsIn } from './core/redact.js';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 
@@ -34,19 +35,14 @@ export interface LoggerOptions {
 const SECRET_KEYS = ['password', 'pass', 'auth', 'token', 'secret', 'authorization', 'redisAuth', 'sentinelPassword'];
 export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`]);
 
-/** `redis://user:secret@host` → `redis://user:***@host`, anywhere in a string. */
-export function redactUrlPasswords(text: string): string {
-  return text.replace(/(\/\/[^:@/\s]*):([^@/\s]+)@/g, '$1:***@');
-}
-
 function clean(value: unknown, depth = 0): unknown {
   if (value instanceof Error) {
-    const out: Record<string, unknown> = { type: value.name, message: redactUrlPasswords(value.message) };
-    if (value.stack) out.stack = redactUrlPasswords(value.stack);
+    const out: Record<string, unknown> = { type: value.name, message: redactUrlsIn(value.message) };
+    if (value.stack) out.stack = redactUrlsIn(value.stack);
     if ((value as { code?: unknown }).code !== undefined) out.code = (value as { code?: unknown }).code;
     return out;
   }
-  if (typeof value === 'string') return redactUrlPasswords(value);
+  if (typeof value === 'string') return redactUrlsIn(value);
   if (depth < 3 && Array.isArray(value)) return value.map((v) => clean(v, depth + 1));
   if (depth < 3 && value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
@@ -101,8 +97,8 @@ export function createLogger(options: LoggerOptions): RootLogger {
 function wrap(p: pino.Logger): RootLogger {
   // The message is not a field (formatters.log never sees it): its URL passwords are redacted here.
   const at = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) => {
-    if (fields === undefined) p[level](redactUrlPasswords(msg));
-    else p[level](fields, redactUrlPasswords(msg));
+    if (fields === undefined) p[level](redactUrlsIn(msg));
+    else p[level](fields, redactUrlsIn(msg));
   };
   return {
     debug: at('debug'),

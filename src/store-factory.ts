@@ -13,7 +13,8 @@ import type { Settings } from './settings.js';
 import type { CounterStore } from './storage/counter-store.js';
 import { MemoryStore } from './storage/memory/memory-store.js';
 import { OverLimitCache } from './storage/over-limit-cache.js';
-import { parseHostPorts, redactRedisUrl } from './storage/redis/options.js';
+import { parseHostPorts } from './storage/redis/options.js';
+import { redactUrl } from './core/redact.js';
 import { createRedisStore, type RedisStoreOptions } from './storage/redis/redis-store.js';
 import { ResilientStore } from './storage/resilient.js';
 import { StartupError } from './startup-error.js';
@@ -64,7 +65,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
   // REDIS_STARTUP: background waits only the connect timeout; wait and fail wait REDIS_STARTUP_TIMEOUT_MS,
   // then fail exits with the cause. Otherwise the failure mode answers and the cause is logged every 5 s.
   const waitMs = settings.redisStartup === 'background' ? settings.redisConnectTimeoutMs : settings.redisStartupTimeoutMs;
-  const where = { url: redactRedisUrl(settings.redisUrl), type: settings.redisType };
+  const where = { url: redactUrl(settings.redisUrl), type: settings.redisType };
   try {
     await redis.waitUntilReady(waitMs);
     log.info('connected to Redis', where);

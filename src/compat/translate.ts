@@ -5,7 +5,7 @@
  * ignored). Pure: settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
-import { redactRedisUrl } from '../storage/redis/options.js';
+import { redactUrl } from '../core/redact.js';
 import { REFERENCE_SETTINGS } from './reference-settings.js';
 
 export interface Notice {
@@ -100,7 +100,7 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
   // The reference's form is host:port (no scheme); anything with a scheme (`redis://`, or a malformed `redis:/`) is ours.
   const reference = url !== undefined && !/^[a-z][a-z0-9+.-]*:\//i.test(url);
   if (!reference && auth === undefined && tls === undefined) return; // our own redis:// form: nothing to translate
-  const shown = url === undefined ? '' : redactRedisUrl(url);
+  const shown = url === undefined ? '' : redactUrl(url);
   const from = ['REDIS_URL', 'REDIS_AUTH', 'REDIS_TLS'].filter((n) => env[n] !== undefined).join('+');
 
   let base: URL;
@@ -128,7 +128,7 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
     }
     const bad = nodes.find((n) => !HOST_PORT.test(n));
     if (bad !== undefined) {
-      problems.push(`REDIS_URL=${shown}: '${redactRedisUrl(bad)}' is not host:port`);
+      problems.push(`REDIS_URL=${shown}: '${redactUrl(bad)}' is not host:port`);
       return;
     }
     base = new URL(`redis://${nodes[0]}`);

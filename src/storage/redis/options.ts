@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { redactUrl } from '../../core/redact.js';
 
 export type RedisType = 'single' | 'sentinel' | 'cluster';
 
@@ -82,24 +83,9 @@ interface ParsedUrl {
   readonly tls: boolean;
 }
 
-/**
- * The URL with its credentials masked, safe for errors and logs: everything between `//` and the LAST `@`
- * is the user-info (a password may itself hold `@`, `/` or `:` when not percent-encoded, and an invalid URL
- * may still carry one), so it is replaced by `user:***` (or `***` without a `:`). Works on any string.
- */
-export function redactRedisUrl(url: string): string {
-  const at = url.lastIndexOf('@');
-  if (at === -1) return url;
-  const slashes = url.indexOf('//');
-  const start = slashes !== -1 && slashes < at ? slashes + 2 : 0;
-  const userinfo = url.slice(start, at);
-  const colon = userinfo.indexOf(':');
-  return `${url.slice(0, start)}${colon === -1 ? '***' : `${userinfo.slice(0, colon)}:***`}${url.slice(at)}`;
-}
-
 export function parseRedisUrl(url: string): ParsedUrl {
   // Never echo `url` itself: it may hold a password (issue #7).
-  const shown = redactRedisUrl(url);
+  const shown = redactUrl(url);
   let u: URL;
   try {
     u = new URL(url);
@@ -111,7 +97,7 @@ export function parseRedisUrl(url: string): ParsedUrl {
   }
   const path = u.pathname.replace(/^\//, '');
   const db = path === '' ? 0 : Number(path);
-  if (!Number.isInteger(db) || db < 0) throw new Error(`Redis URL '${shown}': '/${redactRedisUrl(path)}' is not a database number`);
+  if (!Number.isInteger(db) || db < 0) throw new Error(`Redis URL '${shown}': '/${redactUrl(path)}' is not a database number`);
   const username = u.username === '' ? undefined : decodeURIComponent(u.username);
   const password = u.password === '' ? undefined : decodeURIComponent(u.password);
   return {
