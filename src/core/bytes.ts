@@ -20,8 +20,8 @@ export function decodeEscaped(bytes: Uint8Array, start = 0, end = bytes.length):
   // Fast path: ASCII only (the common case for descriptor keys and values).
   let i = start;
   while (i < end && bytes[i]! < 0x80) i++;
-  if (i === end) return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
-  let out = Buffer.from(bytes.buffer, bytes.byteOffset + start, i - start).toString('latin1');
+  if (i === end) return latin1(bytes, start, end);
+  let out = latin1(bytes, start, i);
   while (i < end) {
     const b0 = bytes[i]!;
     if (b0 < 0x80) {
@@ -39,6 +39,15 @@ export function decodeEscaped(bytes: Uint8Array, start = 0, end = bytes.length):
     }
   }
   return out;
+}
+
+/**
+ * bytes[start, end) as Latin-1 (for ASCII runs). A Buffer (what grpc-js hands the decoder) is read in place:
+ * a new Buffer view per string costs more than the decode of a short key.
+ */
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return buf.toString('latin1', start, end);
 }
 
 /** The code point of the well-formed multi-byte sequence starting at i, or undefined. */
