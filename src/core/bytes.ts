@@ -110,9 +110,11 @@ export function escapedByteLength(text: string): number {
   return n;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** The text with lone surrogates (escaped bytes) shown as U+FFFD: for protobuf `string` output and logs. */
+/**
+ * The text with lone surrogates (escaped bytes) shown as U+FFFD: for protobuf `string` output and logs.
+ * String.prototype.toWellFormed (ES2024, in Node 20) does exactly that, natively: several times faster than
+ * a regular expression on the per-response path. The project's lib is ES2023, hence the cast.
+ */
 export function wellFormed(text: string): string {
-  return text.replace(LONE_SURROGATE, '\ufffd');
+  return (text as string & { toWellFormed(): string }).toWellFormed();
 }
