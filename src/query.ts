@@ -127,16 +127,28 @@ function durationJson(d: { seconds: string; nanos: number }): string {
   return `${d.seconds}${nanos}s`;
 }
 
-type WireValue = { null_value?: unknown; number_value?: number; string_value?: string; bool_value?: boolean; struct_value?: { fields: Record<string, unknown> }; list_value?: { values?: unknown[] }; kind?: string };
+/**
+ * A google.protobuf.Value as proto-loader decodes it: protobufjs bundles the well-known types with camelCase
+ * names (keepCase keeps them so, as wire.ts notes for encoding), and `kind` names the member that is set.
+ */
+type WireValue = { kind?: string; numberValue?: number; stringValue?: string; boolValue?: boolean; structValue?: { fields: Record<string, unknown> }; listValue?: { values?: unknown[] } };
 
 function valueJson(v: unknown): unknown {
   const w = v as WireValue;
-  if (w.kind === 'number_value' || w.number_value !== undefined) return w.number_value;
-  if (w.kind === 'string_value' || w.string_value !== undefined) return w.string_value;
-  if (w.kind === 'bool_value' || w.bool_value !== undefined) return w.bool_value;
-  if (w.struct_value) return structJson(w.struct_value);
-  if (w.list_value) return (w.list_value.values ?? []).map(valueJson);
-  return null;
+  switch (w.kind) {
+    case 'numberValue':
+      return w.numberValue;
+    case 'stringValue':
+      return w.stringValue;
+    case 'boolValue':
+      return w.boolValue;
+    case 'structValue':
+      return structJson(w.structValue!);
+    case 'listValue':
+      return (w.listValue!.values ?? []).map(valueJson);
+    default:
+      return null; // nullValue, or no kind set
+  }
 }
 
 function structJson(s: { fields: Record<string, unknown> }): Record<string, unknown> {

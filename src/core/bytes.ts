@@ -20,8 +20,8 @@ export function decodeEscaped(bytes: Uint8Array, start = 0, end = bytes.length):
   // Fast path: ASCII only (the common case for descriptor keys and values).
   let i = start;
   while (i < end && bytes[i]! < 0x80) i++;
-  if (i === end) return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
-  let out = Buffer.from(bytes.buffer, bytes.byteOffset + start, i - start).toString('latin1');
+  if (i === end) return latin1(bytes, start, end);
+  let out = latin1(bytes, start, i);
   while (i < end) {
     const b0 = bytes[i]!;
     if (b0 < 0x80) {
@@ -39,6 +39,15 @@ export function decodeEscaped(bytes: Uint8Array, start = 0, end = bytes.length):
     }
   }
   return out;
+}
+
+/**
+ * bytes[start, end) as Latin-1 (for ASCII runs). A Buffer (what grpc-js hands the decoder) is read in place:
+ * a new Buffer view per string costs more than the decode of a short key.
+ */
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return buf.toString('latin1', start, end);
 }
 
 /** The code point of the well-formed multi-byte sequence starting at i, or undefined. */
@@ -101,9 +110,11 @@ export function escapedByteLength(text: string): number {
   return n;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** The text with lone surrogates (escaped bytes) shown as U+FFFD: for protobuf `string` output and logs. */
+/**
+ * The text with lone surrogates (escaped bytes) shown as U+FFFD: for protobuf `string` output and logs.
+ * String.prototype.toWellFormed (ES2024, in Node 20) does exactly that, natively: several times faster than
+ * a regular expression on the per-response path. The project's lib is ES2023, hence the cast.
+ */
 export function wellFormed(text: string): string {
-  return text.replace(LONE_SURROGATE, '\ufffd');
+  return (text as string & { toWellFormed(): string }).toWellFormed();
 }

@@ -62,8 +62,7 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
 
   if (options.xRateLimit) {
     // As Envoy builds them: the limit with the lowest remaining speaks, every limit is listed as a policy.
-    let chosen = applied[0]!;
-    for (const a of applied) if (remainingOf(a) < remainingOf(chosen)) chosen = a;
+    const chosen = tightest(applied);
     const policies = applied.map((a) => {
       const name = a.limit.name === undefined ? '' : `;name=${sfString(a.limit.name)}`;
       return `${a.limit.requestsPerUnit};w=${seconds(a.limit.windowMs)}${name}`;
@@ -76,8 +75,7 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
   }
   if (options.reference) {
     // As envoyproxy/ratelimit: the limit with the lowest remaining speaks; its limit, remaining and reset seconds.
-    let chosen = applied[0]!;
-    for (const a of applied) if (remainingOf(a) < remainingOf(chosen)) chosen = a;
+    const chosen = tightest(applied);
     headers.push(
       { key: options.reference.limit, value: String(chosen.limit.requestsPerUnit) },
       { key: options.reference.remaining, value: String(remainingOf(chosen)) },
@@ -85,6 +83,13 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
     );
   }
   return headers;
+}
+
+/** The limit with the lowest remaining (the first of equals): the one the x-ratelimit and reference headers report. */
+function tightest(applied: readonly AppliedLimit[]): AppliedLimit {
+  let chosen = applied[0]!;
+  for (const a of applied) if (remainingOf(a) < remainingOf(chosen)) chosen = a;
+  return chosen;
 }
 
 function remainingOf(a: AppliedLimit): number {

@@ -4,7 +4,7 @@
  * (issue #7: 19–40 % of answers late under a Redis stall), because the timer that gives up fires late by
  * the event loop's lag, and writing the answer takes time too. So the margin is measured:
  *
- *   margin = max(floor, p99 event-loop delay + p99 send delay), rounded up to whole ms
+ *   margin = max(floor, min(cap, p99 event-loop delay + p99 send delay)), rounded up to whole ms
  *
  * - event-loop delay: perf_hooks.monitorEventLoopDelay, i.e. how late a timer fires; that is exactly how
  *   late our give-up timer fires. Its p99 is taken over time, not over samples: a loop stalled 30 ms in
@@ -20,7 +20,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 export interface DeadlineMarginOptions {
   /** The least margin, ms (DEADLINE_MARGIN_MS). */
   readonly floorMs: number;
-  /** Never more than this, ms: past it the measurement is an outlier, not a margin (default 1000). */
+  /** The measured margin is never taken above this, ms: past it the measurement is an outlier, not a margin (default 1000). The floor still holds. */
   readonly capMs?: number;
   /** Window length, ms (default 500). */
   readonly windowMs?: number;
@@ -79,7 +79,7 @@ export class DeadlineMargin {
     this.history.push(lagMs + sendMs);
     if (this.history.length > (this.options.windows ?? 4)) this.history.shift();
     const measured = Math.ceil(Math.max(...this.history));
-    this.marginMs = Math.min(Math.max(this.options.floorMs, measured), this.options.capMs ?? 1000);
+    this.marginMs = Math.max(this.options.floorMs, Math.min(measured, this.options.capMs ?? 1000));
   }
 }
 

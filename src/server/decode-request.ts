@@ -13,7 +13,7 @@
  */
 import { decodeEscaped } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
-import { checkDescriptorCount, checkEntryCount, checkKeyBytes, checkValueBytes, type RequestLimits } from '../core/request-limits.js';
+import { checkDescriptorCount, checkEntryCount, checkKeyBytes, checkValueBytes, type FieldPath, type RequestLimits } from '../core/request-limits.js';
 import type { RateLimitRequest } from '../core/types.js';
 import { requestFromWire, type WireDescriptor, type WireEntry, type WireRequest } from './wire.js';
 
@@ -31,9 +31,14 @@ class Reader {
     readonly buf: Uint8Array,
     start: number,
     readonly end: number,
-    readonly path: string,
+    /** Built only for an error message (see FieldPath). */
+    private readonly where: FieldPath,
   ) {
     this.pos = start;
+  }
+
+  get path(): string {
+    return typeof this.where === 'string' ? this.where : this.where();
   }
 
   malformed(what: string): never {
@@ -85,7 +90,7 @@ class Reader {
     if (wireType !== actual) this.malformed(`field ${field} has wire type ${actual}, expected ${wireType}`);
   }
 
-  sub(span: [number, number], path: string): Reader {
+  sub(span: [number, number], path: FieldPath): Reader {
     return new Reader(this.buf, span[0], span[1], path);
   }
 }
@@ -99,8 +104,8 @@ function entry(r: Reader, limits: RequestLimits): WireEntry {
       r.expect(LEN, type, field === 1 ? 'key' : 'value');
       const [s, e] = r.span();
       // Lengths first, from the prefix: an oversized value is never decoded.
-      if (field === 1) checkKeyBytes(e - s, `${r.path}.key`, limits);
-      else checkValueBytes(e - s, `${r.path}.value`, limits);
+      if (field === 1) checkKeyBytes(e - s, () => `${r.path}.key`, limits);
+      else checkValueBytes(e - s, () => `${r.path}.value`, limits);
       const text = decodeEscaped(r.buf, s, e);
       if (field === 1) key = text;
       else value = text;
@@ -116,11 +121,12 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescri
     const [field, type] = r.tag();
     if (field === 1) {
       r.expect(LEN, type, 'entries');
-      checkEntryCount(entries.length + 1, index, limits);
-      entries.push(entry(r.sub(r.span(), `${r.path}.entries[${entries.length}]`), limits));
+      const n = entries.length;
+      checkEntryCount(n + 1, index, limits);
+      entries.push(entry(r.sub(r.span(), () => `${r.path}.entries[${n}]`), limits));
     } else if (field === 2) {
       r.expect(LEN, type, 'limit');
-      const o = r.sub(r.span(), `${r.path}.limit`);
+      const o = r.sub(r.span(), () => `${r.path}.limit`);
       const limit = (out.limit ??= { requests_per_unit: 0, unit: 'UNKNOWN' }); // a repeated message merges
       while (o.pos < o.end) {
         const [f, t] = o.tag();
@@ -135,7 +141,7 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescri
       }
     } else if (field === 3) {
       r.expect(LEN, type, 'hits_addend');
-      const h = r.sub(r.span(), `${r.path}.hits_addend`);
+      const h = r.sub(r.span(), () => `${r.path}.hits_addend`);
       const hits = (out.hits_addend ??= { value: 0 });
       while (h.pos < h.end) {
         const [f, t] = h.tag();
@@ -163,8 +169,9 @@ export function decodeRateLimitRequest(bytes: Uint8Array, limits: RequestLimits)
       wire.domain = decodeEscaped(bytes, s, e);
     } else if (field === 2) {
       r.expect(LEN, type, 'descriptors');
-      checkDescriptorCount(descriptors.length + 1, limits);
-      descriptors.push(descriptor(r.sub(r.span(), `descriptors[${descriptors.length}]`), descriptors.length, limits));
+      const n = descriptors.length;
+      checkDescriptorCount(n + 1, limits);
+      descriptors.push(descriptor(r.sub(r.span(), () => `descriptors[${n}]`), n, limits));
     } else if (field === 3) {
       r.expect(VARINT, type, 'hits_addend');
       wire.hits_addend = r.varint() % 2 ** 32; // uint32: the low 32 bits, as protobuf decoders do

@@ -20,7 +20,10 @@ function run(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService({ 'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n' });
+  t = await startTestService({
+    'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n',
+    'quota.yaml': 'domain: quota\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: {unit: minute, requests_per_unit: 5}\n',
+  });
 });
 afterAll(() => t.close());
 
@@ -54,6 +57,20 @@ describe('ratelimit CLI', () => {
     const second = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
     expect(second.code).toBe(3);
     expect(JSON.parse(second.stdout)).toMatchObject({ overall_code: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT' }] });
+  });
+
+  it('query --json prints dynamic_metadata (a google.protobuf.Struct) with its values, not nulls', async () => {
+    const r = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'quota', 'user=ann']);
+    expect(r.code).toBe(0);
+    expect((JSON.parse(r.stdout) as { dynamic_metadata: unknown }).dynamic_metadata).toEqual({
+      domain: 'quota',
+      descriptors: [{ entries: ['user=ann'] }],
+      quotaModeEnabled: true,
+      quotaModeViolations: [],
+    });
+    const over = await run(['query', '--json', '--hits', '6', '--server', t.grpcAddress, '--domain', 'quota', 'user=bob']);
+    expect(over.code).toBe(3);
+    expect((JSON.parse(over.stdout) as { dynamic_metadata: unknown }).dynamic_metadata).toMatchObject({ quotaModeViolations: [0] });
   });
 
   it('serve refuses a reference setting that contradicts ours, naming both', async () => {

@@ -46,5 +46,7 @@ describe('decodeEscaped', () => {
 
   it('shows escaped bytes as U+FFFD for output that must be valid UTF-8', () => {
     expect(wellFormed('a\udce9b😀')).toBe('a\ufffdb😀');
+    // Lone high surrogates too, and a pair split by order: every lone half, and only those, is replaced.
+    expect(wellFormed('\ud800x\udc00\ud800\ud800\udc00\ud83d')).toBe('\ufffdx\ufffd\ufffd\ud800\udc00\ufffd');
   });
 });

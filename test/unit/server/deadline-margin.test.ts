@@ -45,4 +45,10 @@ describe('DeadlineMargin', () => {
     margin.rotate();
     expect(margin.currentMs()).toBe(10);
   });
+
+  it('keeps a floor (DEADLINE_MARGIN_MS) set above the cap: the cap bounds the measurement, not the setting', () => {
+    margin = new DeadlineMargin({ floorMs: 1500, capMs: 1000, windowMs: 60_000 });
+    margin.rotate();
+    expect(margin.currentMs()).toBe(1500);
+  });
 });

@@ -6,7 +6,7 @@
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/core/errors.js';
-import { DEFAULT_REQUEST_LIMITS } from '../../../src/core/request-limits.js';
+import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/core/request-limits.js';
 import { decodeRateLimitRequest } from '../../../src/server/decode-request.js';
 import { loadProtos } from '../../../src/server/protos.js';
 import { requestFromWire, type WireRequest } from '../../../src/server/wire.js';
@@ -87,5 +87,15 @@ describe('decodeRateLimitRequest', () => {
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k'.repeat(257), 'v']] }]), limits)).toThrow('descriptors[0].entries[0].key is 257 bytes; at most 256 are allowed (MAX_KEY_BYTES)');
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', '✓'.repeat(1366)]] }]), limits)).toThrow('descriptors[0].entries[0].value is 4098 bytes; at most 4096 are allowed (MAX_VALUE_BYTES)');
     expect(() => decodeRateLimitRequest(encodeRequest('d'.repeat(257), [{ entries: [['k', 'v']] }]), limits)).toThrow('domain is 257 bytes');
+  });
+
+  it('names the offending field by its own index, also past the first descriptor and entry (decoder and checkRequest)', () => {
+    const bytes = encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k', 'v'.repeat(4097)], ['c', 'd']] }]);
+    expect(() => decodeRateLimitRequest(bytes, limits)).toThrow('descriptors[1].entries[1].value is 4097 bytes');
+    const request = decodeRateLimitRequest(bytes, { ...limits, maxValueBytes: 5000 });
+    expect(() => checkRequest(request, limits)).toThrow('descriptors[1].entries[1].value is 4097 bytes');
+    expect(() => checkRequest({ ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] }, { ...limits, maxValueBytes: 5000 })).toThrow(
+      'descriptors[1].hits_addend is 8589934592',
+    );
   });
 });
