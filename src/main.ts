@@ -203,7 +203,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   model.setGrpcServing(true);
   refreshHealth();
 
-
   const described = initial.config.describe() as ConfigDescription;
   log.info('ratelimit-sidecar started', {
     version: VERSION,

@@ -97,7 +97,7 @@ it('a second SIGTERM ends the drain at once, and the process still exits 0', asy
   try {
     const exited = new Promise<{ code: number | null; at: number }>((resolve) => svc.child.once('exit', (code) => resolve({ code, at: Date.now() })));
     svc.child.kill('SIGTERM');
-    await eventually(async () => (await client.healthCheck('')).status === 'NOT_SERVING', { what: 'NOT_SERVING' });
+    await eventually(async () => (await client.healthCheck('')).status === 'NOT_SERVING', { what: 'NOT_SERVING', timeoutMs: 15_000 });
     const t1 = Date.now();
     svc.child.kill('SIGTERM');
     const exit = await exited;
