@@ -155,5 +155,5 @@ export async function startAdminServer(options: AdminServerOptions): Promise<{ p
     });
   });
   server.keepAliveTimeout = 65_000;
-  return listenHttp(server, options.host, options.port);
+  return listenHttp(server, options.host, options.port, options.onError);
 }

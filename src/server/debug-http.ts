@@ -35,7 +35,7 @@ async function listen(host: string, port: number, routes: ReadonlyMap<string, Ro
       },
     );
   });
-  return listenHttp(server, host, port);
+  return listenHttp(server, host, port, onError);
 }
 
 /**

@@ -8,12 +8,19 @@ export interface HttpListener {
   close(): Promise<void>;
 }
 
-/** Starts `server` on host:port (0 picks a free port); rejects with the listen error (e.g. EADDRINUSE). */
-export async function listenHttp(server: http.Server, host: string, port: number): Promise<HttpListener> {
+/**
+ * Starts `server` on host:port (0 picks a free port); rejects with the listen error (e.g. EADDRINUSE). Errors
+ * the server reports once listening go to `onError` (they used to land on the spent listen promise, unseen).
+ */
+export async function listenHttp(server: http.Server, host: string, port: number, onError?: (err: unknown) => void): Promise<HttpListener> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
+  server.on('error', (err) => onError?.(err));
   return {
     port: (server.address() as AddressInfo).port,
     close: () =>
