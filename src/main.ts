@@ -18,6 +18,9 @@ import { grpcCredentials, startExtraListeners } from './listeners.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
 import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
+import { extAuthzHandlers } from './server/ext-authz-service.js';
+import { Authorizer } from './authz/authorize.js';
+import { openRegionDatabase, type RegionDatabase } from './geoip.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
 import { LoopClock } from './server/loop-clock.js';
@@ -141,10 +144,11 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   healthTimer.unref();
 
   const onError = (err: unknown) => log.warn('request failed', { error: err });
-  const onGrpcError = (err: unknown, status: string) => {
+  const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
-    if (status !== 'INVALID_ARGUMENT') onError(err);
+    if (status !== 'INVALID_ARGUMENT') log.warn('request failed', { error: err, protocol });
   };
+  const onGrpcError = grpcErrorsOf('rls');
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
@@ -158,12 +162,34 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   const extra: Listener[] = [];
   let credentials: ReloadingServerCredentials | undefined;
+  let geoip: RegionDatabase | undefined;
   try {
+    if (settings.geoipDb !== '') {
+      geoip = await openRegionDatabase(settings.geoipDb).catch((err: unknown) => {
+        throw new StartupError((err as Error).message);
+      });
+    }
+    const authorizer = new Authorizer({
+      limiter,
+      config: () => holder.config,
+      defaultDomain: settings.authzDomain,
+      descriptors: { regionHeaders: settings.authzRegionHeaders.map((h) => h.toLowerCase()), ...(geoip ? { region: geoip.lookup } : {}) },
+      failureMode: settings.failureMode,
+      onResult: (result, domain) => metrics.countAuthzCheck(domain, result),
+    });
     credentials = grpcCredentials(settings, log);
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
       rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
+      authz: extAuthzHandlers({
+        authorizer,
+        clock,
+        deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+        defaultTimeoutMs: settings.redisCommandTimeoutMs,
+        limits: { maxHeaders: settings.authzMaxHeaders },
+        onError: grpcErrorsOf('ext_authz'),
+      }),
       health,
       ...(credentials === undefined ? {} : { credentials }),
       socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
@@ -189,6 +215,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     extra.push(...(await startExtraListeners(settings, metrics, holder, onError)));
   } catch (err) {
     watcher?.close();
+    geoip?.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();
@@ -251,6 +278,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();
+        geoip?.close();
         await admin.close();
         await Promise.all(extra.map((l) => l.close()));
         await store.close();

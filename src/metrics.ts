@@ -15,6 +15,7 @@ const CODES = ['OK', 'OVER_LIMIT'] as const;
 /** The gRPC statuses the service answers with (server/grpc-errors.ts), pre-created at zero. */
 const GRPC_ERROR_CODES = ['INVALID_ARGUMENT', 'UNAVAILABLE', 'INTERNAL'] as const;
 const FAILURE_MODES = ['open', 'closed', 'local'] as const;
+const AUTHZ_RESULTS = ['allowed', 'over_limit', 'unknown_domain', 'no_descriptors', 'store_failure'] as const;
 
 export interface Metrics {
   readonly registry: Registry;
@@ -22,6 +23,8 @@ export interface Metrics {
   readonly grpcErrors: Counter<'code'>;
   readonly grpcLateAnswers: Counter<'method'>;
   readonly grpcRequestDuration: Histogram<'method'>;
+  /** ext_authz Check calls answered (not gRPC errors), by domain (configured, or `unknown`) and result (authz/authorize.ts). */
+  countAuthzCheck(domain: string, result: string): void;
   /** Exports the deadline margin in use (server/deadline-margin.ts). */
   watchDeadlineMargin(ms: () => number): void;
   readonly configReloads: Counter<'result'>;
@@ -100,10 +103,14 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   for (const mode of FAILURE_MODES) storeFallbacks.inc({ mode }, 0);
   for (const code of CODES) decisions.inc({ domain: UNKNOWN_DOMAIN, code }, 0);
 
+  const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check calls answered, by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors (allowed untouched), store_failure (503 by FAILURE_MODE=closed). Their hits also count in the per-rule metrics, like ShouldRateLimit\'s.', labelNames: ['domain', 'result'] as const, registers });
+  for (const result of AUTHZ_RESULTS) authzChecks.inc({ domain: UNKNOWN_DOMAIN, result }, 0);
+
   return {
     registry,
     observer,
     grpcErrors,
+    countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
     grpcLateAnswers: new Counter({ name: 'ratelimit_grpc_late_answers_total', help: 'Unary calls answered after the caller\'s deadline, by method.', labelNames: ['method'] as const, registers }),
     grpcRequestDuration: new Histogram({
       name: 'ratelimit_grpc_request_duration_seconds',

@@ -64,7 +64,7 @@ function list(env: string, description: string) {
 }
 
 export const SETTINGS = {
-  grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, Health) listens on; `unix:/path/to.sock` listens on a Unix domain socket instead (GRPC_PORT is then unused).'),
+  grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, ext_authz Authorization, Health) listens on; `unix:/path/to.sock` listens on a Unix domain socket instead (GRPC_PORT is then unused).'),
   grpcPort: port('GRPC_PORT', 8081, 'gRPC port; 0 picks a free port (printed at start).'),
   // Kept as the octal text (shown as 660, not 432, in the docs); main.ts converts it.
   grpcUnixSocketMode: spec('GRPC_UNIX_SOCKET_MODE', 'octal file mode', '660', 'Permissions of the Unix socket file (GRPC_HOST=unix:...): 660 lets owner and group connect.', (s) => {
@@ -114,6 +114,10 @@ export const SETTINGS = {
   maxKeyBytes: int('MAX_KEY_BYTES', LIMITS.maxKeyBytes, 'Longest descriptor entry key (and domain), bytes.', 1),
   maxValueBytes: int('MAX_VALUE_BYTES', LIMITS.maxValueBytes, 'Longest descriptor entry value, bytes.', 1),
   maxHitsAddend: int('MAX_HITS_ADDEND', LIMITS.maxHitsAddend, 'Largest hits_addend accepted (INVALID_ARGUMENT beyond).', 1),
+  authzDomain: str('AUTHZ_DOMAIN', '', 'ext_authz Check: the rules domain of a route whose context_extensions set no `ratelimit_domain`; empty: such requests are allowed untouched.'),
+  authzRegionHeaders: list('AUTHZ_REGION_HEADERS', 'ext_authz `region` action: trusted request headers carrying the client\'s country (e.g. cf-ipcountry, x-country-code), first non-empty wins, when the action names none. Only list headers your edge sets and strips from clients.'),
+  geoipDb: str('GEOIP_DB', '', 'ext_authz `region` action: a MaxMind-format (.mmdb) country or city database to look up the client address in (after the trusted headers); re-read when the file changes.'),
+  authzMaxHeaders: int('AUTHZ_MAX_HEADERS', 256, 'ext_authz Check: most request headers (and context extensions) in one CheckRequest (RESOURCE_EXHAUSTED beyond).', 1),
   rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
   xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
   nearLimitRatio: spec('NEAR_LIMIT_RATIO', 'number in (0, 1]', 0.8, 'Hits above this share of a limit are counted as near_limit in metrics.', (s) => {

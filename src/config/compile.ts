@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { ConfigError } from './errors.js';
 import { ConfigError as ConfigErrorClass, sortConfigErrors } from './errors.js';
 import { describeConfig } from './describe.js';
+import { AuthzCollector } from './compile-authz.js';
 import { compileGlob, isKeyPattern, isWildcard } from './glob.js';
 import { withDefaults } from './limits.js';
 import type { ConfigLimits } from './limits.js';
@@ -88,6 +89,7 @@ export function indexValidatedFiles(
   const warnings: ConfigError[] = [];
   const domains = new Map<string, DomainBuilder>();
   const limits = withDefaults(options.limits);
+  const authz = new AuthzCollector();
   for (const { file, errors: fileErrors, warnings: fileWarnings } of validated) {
     const name = file.name;
     errors.push(...fileErrors);
@@ -110,6 +112,7 @@ export function indexValidatedFiles(
     domains.set(file.domain, domain);
     const budget = { domain, max: limits.maxDescriptorsPerDomain };
     addDescriptors(domain.root, file, file.descriptors, file.domain, [], errors, budget);
+    authz.add(file, errors);
   }
   const order = validated.map((v) => v.file.name);
   if (errors.length > 0) return { ok: false, errors: sortConfigErrors(errors, order) };
@@ -131,6 +134,7 @@ export function indexValidatedFiles(
     files: Object.freeze(order),
     version,
     describe: () => description,
+    authz: authz.compile(),
   });
   return { ok: true, config, warnings: sortConfigErrors(warnings, order) };
 }

@@ -31,7 +31,7 @@ export function join(path: string, key: string): string {
  * (`<<: *anchor` or `<<: [*a, *b]`) are honoured as gopkg.in/yaml.v2 honours them: the mapping's own keys win,
  * then the merged mappings in order.
  */
-export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: readonly string[], depth = 0): Fields {
+export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed: readonly string[], depth = 0, reference = true): Fields {
   const fields: Fields = new Map();
   const merged: Fields[] = [];
   for (const pair of map.items) {
@@ -43,7 +43,7 @@ export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed
     const kind = scalarKind(key);
     const text = String(key.value);
     if (kind === 'string' && text === '<<' && key.type === 'PLAIN') {
-      merged.push(...readMerge(ctx, pair.value, path, allowed, depth));
+      merged.push(...readMerge(ctx, pair.value, path, allowed, depth, reference));
       continue;
     }
     if (kind !== 'string') {
@@ -51,7 +51,7 @@ export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed
       continue;
     }
     if (!allowed.includes(text)) {
-      if (REFERENCE_KEYS.has(text)) ctx.warn(key, join(path, text), ignoredKeyMessage(text));
+      if (reference && REFERENCE_KEYS.has(text)) ctx.warn(key, join(path, text), ignoredKeyMessage(text));
       else ctx.error(key, join(path, text), unknownKeyMessage(text, allowed));
       continue;
     }
@@ -69,19 +69,19 @@ export function readFields(ctx: FileContext, map: YAMLMap, path: string, allowed
   return fields;
 }
 
-export function readMerge(ctx: FileContext, raw: unknown, path: string, allowed: readonly string[], depth: number): Fields[] {
+export function readMerge(ctx: FileContext, raw: unknown, path: string, allowed: readonly string[], depth: number, reference = true): Fields[] {
   const node = ctx.deref(raw);
   // Aliases cannot form cycles in valid YAML, but a bound keeps a malicious file from recursing deeply.
   if (depth > 16) {
     ctx.error(node, join(path, '<<'), 'merge keys nested too deeply');
     return [];
   }
-  if (node !== undefined && isMap(node)) return [readFields(ctx, node, path, allowed, depth + 1)];
+  if (node !== undefined && isMap(node)) return [readFields(ctx, node, path, allowed, depth + 1, reference)];
   if (node !== undefined && isSeq(node)) {
     const out: Fields[] = [];
     for (const item of node.items) {
       const m = ctx.deref(item);
-      if (m !== undefined && isMap(m)) out.push(readFields(ctx, m, path, allowed, depth + 1));
+      if (m !== undefined && isMap(m)) out.push(readFields(ctx, m, path, allowed, depth + 1, reference));
       else ctx.error(m ?? node, join(path, '<<'), `can only merge mappings, not ${describeNode(m)}`);
     }
     return out;

@@ -1,6 +1,7 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { Unit } from '../core/types.js';
+import type { RawAuthz } from './authz-types.js';
 import type { JsonValue } from './yaml-nodes.js';
 
 export interface Position {
@@ -52,4 +53,6 @@ export interface RawFile {
   readonly domain?: string;
   readonly domainPosition: Position;
   readonly descriptors: readonly RawDescriptor[];
+  /** The `authz:` block (ext_authz descriptors from the HTTP request), when present and valid. */
+  readonly authz?: RawAuthz;
 }

@@ -6,7 +6,7 @@
  * where a misplaced key belongs, which catches the same typos and the indentation mistakes too.
  */
 
-export const TOP_KEYS = ['domain', 'descriptors', 'defaults'] as const;
+export const TOP_KEYS = ['domain', 'descriptors', 'defaults', 'authz'] as const;
 export const DEFAULTS_KEYS = ['algorithm', 'burst'] as const;
 export const DESCRIPTOR_KEYS = [
   'key',

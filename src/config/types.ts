@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
+import type { CompiledAuthz } from './authz-types.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
@@ -71,6 +72,8 @@ export interface CompiledConfig {
   readonly version: string;
   /** A JSON-able description of every domain and rule, served at GET /rules. */
   describe(): unknown;
+  /** Per domain, the `authz:` block (how the ext_authz Check service builds descriptors); absent = none. */
+  readonly authz?: ReadonlyMap<string, CompiledAuthz>;
 }
 
 /** One configuration error, with position. `toString()` gives `file:line:col: path: message`. */

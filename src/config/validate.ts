@@ -15,6 +15,7 @@ import type { ConfigLimits } from './limits.js';
 import type { RawDescriptor, RawFile } from './raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
+import { readAuthz } from './validate-authz.js';
 import type { FileDefaults } from './validate-limits.js';
 import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
 import type { JsonValue } from './yaml-nodes.js';
@@ -105,8 +106,9 @@ function validateDocument(ctx: FileContext, doc: Document, later: readonly Docum
 
   const defaults = readDefaults(ctx, fields.get('defaults'));
   const descriptors = readDescriptorList(ctx, fields.get('descriptors'), 'descriptors', defaults, 1);
+  const authz = readAuthz(ctx, fields.get('authz'));
   return {
-    file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors },
+    file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors, ...(authz !== undefined ? { authz } : {}) },
     errors: ctx.errors,
     warnings: ctx.warnings,
   };

@@ -142,6 +142,7 @@ export class RateLimiter {
       responseHeadersToAdd: buildResponseHeaders(applied, overLimit, this.options.headers),
       requestHeadersToAdd: [],
       ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
+      ...(outcomes.some((o) => o.storeFailure === true) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     return decision;

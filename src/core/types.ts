@@ -99,4 +99,11 @@ export interface RateLimitDecision {
   readonly rawBody?: Uint8Array;
   /** JSON-like metadata for later Envoy filters (namespace envoy.filters.http.ratelimit); only set when non-empty. */
   readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
+  /**
+   * The HTTP status a protocol that can set one (ext_authz) uses when OVER_LIMIT: `on_limit.status`, or
+   * 302/303/307 for `action: redirect`; absent = 429.
+   */
+  readonly httpStatus?: number;
+  /** Some limit was rejected by FAILURE_MODE=closed because the store could not answer (ext_authz answers 503). */
+  readonly storeFailure?: boolean;
 }

@@ -1,8 +1,9 @@
 /**
- * The gRPC server: RateLimitService and Health on one listener, TCP (host:port) or a Unix domain socket
+ * The gRPC server: RateLimitService, Authorization (ext_authz, when given) and Health on one listener, TCP (host:port) or a Unix domain socket
  * (host `unix:/path`), plaintext HTTP/2 or TLS / mutual TLS when given credentials (see tls-credentials.ts).
  */
 import * as grpc from '@grpc/grpc-js';
+import { AUTHORIZATION_SERVICE } from './ext-authz-service.js';
 import type { HealthState } from './health.js';
 import { loadProtos } from './protos.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from './unix-socket.js';
@@ -12,6 +13,8 @@ export interface GrpcServerOptions {
   readonly host: string;
   readonly port: number;
   readonly rls: grpc.UntypedServiceImplementation;
+  /** envoy.service.auth.v3.Authorization handlers (ext-authz-service.ts); absent = not served. */
+  readonly authz?: grpc.UntypedServiceImplementation;
   readonly health: HealthState;
   /** TLS (e.g. ReloadingServerCredentials); default plaintext. */
   readonly credentials?: grpc.ServerCredentials;
@@ -39,6 +42,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     ...options.serverOptions,
   });
   server.addService(protos.rlsServer, options.rls);
+  if (options.authz !== undefined) server.addService(AUTHORIZATION_SERVICE, options.authz);
   server.addService(protos.health, options.health.handlers());
   const socketPath = unixSocketPath(options.host);
   const host = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;

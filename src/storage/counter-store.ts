@@ -31,6 +31,8 @@ export interface LimitOutcome {
   readonly remaining: number;
   /** Milliseconds; see AlgorithmOutcome.resetMs. */
   readonly resetMs: number;
+  /** Rejected by FAILURE_MODE=closed because the store could not answer (not by the limit itself). */
+  readonly storeFailure?: boolean;
 }
 
 export interface ApplyOptions {

@@ -129,7 +129,7 @@ function openOutcome(check: LimitCheck): LimitOutcome {
 }
 
 function closedOutcome(check: LimitCheck): LimitOutcome {
-  return { allowed: false, remaining: 0, resetMs: check.windowMs };
+  return { allowed: false, remaining: 0, resetMs: check.windowMs, storeFailure: true };
 }
 
 /** This replica's share of a limit: floor(n / replicas), at least 1 unless the limit is 0 (rejects all). */
