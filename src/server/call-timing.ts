@@ -13,6 +13,7 @@
  * The hooks must not throw; they are called on the request path.
  */
 import * as grpc from '@grpc/grpc-js';
+import { CHECK_PATH } from './ext-authz-service.js';
 
 export interface CallTimingHooks {
   /** A unary call finished with a status; seconds since its headers arrived. */
@@ -33,7 +34,8 @@ function deadlineMs(call: grpc.ServerInterceptingCallInterface): number {
 export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterceptor {
   return (method, call) => {
     if (method.requestStream || method.responseStream) return new grpc.ServerInterceptingCall(call);
-    const name = method.path.slice(method.path.lastIndexOf('/') + 1);
+    // The method name, except ext_authz's Check, which would share `Check` with gRPC health: `ext_authz.Check`.
+    const name = method.path === CHECK_PATH ? 'ext_authz.Check' : method.path.slice(method.path.lastIndexOf('/') + 1);
     const started = performance.now();
     const unseen = hooks.unseenWaitMs?.() ?? 0;
     let handedAt: number | undefined;

@@ -4,8 +4,10 @@
  * the server's hand-written decoder and encoder are checked against an independent codec. `checkRaw`
  * sends arbitrary bytes (malformed requests) and returns the raw reply.
  */
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 import { PROTO_ROOT } from '../../src/server/protos.js';
 
 const definition = protoLoader.loadSync(['envoy/service/auth/v3/external_auth.proto'], {
@@ -123,4 +125,28 @@ export function headerTriples(options: readonly WireHeaderOption[]): [string, st
     if (o.append === null) throw new Error(`header ${o.header.key} has no explicit append`);
     return [o.header.key, o.header.value, o.append.value];
   });
+}
+
+let codecRoot: protobuf.Root | undefined;
+
+/** protobufjs types of the ext_authz messages (keepCase), to encode expected answers byte for byte. */
+export function authzType(name: 'CheckRequest' | 'CheckResponse'): protobuf.Type {
+  if (codecRoot === undefined) {
+    const root = new protobuf.Root();
+    root.resolvePath = (_origin, target) => (target.startsWith('google/protobuf/') ? target : join(PROTO_ROOT, target));
+    root.loadSync('envoy/service/auth/v3/external_auth.proto', { keepCase: true });
+    codecRoot = root;
+  }
+  return codecRoot.lookupType(`envoy.service.auth.v3.${name}`);
+}
+
+/** The canonical encoding (fields in number order, defaults left out) of a CheckResponse given as a plain object. */
+export function encodeExpectedResponse(obj: Record<string, unknown>): Buffer {
+  const type = authzType('CheckResponse');
+  return Buffer.from(type.encode(type.fromObject(obj)).finish());
+}
+
+/** A HeaderValueOption as our answers write it: append explicit (false = replace), append_action to match. */
+export function option(key: string, value: string, append = false): Record<string, unknown> {
+  return { header: { key, value }, append: append ? { value: true } : {}, ...(append ? {} : { append_action: 2 }) };
 }
