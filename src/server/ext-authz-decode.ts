@@ -10,6 +10,7 @@
  */
 import type { CheckAttributes, HttpAttributes } from '../authz/types.js';
 import { parseIp } from '../authz/ip.js';
+import { wellFormed } from '../core/bytes.js';
 import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
 import { MessageWalker, WIRE_LEN, type WireField } from './protobuf-fields.js';
 
@@ -81,7 +82,8 @@ function sourceAddress(w: MessageWalker, peer: WireField): string | undefined {
   });
   if (address === undefined || address === '') return undefined;
   if (parseIp(address) === undefined) {
-    const shown = address.length > 64 ? `${address.slice(0, 64)}…` : address;
+    // Shown well-formed: a lone surrogate (an escaped raw byte) would make grpc-js fail to send the status.
+    const shown = wellFormed(address.length > 64 ? `${address.slice(0, 64)}…` : address);
     throw new InvalidRequestError(`${path}: '${shown}' is not an IP address`);
   }
   return address;
