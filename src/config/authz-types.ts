@@ -55,6 +55,9 @@ export interface RawAuthz {
   readonly rateLimits: readonly RawAuthzRateLimit[];
   /** `file:line` of the block, for /rules and errors. */
   readonly source: string;
+  /** Where the `authz` key stands. */
+  readonly line: number;
+  readonly column: number;
 }
 
 /** A compiled string matcher: true when `value` matches. */

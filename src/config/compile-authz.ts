@@ -15,8 +15,8 @@ export class AuthzCollector {
     if (file.authz === undefined || file.domain === undefined) return;
     const earlier = this.blocks.get(file.domain);
     if (earlier !== undefined) {
-      const line = Number(file.authz.source.slice(file.authz.source.lastIndexOf(':') + 1));
-      errors.push(new ConfigError({ file: file.name, line, column: 1, path: 'authz', reason: `domain '${file.domain}' already has an authz block (${earlier.source}); a domain has one` }));
+      const { line, column } = file.authz;
+      errors.push(new ConfigError({ file: file.name, line, column, path: 'authz', reason: `domain '${file.domain}' already has an authz block (${earlier.source}); keep a domain's authz block in one of its files` }));
       return;
     }
     this.blocks.set(file.domain, file.authz);

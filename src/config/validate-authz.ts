@@ -62,8 +62,8 @@ export function readAuthz(ctx: FileContext, field: Field | undefined): RawAuthz 
     const actions = items.map((a) => readAction(ctx, a.map, a.path)).filter((a): a is RawAuthzAction => a !== undefined);
     return { actions };
   });
-  const { line } = ctx.position(map);
-  return { rateLimits, source: `${ctx.file}:${line}` };
+  const { line, column } = ctx.position(field.key);
+  return { rateLimits, source: `${ctx.file}:${line}`, line, column };
 }
 
 function hasItems(ctx: FileContext, field: Field): boolean {

@@ -17,6 +17,51 @@ function errorsOf(names: string[], mergeDomains = false): string[] {
 }
 
 const EXPECTED: Record<string, string[]> = {
+  'authz-bad-mask.yaml': [
+    "authz-bad-mask.yaml:5:55: authz.rate_limits[0].actions[0].masked_remote_address.v4_prefix_mask_len: must be an integer from 0 to 32, not 33",
+  ],
+  'authz-bad-regex.yaml': [
+    "authz-bad-regex.yaml:9:43: authz.rate_limits[0].actions[0].header_value_match.headers[0].safe_regex_match.regex: 'v(1|2' is not a valid RE2 regular expression: error parsing regexp: missing closing ): `v(1|2`",
+  ],
+  'authz-empty-actions.yaml': [
+    "authz-empty-actions.yaml:4:16: authz.rate_limits[0].actions: must list at least one action",
+  ],
+  'authz-header-matcher-two-specifiers.yaml': [
+    "authz-header-matcher-two-specifiers.yaml:8:17: authz.rate_limits[0].actions[0].header_value_match.headers[0]: has exact_match and present_match; a header matcher takes at most one of string_match, exact_match, prefix_match, suffix_match, contains_match, safe_regex_match, present_match",
+  ],
+  'authz-matcher-without-name.yaml': [
+    "authz-matcher-without-name.yaml:8:17: authz.rate_limits[0].actions[0].header_value_match.headers[0].name: is required",
+  ],
+  'authz-missing-header-name.yaml': [
+    "authz-missing-header-name.yaml:5:28: authz.rate_limits[0].actions[0].request_headers.header_name: is required",
+  ],
+  'authz-missing-rate-limits.yaml': [
+    "authz-missing-rate-limits.yaml:3:3: authz.rate_limit: unknown key 'rate_limit' (did you mean 'rate_limits'?)",
+    "authz-missing-rate-limits.yaml:3:3: authz.rate_limits: is required: the list of {actions: [...]} that build the descriptors",
+  ],
+  'authz-no-matchers.yaml': [
+    "authz-no-matchers.yaml:5:31: authz.rate_limits[0].actions[0].header_value_match.headers: must list at least one matcher",
+  ],
+  'authz-regex-ignore-case.yaml': [
+    "authz-regex-ignore-case.yaml:9:76: authz.rate_limits[0].actions[0].query_parameter_value_match.query_parameters[0].string_match.ignore_case: has no effect on safe_regex (use (?i) in the regex)",
+  ],
+  'authz-region-headers-not-a-list.yaml': [
+    "authz-region-headers-not-a-list.yaml:5:29: authz.rate_limits[0].actions[0].region.headers: must be a list of header names, not the string 'cf-ipcountry'",
+  ],
+  'authz-string-match-two-kinds.yaml': [
+    "authz-string-match-two-kinds.yaml:9:31: authz.rate_limits[0].actions[0].header_value_match.headers[0].string_match: has exact and prefix; a string matcher takes exactly one of exact, prefix, suffix, contains, safe_regex",
+  ],
+  'authz-two-actions-in-one.yaml': [
+    "authz-two-actions-in-one.yaml:5:11: authz.rate_limits[0].actions[0]: an action has exactly one of remote_address, masked_remote_address, request_headers, query_parameters, generic_key, header_value_match, query_parameter_value_match, cookie, method, path, host, region; found remote_address, generic_key",
+  ],
+  'authz-unknown-action.yaml': [
+    "authz-unknown-action.yaml:5:11: authz.rate_limits[0].actions[0].remote_adress: unknown action 'remote_adress' (did you mean 'remote_address'?)",
+  ],
+  'authz-unknown-key.yaml': [
+    "authz-unknown-key.yaml:5:72: authz.rate_limits[0].actions[0].request_headers.skip_if_abesnt: unknown key 'skip_if_abesnt' (did you mean 'skip_if_absent'?)",
+    "authz-unknown-key.yaml:6:7: authz.rate_limits[1].action: unknown key 'action' (did you mean 'actions'?)",
+    "authz-unknown-key.yaml:6:7: authz.rate_limits[1].actions: is required: a list of at least one action",
+  ],
   'bad-boolean.yaml': [
     "bad-boolean.yaml:4:18: descriptors[0].shadow_mode: must be true or false, not the string 'true'",
   ],
@@ -186,6 +231,13 @@ describe('invalid rules fixtures', () => {
   it('rejects the same domain in two files, naming both', () => {
     expect(errorsOf(['dup-domain-a.yaml', 'dup-domain-b.yaml'])).toEqual([
       "dup-domain-b.yaml:2:9: domain: duplicate domain 'shared' in config file (also in dup-domain-a.yaml; set MERGE_DOMAIN_CONFIG=true to merge them)",
+    ]);
+  });
+
+  it('rejects a second authz block for a domain merged from two files, naming the first', () => {
+    const result = compileConfigFiles(['dup-domain-authz-a.yaml', 'dup-domain-authz-b.yaml'].map(read), { mergeDomains: true });
+    expect(result.ok ? [] : result.errors.map(String)).toEqual([
+      "dup-domain-authz-b.yaml:5:1: authz: domain 'merged' already has an authz block (dup-domain-authz-a.yaml:2); keep a domain's authz block in one of its files",
     ]);
   });
 
