@@ -80,7 +80,7 @@ describe('ext_authz Check: malformed and hostile requests', () => {
   it('a source address that is not an IP: INVALID_ARGUMENT; a pipe peer: the IP descriptors are dropped', async () => {
     // A raw byte that is not UTF-8 is shown as U+FFFD (regression: it made grpc-js fail the call with UNKNOWN).
     const bad = encode(envoyCheckRequest(spec({ ip: '10.9.0.1' })));
-    bad[bad.indexOf(Buffer.from('10.9.0.1')) + 7] = 0x80;
+    bad[Buffer.from(bad).indexOf('10.9.0.1') + 7] = 0x80;
     expect(await failure(bad)).toEqual({ code: 'INVALID_ARGUMENT', details: "attributes.source.address.socket_address.address: '10.9.0.\ufffd' is not an IP address" });
     for (const ip of ['not-an-ip', '999.1.1.1', '10.0.0.1:8080', '::ffff:zz']) {
       expect(await failure(encode(envoyCheckRequest(spec({ ip }))))).toEqual({

@@ -35,17 +35,30 @@ export function renderKustomization(dir: string): K8sObject[] {
       const i = l.indexOf('=');
       data[l.slice(0, i)] = l.slice(i + 1);
     }
+    // An overlay's `behavior: merge | replace` changes the ConfigMap a base generated under that name.
+    const baseIndex = g.behavior === 'merge' || g.behavior === 'replace' ? objects.findIndex((o) => GENERATED.get(o) === g.name) : -1;
+    if (g.behavior !== undefined && g.behavior !== 'create' && baseIndex < 0) throw new Error(`${file}: no ConfigMap '${g.name}' in the resources to ${g.behavior}`);
+    const base = baseIndex >= 0 ? objects[baseIndex]! : undefined;
+    if (g.behavior === 'merge') Object.assign(data, { ...(base!.data as Record<string, string>), ...data });
     // Like kustomize, a content hash suffix unless disabled (the digest differs from kustomize's own).
     const name = g.options?.disableNameSuffixHash === true ? g.name : `${g.name}-${createHash('sha256').update(JSON.stringify(data)).digest('hex').slice(0, 10)}`;
     renamed.set(g.name, name);
-    objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(g.options?.labels ? { labels: g.options.labels } : {}) }, data });
+    if (base !== undefined) renamed.set(base.metadata.name, name);
+    const made: K8sObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(g.options?.labels ? { labels: g.options.labels } : {}) }, data };
+    GENERATED.set(made, g.name);
+    if (base !== undefined) objects.splice(baseIndex, 1, made);
+    else objects.push(made);
   }
   for (const o of objects) for (const v of podSpec(o)?.volumes ?? []) if (v.configMap && renamed.has(v.configMap.name)) v.configMap.name = renamed.get(v.configMap.name)!;
   return objects;
 }
 
+/** The generator name of each generated ConfigMap, for overlays that merge into or replace it. */
+const GENERATED = new WeakMap<K8sObject, string>();
+
 interface Generator {
   name: string;
+  behavior?: 'create' | 'merge' | 'replace';
   files?: string[];
   literals?: string[];
   options?: { disableNameSuffixHash?: boolean; labels?: Record<string, string> };
