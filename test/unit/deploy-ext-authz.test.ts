@@ -38,8 +38,8 @@ describe('envoy-ext-authz.yaml', () => {
     const route = hcm(broken).route_config.virtual_hosts[0].routes.at(-1);
     route.typed_per_filter_config['envoy.filters.http.ext_authz'].check_settings.context_extension = {};
     expect(protos.check('envoy.config.bootstrap.v3.Bootstrap', broken).sort()).toEqual([
-      expect.stringContaining("no field 'context_extension' in envoy.extensions.filters.http.ext_authz.v3.CheckSettings"),
       expect.stringContaining("no field 'failure_mode_alow' in envoy.extensions.filters.http.ext_authz.v3.ExtAuthz"),
+      expect.stringContaining("no field 'context_extension' in envoy.extensions.filters.http.ext_authz.v3.CheckSettings"),
     ]);
   });
 
