@@ -1,0 +1,49 @@
+/**
+ * The shipped example (config/ with envoy-ext-authz.yaml's domain "web") through Check, as the README and
+ * docs/ext-authz.md describe it: the deny-listed network, sign-ins per address, scrapers by User-Agent.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { createLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/metrics.js';
+import { startService, type RunningService } from '../../src/main.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { AuthzTestClient, type HttpRequestSpec } from '../support/authz-client.js';
+import { testSettings } from '../support/service.js';
+
+describe('config/web.yaml through ext_authz Check', () => {
+  let service: RunningService;
+  let client: AuthzTestClient;
+  const ok = async (spec: HttpRequestSpec) => (await client.check({ ...spec, contextExtensions: { ratelimit_domain: 'web' } })).status?.code === 0;
+
+  beforeAll(async () => {
+    service = await startService(testSettings({ configDir: join(import.meta.dirname, '../../config') }), {
+      clock: new FakeClock(1_700_000_000_000),
+      log: createLogger({ level: 'error', format: 'text', write: () => {} }),
+      metrics: createMetrics({ defaultMetrics: false }),
+    });
+    client = new AuthzTestClient(`127.0.0.1:${service.grpcPort}`);
+  });
+  afterAll(async () => {
+    client.close();
+    await service.close();
+  });
+
+  it('blocks the deny-listed network outright', async () => {
+    expect(await ok({ ip: '203.0.113.7' })).toBe(false);
+    expect(await ok({ ip: '203.0.114.7' })).toBe(true);
+  });
+
+  it('allows ten sign-ins per minute per address', async () => {
+    const results = [];
+    for (let i = 0; i < 11; i++) results.push(await ok({ ip: '198.51.100.20', method: 'POST', path: `/login?attempt=${i}` }));
+    expect(results).toEqual([...Array<boolean>(10).fill(true), false]);
+    expect(await ok({ ip: '198.51.100.21', method: 'POST', path: '/login' })).toBe(true);
+    expect(await ok({ ip: '198.51.100.20', method: 'GET', path: '/login' })).toBe(true);
+  });
+
+  it('limits scrapers by User-Agent to one request a minute', async () => {
+    const ua = { 'user-agent': 'Scrapy/2.11 (+https://scrapy.org)' };
+    expect([await ok({ ip: '192.0.2.80', headers: ua }), await ok({ ip: '192.0.2.81', headers: ua })]).toEqual([true, false]);
+  });
+});
