@@ -240,6 +240,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     backend: settings.backend,
     ...(settings.backend === 'redis' ? { failureMode: settings.failureMode, redisType: settings.redisType } : {}),
     shadowMode: settings.shadowMode,
+    extAuthz: { defaultDomain: settings.authzDomain, ...(geoip ? { geoipDb: settings.geoipDb, geoipType: geoip.databaseType } : {}) },
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
     ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },

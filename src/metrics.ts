@@ -57,7 +57,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
 
   new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
     .set({ version: packageVersion(), node_version: process.version }, 1);
-  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'ShouldRateLimit decisions by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers });
+  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers });
   const duration = new Histogram({
     name: 'ratelimit_decision_duration_seconds',
     help: 'Time to decide one request, store round trip included.',

@@ -69,7 +69,7 @@ describe('envoy-ext-authz.yaml', () => {
   it('strips the region headers the client could send before ext_authz reads them', () => {
     const filters = hcm(envoy).http_filters as Obj[];
     const names = filters.map((f) => f.name);
-    const removed = filters[names.indexOf('envoy.filters.http.header_mutation')].typed_config.mutations.request_mutations.map((m: Obj) => m.remove);
+    const removed = filters[names.indexOf('envoy.filters.http.header_mutation')]!.typed_config.mutations.request_mutations.map((m: Obj) => m.remove);
     expect(removed).toEqual(expect.arrayContaining(['cf-ipcountry', 'x-country-code']));
     expect(names.indexOf('envoy.filters.http.header_mutation')).toBeLessThan(names.indexOf('envoy.filters.http.ext_authz'));
   });
