@@ -52,7 +52,7 @@ describe('ext_authz Check: malformed and hostile requests', () => {
 
   it('garbage bytes and a wrong wire type: INVALID_ARGUMENT naming what is wrong', async () => {
     expect(await failure(Uint8Array.from([0x0a, 0xff, 0xff, 0xff]))).toEqual({ code: 'INVALID_ARGUMENT', details: expect.stringMatching(/^malformed CheckRequest: /) as string });
-    expect(await failure(Uint8Array.from([0x08, 0x01]))).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed CheckRequest: field attributes has wire type 0, expected 2 at attributes (byte 0)' });
+    expect(await failure(Uint8Array.from([0x08, 0x01]))).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed CheckRequest: field attributes has wire type 0, expected 2 at top level (byte 0)' });
     expect((await failure(Uint8Array.from([0x0f]))).code).toBe('INVALID_ARGUMENT');
   });
 
