@@ -108,6 +108,34 @@ describe('ext_authz Check with Redis: shared counters and FAILURE_MODE', () => {
     }
   });
 
+  it('concurrent mixed traffic, both protocols on two replicas, hostile requests in between: exactly the limit is admitted', async () => {
+    const rules = { 'edge.yaml': RULES['edge.yaml'].replace('requests_per_unit: 3', 'requests_per_unit: 50') };
+    const settings = { backend: 'redis' as const, redisUrl: redis.url, cacheKeyPrefix: 'authz-mixed:' };
+    const [a, b] = [await startTestService(rules, settings), await startTestService(rules, settings)];
+    const clients = [new AuthzTestClient(a.grpcAddress), new AuthzTestClient(b.grpcAddress)];
+    const rlsClients = [new RlsTestClient(a.grpcAddress), new RlsTestClient(b.grpcAddress)];
+    try {
+      const calls: Promise<string>[] = [];
+      for (let i = 0; i < 160; i++) {
+        const k = i % 4;
+        if (k === 0) calls.push(clients[i % 2]!.check({ ip: '192.0.2.99', contextExtensions: { ratelimit_domain: 'edge' } }).then((r) => (r.status?.code === 0 ? 'ok' : 'over')));
+        else if (k === 1) calls.push(rlsClients[i % 2]!.ask('edge', [[['remote_address', '192.0.2.99']]]).then((r) => (r.overall_code === 'OK' ? 'ok' : 'over')));
+        else if (k === 2) calls.push(clients[i % 2]!.checkRaw(Uint8Array.from([0x0a, 0x05, 0xff])).then(() => 'bad-answered', () => 'refused'));
+        else calls.push(clients[i % 2]!.check({ ip: '2001:db8::99', rawHeaders: [['x-junk', 'j'.repeat(2000)]], contextExtensions: { ratelimit_domain: 'edge' } }).then((r) => (r.status?.code === 0 ? 'other-ok' : 'other-over')));
+      }
+      const results = await Promise.all(calls);
+      const count = (x: string) => results.filter((r) => r === x).length;
+      expect(count('ok')).toBe(50);
+      expect(count('over')).toBe(30);
+      expect(count('refused')).toBe(40);
+      expect(count('other-ok')).toBe(40); // another client's counter: untouched by the first one's
+    } finally {
+      for (const c of [...clients, ...rlsClients]) c.close();
+      await a.close();
+      await b.close();
+    }
+  });
+
   it.each(['closed', 'open'] as const)('FAILURE_MODE=%s while Redis is stopped', async (mode) => {
     const svc = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: mode, cacheKeyPrefix: `authz-${mode}:` });
     const client = new AuthzTestClient(svc.grpcAddress);
