@@ -1,10 +1,15 @@
 /**
- * Region lookups in a MaxMind-format database (GEOIP_DB: GeoLite2/GeoIP2 Country or City, or any .mmdb
- * whose records carry `country.iso_code`), read with the `maxmind` package. The file is re-read when it
- * changes (the package polls it), so a database update needs no restart. Lookups are cached (bounded).
+ * Region lookups in a MaxMind-format database (GEOIP_DB: GeoLite2/GeoIP2 Country or City, or any .mmdb whose
+ * records carry `country.iso_code`), read with the `maxmind` package's reader.
+ *
+ * The file is polled (fs.watchFile) and re-read when it changes. A new file replaces the one in use only once
+ * it reads as a whole database: a half-copied or corrupt file is reported and the last good one kept. (The
+ * package's own watcher would reload inside an unguarded callback, where a corrupt file is an unhandled
+ * rejection, which ends the process.) Lookups are cached, bounded.
  */
-import { unwatchFile } from 'node:fs';
-import maxmind from 'maxmind';
+import { readFile } from 'node:fs/promises';
+import { unwatchFile, watchFile } from 'node:fs';
+import { Reader } from 'maxmind';
 import type { RegionLookup } from './authz/types.js';
 
 /** The part of a record we read; databases differ (Country, City, custom), so every field is checked. */
@@ -17,17 +22,45 @@ export interface RegionDatabase {
   readonly lookup: RegionLookup;
   /** The database's type as it names itself (e.g. GeoLite2-Country). */
   readonly databaseType: string;
+  /** Re-reads the file now (the poller calls it on a change); false, keeping the database in use, when it cannot be read. */
+  reload(): Promise<boolean>;
   close(): void;
 }
 
-/** Opens the database; rejects with a message naming the file when it is missing or not a MaxMind DB. */
-export async function openRegionDatabase(path: string, cacheSize = 10_000): Promise<RegionDatabase> {
-  let reader;
+export interface RegionDatabaseOptions {
+  /** Addresses whose answer is cached (default 10,000); the cache is emptied when full and on every reload. */
+  readonly cacheSize?: number;
+  /** How often the file is polled for changes, ms (default 5 s); 0: never. */
+  readonly pollMs?: number;
+  readonly onReload?: (databaseType: string) => void;
+  readonly onError?: (message: string) => void;
+}
+
+/** A Map emptied when it reaches its bound: what a lookup cache needs, at no per-hit cost. */
+class BoundedCache {
+  private readonly map = new Map<string | number, unknown>();
+  constructor(private readonly max: number) {}
+  get(key: string | number): unknown {
+    return this.map.get(key);
+  }
+  set(key: string | number, value: unknown): void {
+    if (this.map.size >= this.max) this.map.clear();
+    this.map.set(key, value);
+  }
+}
+
+async function readDatabase(path: string, cacheSize: number): Promise<Reader<never>> {
   try {
-    reader = await maxmind.open(path, { cache: { max: cacheSize }, watchForUpdates: true, watchForUpdatesNonPersistent: true });
+    return new Reader<never>(await readFile(path), { cache: new BoundedCache(cacheSize) });
   } catch (err) {
     throw new Error(`GEOIP_DB ${path} cannot be read as a MaxMind database: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** Opens the database; rejects with a message naming the file when it is missing or not a MaxMind DB. */
+export async function openRegionDatabase(path: string, options: RegionDatabaseOptions = {}): Promise<RegionDatabase> {
+  const cacheSize = options.cacheSize ?? 10_000;
+  let reader = await readDatabase(path, cacheSize);
   const lookup: RegionLookup = (ip) => {
     let record: CountryRecord | null;
     try {
@@ -38,5 +71,28 @@ export async function openRegionDatabase(path: string, cacheSize = 10_000): Prom
     const code = record?.country?.iso_code ?? record?.registered_country?.iso_code;
     return typeof code === 'string' && code !== '' ? code : undefined;
   };
-  return { lookup, databaseType: reader.metadata.databaseType, close: () => unwatchFile(path) };
+  const reload = async (): Promise<boolean> => {
+    try {
+      reader = await readDatabase(path, cacheSize);
+      options.onReload?.(reader.metadata.databaseType);
+      return true;
+    } catch (err) {
+      options.onError?.(`${(err as Error).message}; still using the database read before`);
+      return false;
+    }
+  };
+  const pollMs = options.pollMs ?? 5_000;
+  if (pollMs > 0) {
+    watchFile(path, { interval: pollMs, persistent: false }, (now, before) => {
+      if (now.mtimeMs !== before.mtimeMs || now.size !== before.size || now.ino !== before.ino) void reload();
+    });
+  }
+  return {
+    lookup,
+    get databaseType() {
+      return reader.metadata.databaseType;
+    },
+    reload,
+    close: () => unwatchFile(path),
+  };
 }

@@ -165,7 +165,11 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   let geoip: RegionDatabase | undefined;
   try {
     if (settings.geoipDb !== '') {
-      geoip = await openRegionDatabase(settings.geoipDb).catch((err: unknown) => {
+      const geoLog = componentLogger(log, 'geoip');
+      geoip = await openRegionDatabase(settings.geoipDb, {
+        onReload: (databaseType) => geoLog.info('GEOIP_DB reloaded', { file: settings.geoipDb, databaseType }),
+        onError: (message) => geoLog.error(message, { file: settings.geoipDb }),
+      }).catch((err: unknown) => {
         throw new StartupError((err as Error).message);
       });
     }

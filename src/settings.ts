@@ -116,7 +116,7 @@ export const SETTINGS = {
   maxHitsAddend: int('MAX_HITS_ADDEND', LIMITS.maxHitsAddend, 'Largest hits_addend accepted (INVALID_ARGUMENT beyond).', 1),
   authzDomain: str('AUTHZ_DOMAIN', '', 'ext_authz Check: the rules domain of a route whose context_extensions set no `ratelimit_domain`; empty: such requests are allowed untouched.'),
   authzRegionHeaders: list('AUTHZ_REGION_HEADERS', 'ext_authz `region` action: trusted request headers carrying the client\'s country (e.g. cf-ipcountry, x-country-code), first non-empty wins, when the action names none. Only list headers your edge sets and strips from clients.'),
-  geoipDb: str('GEOIP_DB', '', 'ext_authz `region` action: a MaxMind-format (.mmdb) country or city database to look up the client address in (after the trusted headers); re-read when the file changes.'),
+  geoipDb: str('GEOIP_DB', '', 'ext_authz `region` action: a MaxMind-format (.mmdb) country or city database to look up the client address in (after the trusted headers); polled every 5 s, a changed file is used once it reads whole.'),
   authzMaxHeaders: int('AUTHZ_MAX_HEADERS', 256, 'ext_authz Check: most request headers (and context extensions) in one CheckRequest (RESOURCE_EXHAUSTED beyond).', 1),
   rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
   xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
