@@ -64,7 +64,7 @@ export async function openRegionDatabase(path: string, options: RegionDatabaseOp
   const lookup: RegionLookup = (ip) => {
     let record: CountryRecord | null;
     try {
-      record = reader.get(ip) as CountryRecord | null;
+      record = reader.get(ip);
     } catch {
       return undefined; // not an address the database can hold (e.g. IPv6 in an IPv4-only file)
     }
