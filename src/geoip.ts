@@ -9,14 +9,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { unwatchFile, watchFile } from 'node:fs';
-import { Reader } from 'maxmind';
+import { Reader, type CountryResponse } from 'maxmind';
 import type { RegionLookup } from './authz/types.js';
-
-/** The part of a record we read; databases differ (Country, City, custom), so every field is checked. */
-interface CountryRecord {
-  readonly country?: { readonly iso_code?: unknown };
-  readonly registered_country?: { readonly iso_code?: unknown };
-}
 
 export interface RegionDatabase {
   readonly lookup: RegionLookup;
@@ -49,9 +43,9 @@ class BoundedCache {
   }
 }
 
-async function readDatabase(path: string, cacheSize: number): Promise<Reader<never>> {
+async function readDatabase(path: string, cacheSize: number): Promise<Reader<CountryResponse>> {
   try {
-    return new Reader<never>(await readFile(path), { cache: new BoundedCache(cacheSize) });
+    return new Reader<CountryResponse>(await readFile(path), { cache: new BoundedCache(cacheSize) });
   } catch (err) {
     throw new Error(`GEOIP_DB ${path} cannot be read as a MaxMind database: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -62,13 +56,14 @@ export async function openRegionDatabase(path: string, options: RegionDatabaseOp
   const cacheSize = options.cacheSize ?? 10_000;
   let reader = await readDatabase(path, cacheSize);
   const lookup: RegionLookup = (ip) => {
-    let record: CountryRecord | null;
+    // Databases differ (Country, City, custom): the fields are checked at run time, not trusted to the type.
+    let record: CountryResponse | null;
     try {
       record = reader.get(ip);
     } catch {
       return undefined; // not an address the database can hold (e.g. IPv6 in an IPv4-only file)
     }
-    const code = record?.country?.iso_code ?? record?.registered_country?.iso_code;
+    const code: unknown = record?.country?.iso_code ?? record?.registered_country?.iso_code;
     return typeof code === 'string' && code !== '' ? code : undefined;
   };
   const reload = async (): Promise<boolean> => {
