@@ -19,8 +19,7 @@ import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
 import { ServiceHealth } from './server/service-health.js';
 import { rlsHandlers } from './server/rls-service.js';
 import { extAuthzHandlers } from './server/ext-authz-service.js';
-import { Authorizer } from './authz/authorize.js';
-import { openRegionDatabase, type RegionDatabase } from './geoip.js';
+import { setUpExtAuthz, type ExtAuthzSetup } from './ext-authz-setup.js';
 import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
 import { LoopClock } from './server/loop-clock.js';
@@ -162,32 +161,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   const extra: Listener[] = [];
   let credentials: ReloadingServerCredentials | undefined;
-  let geoip: RegionDatabase | undefined;
+  let extAuthz: ExtAuthzSetup | undefined;
   try {
-    if (settings.geoipDb !== '') {
-      const geoLog = componentLogger(log, 'geoip');
-      geoip = await openRegionDatabase(settings.geoipDb, {
-        onReload: (databaseType) => geoLog.info('GEOIP_DB reloaded', { file: settings.geoipDb, databaseType }),
-        onError: (message) => geoLog.error(message, { file: settings.geoipDb }),
-      }).catch((err: unknown) => {
-        throw new StartupError((err as Error).message);
-      });
-    }
-    const authorizer = new Authorizer({
-      limiter,
-      config: () => holder.config,
-      defaultDomain: settings.authzDomain,
-      descriptors: { regionHeaders: settings.authzRegionHeaders.map((h) => h.toLowerCase()), ...(geoip ? { region: geoip.lookup } : {}) },
-      failureMode: settings.failureMode,
-      onResult: (result, domain) => metrics.countAuthzCheck(domain, result),
-    });
+    extAuthz = await setUpExtAuthz(settings, { limiter, config: () => holder.config, metrics, log });
     credentials = grpcCredentials(settings, log);
     grpcServer = await startGrpcServer({
       host: settings.grpcHost,
       port: settings.grpcPort,
       rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
       authz: extAuthzHandlers({
-        authorizer,
+        authorizer: extAuthz.authorizer,
         clock,
         deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
         defaultTimeoutMs: settings.redisCommandTimeoutMs,
@@ -219,7 +202,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     extra.push(...(await startExtraListeners(settings, metrics, holder, onError)));
   } catch (err) {
     watcher?.close();
-    geoip?.close();
+    extAuthz?.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();
@@ -244,7 +227,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     backend: settings.backend,
     ...(settings.backend === 'redis' ? { failureMode: settings.failureMode, redisType: settings.redisType } : {}),
     shadowMode: settings.shadowMode,
-    extAuthz: { defaultDomain: settings.authzDomain, ...(geoip ? { geoipDb: settings.geoipDb, geoipType: geoip.databaseType } : {}) },
+    extAuthz: extAuthz.description,
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
     ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },
@@ -283,7 +266,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();
-        geoip?.close();
+        extAuthz.close();
         await admin.close();
         await Promise.all(extra.map((l) => l.close()));
         await store.close();
