@@ -5,6 +5,7 @@
  */
 import { isScalar, isSeq } from 'yaml';
 import type { YAMLMap } from 'yaml';
+import { DEFAULT_REQUEST_LIMITS } from '../core/request-limits.js';
 import type { RawAuthz, RawAuthzAction } from './authz-types.js';
 import { join, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
@@ -45,13 +46,21 @@ export function readAuthz(ctx: FileContext, field: Field | undefined): RawAuthz 
     ctx.error(map, 'authz.rate_limits', 'is required: the list of {actions: [...]} that build the descriptors');
     return undefined;
   }
-  const rateLimits = readMapList(ctx, listField, 'authz.rate_limits').map(({ map: item, path }) => {
+  const list = readMapList(ctx, listField, 'authz.rate_limits');
+  // Each item is a descriptor of every request: more than a request may carry would fail every Check.
+  if (list.length > DEFAULT_REQUEST_LIMITS.maxDescriptors) {
+    ctx.error(valueNode(ctx, listField), 'authz.rate_limits', `has ${list.length} items; a request carries at most ${DEFAULT_REQUEST_LIMITS.maxDescriptors} descriptors (MAX_REQUEST_DESCRIPTORS)`);
+  }
+  const rateLimits = list.map(({ map: item, path }) => {
     const itemFields = strictFields(ctx, item, path, RATE_LIMIT_ITEM_KEYS);
     const actionsField = itemFields.get('actions');
     const actionsPath = join(path, 'actions');
     const items = readMapList(ctx, actionsField, actionsPath);
     if (actionsField === undefined) ctx.error(item, actionsPath, 'is required: a list of at least one action');
     else if (!hasItems(ctx, actionsField)) ctx.error(valueNode(ctx, actionsField), actionsPath, 'must list at least one action');
+    else if (items.length > DEFAULT_REQUEST_LIMITS.maxEntries) {
+      ctx.error(valueNode(ctx, actionsField), actionsPath, `has ${items.length} actions; a descriptor carries at most ${DEFAULT_REQUEST_LIMITS.maxEntries} entries (MAX_DESCRIPTOR_ENTRIES)`);
+    }
     const actions = items.map((a) => readAction(ctx, a.map, a.path)).filter((a): a is RawAuthzAction => a !== undefined);
     return { actions };
   });

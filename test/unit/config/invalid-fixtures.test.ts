@@ -51,6 +51,12 @@ const EXPECTED: Record<string, string[]> = {
   'authz-string-match-two-kinds.yaml': [
     "authz-string-match-two-kinds.yaml:9:31: authz.rate_limits[0].actions[0].header_value_match.headers[0].string_match: has exact and prefix; a string matcher takes exactly one of exact, prefix, suffix, contains, safe_regex",
   ],
+  'authz-too-many-actions.yaml': [
+    "authz-too-many-actions.yaml:4:16: authz.rate_limits[0].actions: has 17 actions; a descriptor carries at most 16 entries (MAX_DESCRIPTOR_ENTRIES)",
+  ],
+  'authz-too-many-rate-limits.yaml': [
+    "authz-too-many-rate-limits.yaml:4:5: authz.rate_limits: has 65 items; a request carries at most 64 descriptors (MAX_REQUEST_DESCRIPTORS)",
+  ],
   'authz-two-actions-in-one.yaml': [
     "authz-two-actions-in-one.yaml:5:11: authz.rate_limits[0].actions[0]: an action has exactly one of remote_address, masked_remote_address, request_headers, query_parameters, generic_key, header_value_match, query_parameter_value_match, cookie, method, path, host, region; found remote_address, generic_key",
   ],
