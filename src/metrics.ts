@@ -103,7 +103,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   for (const mode of FAILURE_MODES) storeFallbacks.inc({ mode }, 0);
   for (const code of CODES) decisions.inc({ domain: UNKNOWN_DOMAIN, code }, 0);
 
-  const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check calls answered, by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors (allowed untouched), store_failure (503 by FAILURE_MODE=closed). Their hits also count in the per-rule metrics, like ShouldRateLimit\'s.', labelNames: ['domain', 'result'] as const, registers });
+  const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check answers by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors, store_failure (503, FAILURE_MODE=closed).', labelNames: ['domain', 'result'] as const, registers });
   for (const result of AUTHZ_RESULTS) authzChecks.inc({ domain: UNKNOWN_DOMAIN, result }, 0);
 
   return {

@@ -83,7 +83,7 @@ describe('ResilientStore', () => {
         expect(Date.now()).toBeLessThanOrEqual(deadlineMs);
         expect(Date.now() - started).toBeGreaterThanOrEqual(100);
         if (mode === 'open') expect(o).toEqual({ allowed: true, remaining: 9, resetMs: 60_000 });
-        if (mode === 'closed') expect(o).toEqual({ allowed: false, remaining: 0, resetMs: 60_000 });
+        if (mode === 'closed') expect(o).toEqual({ allowed: false, remaining: 0, resetMs: 60_000, storeFailure: true });
         if (mode === 'local') expect(o).toMatchObject({ allowed: true, remaining: 2 }); // 9 / 3 replicas = 3
       }
     } finally {
@@ -139,7 +139,7 @@ describe('ResilientStore', () => {
       expect(store.isReady()).toBe(false);
       const outcomes = await store.apply([check(5), check(3, { enforce: false })], T0);
       expect(outcomes).toEqual([
-        { allowed: false, remaining: 0, resetMs: 60_000 },
+        { allowed: false, remaining: 0, resetMs: 60_000, storeFailure: true }, // marked: ext_authz answers it with a 503
         { allowed: true, remaining: 3, resetMs: 60_000 },
       ]);
     });
