@@ -15,6 +15,7 @@
 import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { algorithmParams, degradeCheck, trackBackoff } from '../on-limit-batch.js';
 
 /**
  * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
@@ -38,20 +39,26 @@ interface Pending {
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
   const pending = new Map<string, Pending>();
   const outcomes: AlgorithmOutcome[] = [];
+  const degraded: boolean[] = [];
   let admitted = true;
   for (const check of checks) {
     const earlier = pending.get(check.key);
     const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
-    const { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(
-      state,
-      nowMs,
-      { limit: check.limit, windowMs: check.windowMs, burst: check.burst },
-      check.hits,
-    );
+    let { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(state, nowMs, algorithmParams(check), check.hits);
+    let writeKey: string | undefined = check.key;
+    let writeCheck = check;
+    // on_limit degrade (on-limit-batch.ts): a rejected check admitted anyway, counted under its degrade key.
+    const degrade = degradeCheck(check, outcome, nowMs, (k, c) => (pending.has(k) ? pending.get(k)!.state : access.read(k, c)));
+    degraded.push(degrade !== undefined);
+    if (degrade !== undefined) {
+      ({ outcome } = degrade);
+      writeKey = degrade.write?.key;
+      if (degrade.write !== undefined) ({ state: next, ttlMs, check: writeCheck } = degrade.write);
+    }
     outcomes.push(outcome);
     if (!outcome.allowed && check.enforce) admitted = false;
     if (outcome.allowed && check.hits > 0) {
-      pending.set(check.key, { state: next, ttlMs, check, exhausted: outcome.remainingIfCommitted === 0 });
+      if (writeKey !== undefined) pending.set(writeKey, { state: next, ttlMs, check: writeCheck, exhausted: outcome.remainingIfCommitted === 0 });
     } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined) {
       // Only a check decided on the stored state says the stored key has nothing left (a repeated key is
       // decided on what its earlier checks would leave, which a rejected batch never writes).
@@ -61,6 +68,7 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
   if (admitted) {
     for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
+  const rejections = trackBackoff(access, checks, outcomes.map((o) => o.allowed), admitted, nowMs);
   return checks.map((check, i) => {
     const o = outcomes[i]!;
     const committed = admitted && o.allowed && check.hits > 0;
@@ -68,6 +76,9 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
       allowed: o.allowed,
       remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
       resetMs: o.resetMs,
+      ...(committed && o.delayMs !== undefined ? { delayMs: o.delayMs } : {}),
+      ...(committed && degraded[i] ? { degraded: true } : {}),
+      ...(rejections[i] !== undefined ? { rejections: rejections[i] } : {}),
     };
   });
 }
