@@ -97,6 +97,11 @@ export interface RateLimitDecision {
   readonly responseHeadersToAdd: readonly HeaderValue[];
   readonly requestHeadersToAdd: readonly HeaderValue[];
   readonly rawBody?: Uint8Array;
+  /**
+   * OVER_LIMIT only: the HTTP status a protocol that can set one (ext_authz) should answer with, from the
+   * speaking limit's `on_limit.status` (302/303/307 for `action: redirect`); absent = 429. RLS cannot set it.
+   */
+  readonly httpStatus?: number;
   /** JSON-like metadata for later Envoy filters (namespace envoy.filters.http.ratelimit); only set when non-empty. */
   readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
 }
