@@ -7,45 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient, type WireResponse } from '../support/rls-client.js';
+import { MESSAGE_RULES } from '../support/on-limit-rules.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-export const MESSAGE_RULES = `domain: msg
-descriptors:
-  - key: text
-    rate_limit:
-      unit: minute
-      requests_per_unit: 1
-      name: per-user
-      on_limit:
-        body: "slow down {{descriptor}} ({{name}}, {{limit}} per {{window}}s): retry in {{retry_after}}s\\n"
-        headers: {x-limit-reason: "user {{descriptor}}"}
-  - key: json
-    rate_limit:
-      unit: day
-      requests_per_unit: 1
-      on_limit:
-        retry: none
-        status: 403
-        content_type: application/json
-        body: '{"error":"daily limit reached","who":"{{descriptor}}","domain":"{{domain}}","retry_after":{{retry_after}},"reset_at":"{{reset_at}}"}'
-  - key: degrade
-    rate_limit:
-      unit: minute
-      requests_per_unit: 2
-      on_limit: {action: degrade, request_headers: {x-degraded: "true"}, degrade_max: 2}
-  - key: backoff
-    rate_limit:
-      unit: minute
-      requests_per_unit: 60
-      algorithm: token_bucket
-      burst: 1
-      on_limit: {retry: exponential_backoff, retry_base: 1s, retry_cap: 10s}
-  - key: redirect
-    rate_limit:
-      unit: minute
-      requests_per_unit: 1
-      on_limit: {action: redirect, location: "https://example.com/busy?who={{descriptor}}", status: 303}
-`;
 
 const HOSTILE = 'a"b\\c\nd é 😀';
 const headers = (r: WireResponse) => r.response_headers_to_add.map((h) => ({ key: h.key, value: h.value }));
