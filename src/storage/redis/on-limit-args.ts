@@ -14,6 +14,13 @@ export function onLimitArgs(c: LimitCheck, args: (string | number)[]): void {
   args.push(o.maxDelayMs ?? 0, o.degradeKey ?? '', o.degradeMax ?? -1, o.backoffKey ?? '', o.backoffTtlMs ?? 0);
 }
 
+/** An outcome of a batch that was rejected after all (another Cluster slot vetoed it): nothing was delayed or degraded. */
+export function notAdmitted(o: LimitOutcome): LimitOutcome {
+  if (o.delayMs === undefined && o.degraded === undefined) return o;
+  const { delayMs: _delay, degraded: _degraded, ...rest } = o;
+  return rest;
+}
+
 /**
  * The on_limit values of one check from the reply's tail at `at` (delay, degraded, rejections). Delay and
  * degradation only mean something for an admitted batch (a rejected one reserved and counted nothing).
