@@ -11,7 +11,7 @@ import { join, readFields, readMap, valueNode } from './fields.js';
 import type { Field } from './fields.js';
 import { ON_LIMIT_ACTIONS, REDIRECT_STATUSES, RETRY_POLICIES, type CompiledOnLimit, type OnLimitAction, type OnLimitHeader } from './on-limit-types.js';
 import { notOneOfMessage } from './schema.js';
-import { HOSTILE_VALUES, escapingFor, parseTemplate, renderTemplate, type Template } from './template.js';
+import { escapingFor, jsonBodyProblem, parseTemplate, type Template } from './template.js';
 import { describeNode, readInt, readString } from './yaml-nodes.js';
 import type { FileContext } from './yaml-nodes.js';
 
@@ -152,14 +152,10 @@ function readStatus(ctx: FileContext, field: Field | undefined, path: string, ac
   return readInt(ctx, field.value, path, 400, 599, undefined);
 }
 
-/** A JSON body must parse whatever the request carries: rendered with hostile values, it must still be JSON. */
+/** A JSON body must parse whatever the request carries (template.ts jsonBodyProblem). */
 function checkJsonBody(ctx: FileContext, field: Field, path: string, body: Template): void {
-  const sample = renderTemplate(body, HOSTILE_VALUES, 'json');
-  try {
-    JSON.parse(sample);
-  } catch (error) {
-    ctx.error(valueNode(ctx, field), path, `body is not valid JSON for its content_type (placeholders must stand where a number may, or inside a string): ${(error as Error).message}`);
-  }
+  const problem = jsonBodyProblem(body);
+  if (problem !== undefined) ctx.error(valueNode(ctx, field), path, `a JSON body: ${problem}`);
 }
 
 /** A mapping of header name → value (a template) with names checked; undefined when absent or invalid. */

@@ -86,6 +86,8 @@ export function renderTemplate(template: Template, values: TemplateValues, escap
   return out;
 }
 
+const NUMERIC: ReadonlySet<Placeholder> = new Set(['retry_after', 'limit', 'remaining', 'window']);
+
 /** Values that stress every escape (quotes, backslash, newline, non-ASCII), for checking a JSON body at load. */
 export const HOSTILE_VALUES: TemplateValues = {
   retry_after: 1,
@@ -97,3 +99,27 @@ export const HOSTILE_VALUES: TemplateValues = {
   descriptor: 'k="\\\n\u00e9',
   reset_at: '2026-01-01T00:00:00Z',
 };
+
+/**
+ * Why a JSON body template would not always give JSON, or undefined: a string placeholder outside a JSON
+ * string (its value would not be quoted), or text that is not JSON once the placeholders are filled.
+ */
+export function jsonBodyProblem(template: Template): string | undefined {
+  let inString = false;
+  for (const part of template.parts) {
+    if (typeof part !== 'string') {
+      if (!inString && !NUMERIC.has(part.placeholder)) return `{{${part.placeholder}}} must stand inside a JSON string ("...") so that its value is escaped`;
+      continue;
+    }
+    for (let i = 0; i < part.length; i++) {
+      if (part[i] === '\\' && inString) i++;
+      else if (part[i] === '"') inString = !inString;
+    }
+  }
+  try {
+    JSON.parse(renderTemplate(template, HOSTILE_VALUES, 'json'));
+    return undefined;
+  } catch (error) {
+    return `not valid JSON once its placeholders are filled: ${(error as Error).message}`;
+  }
+}
