@@ -47,7 +47,7 @@ const ACTION_FIELDS: readonly (readonly [string, OnLimitAction])[] = [
 /** Response headers on_limit.headers may not set: the service sets them (or a dedicated field does), or HTTP forbids. */
 const RESERVED_HEADERS = new Set(['retry-after', 'content-type', 'location', 'content-length', 'transfer-encoding', 'connection', 'ratelimit', 'ratelimit-policy']);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
-const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+=("[^"\\\x00-\x1f]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
+const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
 
 /** `on_limit:` of a limit using `algorithm`; undefined when absent or invalid (errors reported). */
 export function readOnLimit(ctx: FileContext, field: Field | undefined, path: string, algorithm: AlgorithmName): CompiledOnLimit | undefined {
@@ -84,7 +84,7 @@ export function readOnLimit(ctx: FileContext, field: Field | undefined, path: st
 
   const contentTypeField = fields.get('content_type');
   const contentType = contentTypeField === undefined ? DEFAULT_CONTENT_TYPE : readString(ctx, contentTypeField.value, join(path, 'content_type'))?.trim();
-  if (contentTypeField !== undefined && contentType !== undefined && !MEDIA_TYPE.test(contentType)) {
+  if (contentTypeField !== undefined && contentType !== undefined && (!MEDIA_TYPE.test(contentType) || /[^\x20-\x7e]/.test(contentType))) {
     ctx.error(valueNode(ctx, contentTypeField), join(path, 'content_type'), `'${contentType}' is not a media type like application/json or text/plain; charset=utf-8`);
   }
   if (contentTypeField !== undefined && fields.get('body') === undefined) ctx.error(contentTypeField.key, join(path, 'content_type'), 'content_type needs a body');
@@ -168,7 +168,7 @@ function readHeaderMap(ctx: FileContext, field: Field | undefined, path: string,
   }
   const out: { key: string; template: Template }[] = [];
   for (const pair of node.items) {
-    const keyNode = ctx.deref(pair.key) as Node | undefined;
+    const keyNode: Node | undefined = ctx.deref(pair.key);
     const name = keyNode !== undefined && isScalar(keyNode) ? String(keyNode.value).toLowerCase() : '';
     const at = join(path, name);
     if (!TOKEN.test(name)) ctx.error(keyNode ?? node, at, `'${name}' is not a valid header name`);

@@ -25,7 +25,8 @@ describe('on_limit templates', () => {
   });
 
   it('refuses unknown and unclosed placeholders', () => {
-    expect(parseTemplate('{{retry}}')).toMatchObject({ ok: false, reason: expect.stringContaining("unknown placeholder '{{retry}}'") });
+    const unknown = parseTemplate('{{retry}}');
+    expect(unknown.ok === false && unknown.reason).toContain("unknown placeholder '{{retry}}'");
     expect(parseTemplate('a {{limit')).toEqual({ ok: false, reason: "unclosed placeholder: '{{' without '}}'" });
     expect(parseTemplate('x'.repeat(20_000))).toMatchObject({ ok: false });
   });
