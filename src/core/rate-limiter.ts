@@ -19,7 +19,7 @@ import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
 import { counterKey, envoyCounterKey } from './keys.js';
 import { storeOnLimit, withBackoff } from './on-limit/checks.js';
-import { AtLimit, type CheckOwner } from './on-limit/respond.js';
+import { AtLimit, checkOwners } from './on-limit/respond.js';
 import { clockTimer, type Timer } from './timer.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
@@ -97,8 +97,8 @@ export class RateLimiter {
     const envoyKeys = this.options.keyFormat === 'envoy';
     const checkOnly = decideOptions.checkOnly === true;
     const checks: LimitCheck[] = [];
-    const owners: CheckOwner[] = [];
-    resolved.forEach((r, descriptor) => {
+    let hasOnLimit = false; // some limit has an on_limit
+    for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
@@ -106,7 +106,7 @@ export class RateLimiter {
         const key = envoy
           ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
           : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs);
-        owners.push({ limit, descriptor, statsKey: r.statsKey });
+        if (limit.onLimit !== undefined) hasOnLimit = true;
         checks.push({
           key,
           ...(envoy ? { keyFormat: 'envoy' as const } : {}),
@@ -116,14 +116,16 @@ export class RateLimiter {
           burst: limit.burst,
           hits: r.hits,
           enforce,
-          ...storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
+          onLimit: storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
         });
       }
-    });
+    }
 
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     // on_limit exponential_backoff moves a rejection's reset (and so its retry-after) out.
-    const outcomes = withBackoff(owners.map((o) => o.limit), checkOnly ? previewOutcomes(checks, observed) : observed);
+    const owners = hasOnLimit ? checkOwners(resolved) : undefined;
+    const counted = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const outcomes = owners === undefined ? counted : withBackoff(owners, counted);
     const observer = checkOnly ? noopObserver : this.observer;
 
     const statuses: DescriptorStatus[] = [];
@@ -157,7 +159,7 @@ export class RateLimiter {
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
-    return this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs }, observer);
+    return owners === undefined ? decision : this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs }, observer);
   }
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */

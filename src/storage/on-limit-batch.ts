@@ -14,7 +14,7 @@
 import { getAlgorithm } from '../algorithms/registry.js';
 import type { AlgorithmOutcome, AlgorithmParams } from '../algorithms/types.js';
 import type { FixedWindowState } from '../algorithms/fixed-window.js';
-import type { LimitCheck } from './counter-store.js';
+import type { LimitCheck, LimitOutcome } from './counter-store.js';
 
 /** A state to write with the batch when it is admitted. */
 export interface PendingWrite {
@@ -27,7 +27,7 @@ export interface PendingWrite {
 
 /** The algorithm parameters of a check, with its on_limit delay. */
 export function algorithmParams(check: LimitCheck): AlgorithmParams {
-  const maxDelayMs = check.onLimit?.maxDelayMs ?? 0;
+  const maxDelayMs = check.onLimit === undefined ? 0 : (check.onLimit.maxDelayMs ?? 0);
   return maxDelayMs > 0
     ? { limit: check.limit, windowMs: check.windowMs, burst: check.burst, maxDelayMs }
     : { limit: check.limit, windowMs: check.windowMs, burst: check.burst };
@@ -91,4 +91,14 @@ export function trackBackoff(
     if (admitted && allowed[i] && check.hits > 0 && count > 0) access.write(key, { start: nowMs, count: 0 }, 1, counter, false);
     return undefined;
   });
+}
+
+/** An outcome with its on_limit fields, each only when it says something. */
+export function withOnLimit(o: LimitOutcome, delayMs: number | undefined, degraded: boolean, rejections: number | undefined): LimitOutcome {
+  return {
+    ...o,
+    ...(delayMs !== undefined ? { delayMs } : {}),
+    ...(degraded ? { degraded: true } : {}),
+    ...(rejections !== undefined ? { rejections } : {}),
+  };
 }

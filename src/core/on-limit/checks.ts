@@ -3,7 +3,7 @@
  * (storage/counter-store.ts StoreOnLimit), and the retry-after each rejection then gets.
  */
 import type { CompiledLimit } from '../../config/types.js';
-import type { LimitCheck, LimitOutcome, StoreOnLimit } from '../../storage/counter-store.js';
+import type { LimitOutcome, StoreOnLimit } from '../../storage/counter-store.js';
 import { onLimitKey } from '../keys.js';
 
 /**
@@ -13,9 +13,9 @@ import { onLimitKey } from '../keys.js';
  * min(max_delay, deadlineMs − nowMs): the answer must be sent by the caller's deadline (less the margin the
  * server already took off).
  */
-export function storeOnLimit(limit: CompiledLimit, key: string, enforce: boolean, nowMs: number, deadlineMs: number | undefined, checkOnly: boolean): Pick<LimitCheck, 'onLimit'> {
+export function storeOnLimit(limit: CompiledLimit, key: string, enforce: boolean, nowMs: number, deadlineMs: number | undefined, checkOnly: boolean): StoreOnLimit | undefined {
   const o = limit.onLimit;
-  if (o === undefined || !enforce || checkOnly) return {};
+  if (o === undefined || !enforce || checkOnly) return undefined;
   const s: { -readonly [K in keyof StoreOnLimit]: StoreOnLimit[K] } = {};
   if (o.action === 'delay' && o.maxDelayMs !== undefined) {
     const allowed = deadlineMs === undefined ? o.maxDelayMs : Math.min(o.maxDelayMs, Math.floor(deadlineMs - nowMs));
@@ -30,7 +30,7 @@ export function storeOnLimit(limit: CompiledLimit, key: string, enforce: boolean
     // Kept long enough for a client that waits the longest retry-after it can be told, plus a window.
     s.backoffTtlMs = (o.retryCapMs ?? 0) + limit.windowMs;
   }
-  return Object.keys(s).length === 0 ? {} : { onLimit: s };
+  return Object.keys(s).length === 0 ? undefined : s;
 }
 
 /**
@@ -50,9 +50,9 @@ export function backoffResetMs(limit: CompiledLimit, outcome: LimitOutcome): num
 }
 
 /** The outcomes with each rejection's reset moved out by its backoff, by the limit each check belongs to. */
-export function withBackoff(limits: readonly CompiledLimit[], outcomes: readonly LimitOutcome[]): LimitOutcome[] {
+export function withBackoff(owners: readonly { readonly limit: CompiledLimit }[], outcomes: readonly LimitOutcome[]): LimitOutcome[] {
   return outcomes.map((o, i) => {
-    const limit = limits[i];
+    const limit = owners[i]?.limit;
     if (limit === undefined || o.rejections === undefined) return o;
     const resetMs = backoffResetMs(limit, o);
     return resetMs === o.resetMs ? o : { ...o, resetMs };

@@ -25,6 +25,15 @@ export interface CheckOwner {
   readonly statsKey: string;
 }
 
+/** The owner of every check, in the order the engine made them (each descriptor's limits in turn). */
+export function checkOwners(resolved: readonly { readonly limits: readonly CompiledLimit[]; readonly statsKey: string }[]): CheckOwner[] {
+  const owners: CheckOwner[] = [];
+  resolved.forEach((r, descriptor) => {
+    for (const limit of r.limits) owners.push({ limit, descriptor, statsKey: r.statsKey });
+  });
+  return owners;
+}
+
 export interface AtLimitInput {
   readonly request: RateLimitRequest;
   readonly checks: readonly LimitCheck[];
@@ -39,8 +48,8 @@ const encoder = new TextEncoder();
 export class AtLimit {
   constructor(private readonly timer: Timer) {}
 
-  /** The decision with the on_limit answer applied; resolves when a delayed request's slot has come. */
-  async finish(decision: RateLimitDecision, input: AtLimitInput, observer: DecisionObserver): Promise<RateLimitDecision> {
+  /** The decision with the on_limit answer applied; a promise only when a delayed request waits for its slot. */
+  finish(decision: RateLimitDecision, input: AtLimitInput, observer: DecisionObserver): RateLimitDecision | Promise<RateLimitDecision> {
     if (decision.overallCode === 'OVER_LIMIT') return rejection(decision, input);
     const { outcomes, owners, request } = input;
     let delayMs = 0;
@@ -55,11 +64,10 @@ export class AtLimit {
         if (!upstream.some((u) => u.key === h.name)) upstream.push(render(h, values));
       }
     });
-    if (delayMs > 0) {
-      observer.onAtLimit?.(request.domain, 'delayed', delayMs);
-      await this.timer.waitUntil(input.nowMs + delayMs);
-    }
-    return upstream.length === 0 ? decision : { ...decision, requestHeadersToAdd: [...decision.requestHeadersToAdd, ...upstream] };
+    const answer = upstream.length === 0 ? decision : { ...decision, requestHeadersToAdd: [...decision.requestHeadersToAdd, ...upstream] };
+    if (delayMs === 0) return answer;
+    observer.onAtLimit?.(request.domain, 'delayed', delayMs);
+    return this.timer.waitUntil(input.nowMs + delayMs).then(() => answer);
   }
 }
 

@@ -15,7 +15,7 @@
 import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
-import { algorithmParams, degradeCheck, trackBackoff } from '../on-limit-batch.js';
+import { algorithmParams, degradeCheck, trackBackoff, withOnLimit } from '../on-limit-batch.js';
 
 /**
  * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
@@ -39,21 +39,25 @@ interface Pending {
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
   const pending = new Map<string, Pending>();
   const outcomes: AlgorithmOutcome[] = [];
-  const degraded: boolean[] = [];
+  /** Checks admitted as degraded (on_limit); undefined while no check of the batch has an on_limit. */
+  let degraded: boolean[] | undefined;
   let admitted = true;
-  for (const check of checks) {
+  checks.forEach((check, i) => {
     const earlier = pending.get(check.key);
     const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
     let { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(state, nowMs, algorithmParams(check), check.hits);
     let writeKey: string | undefined = check.key;
     let writeCheck = check;
-    // on_limit degrade (on-limit-batch.ts): a rejected check admitted anyway, counted under its degrade key.
-    const degrade = degradeCheck(check, outcome, nowMs, (k, c) => (pending.has(k) ? pending.get(k)!.state : access.read(k, c)));
-    degraded.push(degrade !== undefined);
-    if (degrade !== undefined) {
-      ({ outcome } = degrade);
-      writeKey = degrade.write?.key;
-      if (degrade.write !== undefined) ({ state: next, ttlMs, check: writeCheck } = degrade.write);
+    if (check.onLimit !== undefined) {
+      // on_limit degrade (on-limit-batch.ts): a rejected check admitted anyway, counted under its degrade key.
+      degraded ??= [];
+      const degrade = degradeCheck(check, outcome, nowMs, (k, c) => (pending.has(k) ? pending.get(k)!.state : access.read(k, c)));
+      degraded[i] = degrade !== undefined;
+      if (degrade !== undefined) {
+        ({ outcome } = degrade);
+        writeKey = degrade.write?.key;
+        if (degrade.write !== undefined) ({ state: next, ttlMs, check: writeCheck } = degrade.write);
+      }
     }
     outcomes.push(outcome);
     if (!outcome.allowed && check.enforce) admitted = false;
@@ -64,21 +68,15 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
       // decided on what its earlier checks would leave, which a rejected batch never writes).
       access.rejected?.(check.key);
     }
-  }
+  });
   if (admitted) {
     for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
-  const rejections = trackBackoff(access, checks, outcomes.map((o) => o.allowed), admitted, nowMs);
+  const rejections = degraded === undefined ? undefined : trackBackoff(access, checks, outcomes.map((o) => o.allowed), admitted, nowMs);
   return checks.map((check, i) => {
     const o = outcomes[i]!;
     const committed = admitted && o.allowed && check.hits > 0;
-    return {
-      allowed: o.allowed,
-      remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
-      resetMs: o.resetMs,
-      ...(committed && o.delayMs !== undefined ? { delayMs: o.delayMs } : {}),
-      ...(committed && degraded[i] ? { degraded: true } : {}),
-      ...(rejections[i] !== undefined ? { rejections: rejections[i] } : {}),
-    };
+    const outcome = { allowed: o.allowed, remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted, resetMs: o.resetMs };
+    return degraded === undefined ? outcome : withOnLimit(outcome, committed ? o.delayMs : undefined, committed && degraded[i] === true, rejections?.[i]);
   });
 }

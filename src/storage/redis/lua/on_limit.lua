@@ -21,8 +21,12 @@ local ON_LIMIT = (function()
   local M = {}
   M.FIELDS = 5
 
+  -- shared by every check without on_limit (the common case): no table per check
+  local NONE = { max_delay = 0, degrade_max = -1, backoff_ttl = 0 }
+
   function M.parse(argv, base)
     local degrade_key, backoff_key = argv[base + 2], argv[base + 4]
+    if degrade_key == '' and backoff_key == '' and argv[base + 1] == '0' then return NONE end
     return {
       max_delay = tonumber(argv[base + 1]),
       degrade_key = degrade_key ~= '' and degrade_key or nil,
