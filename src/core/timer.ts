@@ -36,6 +36,11 @@ export class FakeTimer implements Timer {
     return this.waits.length;
   }
 
+  /** When each pending wait ends. */
+  waitsAt(): number[] {
+    return this.waits.map((w) => w.at);
+  }
+
   /** The earliest time a pending wait ends, if any. */
   nextAt(): number | undefined {
     return this.waits.length === 0 ? undefined : Math.min(...this.waits.map((w) => w.at));

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/clock.js';
+import { eventually } from '../support/eventually.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient, type WireResponse } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -40,6 +41,21 @@ describe('on_limit across 3 replicas sharing Redis', () => {
     expect((await ask(2, 'backoff', 'r')).overall_code).toBe('OK');
     expect(retryAfter(await ask(0, 'backoff', 'r'))).toBe('1');
     expect(retryAfter(await ask(1, 'backoff', 'r'))).toBe('2');
+  });
+
+  it('reserves distinct slots for a concurrent burst through delay spread over the replicas: none rejected within max_delay', async () => {
+    clock.set(1_700_000_500_000);
+    const t0 = clock.nowMs();
+    // leaky_bucket 60/min (one slot a second), max_delay 5 s: six at once fit (+0 … +5 s), the seventh does not
+    const burst = Array.from({ length: 6 }, (_, i) => clients[i % 3]!.shouldRateLimit({ domain: 'msg', descriptors: [{ entries: [{ key: 'shaped', value: 'r' }] }] }, 30_000));
+    await eventually(() => replicas.reduce((n, t) => n + t.timer.pending, 0) === 5, { what: 'five requests waiting for their slots' });
+    const slots = replicas.flatMap((t) => t.timer.waitsAt()).map((at) => at - t0).sort((a, b) => a - b);
+    expect(slots).toEqual([1000, 2000, 3000, 4000, 5000]);
+    expect(retryAfter(await ask(0, 'shaped', 'r'))).toBe('6');
+    clock.advance(5000); // the replicas share the clock; each timer ends its due waits
+    for (const t of replicas) t.timer.advance(0);
+    const answers = await Promise.all(burst);
+    expect(answers.map((r) => r.overall_code)).toEqual(['OK', 'OK', 'OK', 'OK', 'OK', 'OK']);
   });
 
   it('shares one degrade_max budget per window', async () => {

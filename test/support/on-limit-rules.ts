@@ -30,6 +30,12 @@ descriptors:
       algorithm: token_bucket
       burst: 1
       on_limit: {retry: exponential_backoff, retry_base: 1s, retry_cap: 10s}
+  - key: shaped
+    rate_limit:
+      unit: minute
+      requests_per_unit: 60
+      algorithm: leaky_bucket
+      on_limit: {action: delay, max_delay: 5s}
   - key: redirect
     rate_limit:
       unit: minute

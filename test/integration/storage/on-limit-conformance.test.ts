@@ -1,7 +1,7 @@
 /**
  * Conformance of the two halves of on_limit's store-side logic on random seeded traces: the TypeScript half
  * (MemoryStore: apply-batch.ts with on-limit-batch.ts and the meter's delay) and the Lua half (batch.lua with
- * lua/on_limit.lua and lib/meter.lua) on Redis standalone and Redis Cluster (where descriptors on several
+ * lua/on_limit.lua and lib/meter.lua) on Redis standalone, Sentinel and Cluster (where descriptors on several
  * slots take the two-phase path) must give identical outcomes, delays, degradations and rejection counts.
  * A sibling of conformance.test.ts, which checks the algorithms themselves against a reference model.
  */
@@ -65,20 +65,21 @@ const STEPS = 500;
 
 describe('on_limit store logic: MemoryStore (TypeScript) and Redis (Lua) agree on random traces', () => {
   let single: RedisStoreHandle;
+  let sentinel: RedisStoreHandle;
   let cluster: RedisStoreHandle;
   beforeAll(async () => {
-    [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
+    [single, sentinel, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('sentinel'), startRedisStore('cluster')]);
   });
   afterAll(async () => {
-    await Promise.all([single?.store.close(), cluster?.store.close()]);
-    await Promise.all([single?.stop(), cluster?.stop()]);
+    await Promise.all([single?.store.close(), sentinel?.store.close(), cluster?.store.close()]);
+    await Promise.all([single?.stop(), sentinel?.stop(), cluster?.stop()]);
   });
 
   it.each([0, 1, 2])('trace %i', async (trace) => {
     const random = prng(`on-limit-conformance-${trace}`);
     const all = specs(random, `${process.pid}-${Date.now()}-${trace}`);
     const memory = new MemoryStore({ maxKeys: 10_000 });
-    const stores: [string, CounterStore][] = [['redis', single.store], ['cluster', cluster.store]];
+    const stores: [string, CounterStore][] = [['redis', single.store], ['sentinel', sentinel.store], ['cluster', cluster.store]];
     let now = 1_700_000_000_000 + random.int(0, 86_400_000);
     const seen = { delayed: 0, degraded: 0, backedOff: 0, rejected: 0 };
     for (let step = 0; step < STEPS; step++) {
