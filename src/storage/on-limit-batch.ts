@@ -88,17 +88,19 @@ export function trackBackoff(
       access.write(key, { start: nowMs + ttlMs, count: count + 1 }, ttlMs, counter, true);
       return count + 1;
     }
-    if (admitted && allowed[i] && check.hits > 0 && count > 0) access.write(key, { start: nowMs, count: 0 }, 1, counter, false);
+    // Reset by writing 0 (kept for its ttl, so a key rejected again soon reuses its entry).
+    if (admitted && allowed[i] && check.hits > 0 && count > 0) access.write(key, { start: nowMs + ttlMs, count: 0 }, ttlMs, counter, false);
     return undefined;
   });
 }
 
 /** An outcome with its on_limit fields, each only when it says something. */
 export function withOnLimit(o: LimitOutcome, delayMs: number | undefined, degraded: boolean, rejections: number | undefined): LimitOutcome {
-  return {
-    ...o,
-    ...(delayMs !== undefined ? { delayMs } : {}),
-    ...(degraded ? { degraded: true } : {}),
-    ...(rejections !== undefined ? { rejections } : {}),
-  };
+  if (delayMs === undefined && !degraded && rejections === undefined) return o;
+  // Assigned, not spread: this runs for every check of a limit with on_limit.
+  const out: { -readonly [K in keyof LimitOutcome]: LimitOutcome[K] } = { allowed: o.allowed, remaining: o.remaining, resetMs: o.resetMs };
+  if (delayMs !== undefined) out.delayMs = delayMs;
+  if (degraded) out.degraded = true;
+  if (rejections !== undefined) out.rejections = rejections;
+  return out;
 }

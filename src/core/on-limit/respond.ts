@@ -75,12 +75,13 @@ export class AtLimit {
 function rejection(decision: RateLimitDecision, input: AtLimitInput): RateLimitDecision {
   const { outcomes, checks, owners } = input;
   let speaker = -1;
-  for (const enforcedOnly of [true, false]) {
-    outcomes.forEach((o, i) => {
-      if (o.allowed || (enforcedOnly && !checks[i]!.enforce)) return;
+  for (let pass = 0; pass < 2 && speaker < 0; pass++) {
+    // enforced rejections first; only when there is none (quota_mode), any rejection
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!;
+      if (o.allowed || (pass === 0 && !checks[i]!.enforce)) continue;
       if (speaker < 0 || o.resetMs > outcomes[speaker]!.resetMs) speaker = i;
-    });
-    if (speaker >= 0) break;
+    }
   }
   const o: CompiledOnLimit | undefined = owners[speaker]?.limit.onLimit;
   if (o === undefined) return decision;
