@@ -3,6 +3,7 @@
  * Only this module (and cli.ts, which calls it) reads settings; everything else takes options objects.
  */
 import { systemClock, type Clock } from './core/clock.js';
+import type { Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
 import type { ConfigDescription } from './config/describe.js';
@@ -51,7 +52,7 @@ export interface RunningService {
   close(options?: { now?: boolean }): Promise<void>;
 }
 
-export async function startService(settings: Settings, deps: { clock?: Clock; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
+export async function startService(settings: Settings, deps: { clock?: Clock; timer?: Timer; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   const metrics = deps.metrics ?? createMetrics();
@@ -125,6 +126,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     nearLimitRatio: settings.nearLimitRatio,
     observer: metrics.observer,
     shadowMode: settings.shadowMode,
+    ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state

@@ -71,6 +71,14 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers });
   const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
   const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (admitted, reported in dynamic metadata).', labelNames: labels, registers });
+  const delayed = new Counter({ name: 'ratelimit_on_limit_delayed_total', help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.', labelNames: ['domain'] as const, registers });
+  const delays = new Histogram({
+    name: 'ratelimit_on_limit_delay_seconds',
+    help: 'How long on_limit delay held admitted requests for their reserved slot.',
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const degraded = new Counter({ name: 'ratelimit_on_limit_degraded_total', help: 'Requests over a limit admitted by on_limit degrade (with its request headers).', labelNames: ['domain'] as const, registers });
   const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
   const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
   const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
@@ -92,6 +100,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     onDecision(domain, over, ms) {
       decisions.inc({ domain: bounds.domain(domain), code: over ? 'OVER_LIMIT' : 'OK' });
       duration.observe(ms / 1000);
+    },
+    onAtLimit(domain, action, delayMs) {
+      if (action === 'degraded') degraded.inc({ domain: bounds.domain(domain) });
+      else {
+        delayed.inc({ domain: bounds.domain(domain) });
+        delays.observe(delayMs / 1000);
+      }
     },
   };
 

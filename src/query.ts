@@ -166,5 +166,8 @@ function formatResponse(r: WireResponse, descriptors: readonly { entries: { key:
     lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining}${reset}`);
   });
   for (const h of r.response_headers_to_add) lines.push(`  header ${h.key}: ${h.value}`);
+  for (const h of r.request_headers_to_add) lines.push(`  upstream header ${h.key}: ${h.value}`);
+  // on_limit body: shown as text, each line indented (JSON output carries it as raw_body, base64).
+  if (r.raw_body.length > 0) lines.push(`  body: ${r.raw_body.toString('utf8').replace(/\n/g, '\n        ')}`);
   return `${lines.join('\n')}\n`;
 }

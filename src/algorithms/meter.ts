@@ -13,6 +13,9 @@
  * and remainder by the exact mulDivRem, so no floating-point tokens ever accumulate. With the bounds of
  * PARAM_BOUNDS (L, B < 2^32, W <= 2^35, B·W/L <= 2^48 ms) every intermediate is an integer below 2^53.
  *
+ * on_limit `delay` (params.maxDelayMs): a request whose wait until admissible is at most maxDelayMs is admitted
+ * now, its commit setting TAT as above (the bucket runs into debt by the wait), and the wait is reported.
+ *
  * When L changes (a config reload keeps the key), a stored TAT with another denominator is rounded up to the
  * next whole ms: conservative by less than 1 ms.
  */
@@ -74,7 +77,25 @@ export function evaluateMeter(
     nm += 1;
   }
   const [bq, br] = mulDivRem(windowMs, burst, limit);
-  const allowed = nm < bq || (nm === bq && nf <= br);
+  let allowed = nm < bq || (nm === bq && nf <= br);
+  let delayMs = 0;
+  let wait = 0;
+  if (!allowed && hits <= burst) {
+    // Admissible once the deficit has shrunk to (B − h)·T: at now + D − (B − h)·T.
+    const [gq, gr] = mulDivRem(windowMs, burst - hits, limit);
+    let wm = dm - gq;
+    let wf = df - gr;
+    if (wf < 0) {
+      wf += limit;
+      wm -= 1;
+    }
+    wait = ceilMs(wm, wf);
+    // on_limit delay: reserve the slot now (the commit below moves TAT on) and answer when it comes.
+    if (hits > 0 && wait <= (params.maxDelayMs ?? 0)) {
+      allowed = true;
+      delayMs = wait;
+    }
+  }
   const remainingIfNotCommitted = tokensLeft(dm, df, params);
   const remainingIfCommitted = allowed ? tokensLeft(nm, nf, params) : remainingIfNotCommitted;
 
@@ -85,18 +106,10 @@ export function evaluateMeter(
     const full = ceilMs(dm, df);
     resetMs = full > 0 ? full : windowMs;
   } else {
-    // Admissible once the deficit has shrunk to (B − h)·T: at now + D − (B − h)·T.
-    const [gq, gr] = mulDivRem(windowMs, burst - hits, limit);
-    let wm = dm - gq;
-    let wf = df - gr;
-    if (wf < 0) {
-      wf += limit;
-      wm -= 1;
-    }
-    resetMs = ceilMs(wm, wf);
+    resetMs = wait;
   }
   return {
-    outcome: { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs },
+    outcome: delayMs > 0 ? { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs, delayMs } : { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs },
     next: { tatMs: nowMs + nm, tatFrac: nf, den: limit },
     // Past TAT the bucket is full, which is what no state means.
     ttlMs: Math.max(1, ceilMs(nm, nf)),

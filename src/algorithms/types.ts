@@ -27,6 +27,12 @@ export interface AlgorithmParams {
    * Window algorithms ignore it.
    */
   readonly burst: number;
+  /**
+   * token_bucket / leaky_bucket only (on_limit `delay`): a request that would be admissible within this many ms
+   * is admitted now with its slot reserved (the bucket runs into debt, TAT moves on) and reports the wait in
+   * `delayMs`. 0 or absent: no delay. Window algorithms ignore it.
+   */
+  readonly maxDelayMs?: number;
 }
 
 /** What one algorithm says about one request against one limit. */
@@ -42,6 +48,8 @@ export interface AlgorithmOutcome {
    * when not allowed, until the hits could be admitted (the retry-after).
    */
   readonly resetMs: number;
+  /** Set (> 0) only when the request was admitted by reserving a slot this many ms ahead (see maxDelayMs). */
+  readonly delayMs?: number;
 }
 
 /** What `Algorithm.evaluate` returns: the decision, and the state to store if the check is committed. */

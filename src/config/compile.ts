@@ -225,6 +225,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       algorithm: l.algorithm,
       burst: l.burst,
       softRequestsPerUnit: l.softRequestsPerUnit,
+      ...(l.onLimit !== undefined ? { onLimit: l.onLimit } : {}),
     }),
   );
   return Object.freeze({

@@ -4,6 +4,7 @@
  * config and deep-frozen (the same object is returned on every call).
  */
 import { formatWindow } from './duration.js';
+import { describeOnLimit } from './on-limit-types.js';
 import type { RawDescriptor } from './raw.js';
 import type { CompiledRule } from './types.js';
 
@@ -19,6 +20,8 @@ export interface DescribedLimit {
   readonly burst?: number;
   /** Only when set. */
   readonly soft_requests_per_unit?: number;
+  /** Only when set (on-limit-types.ts describeOnLimit). */
+  readonly on_limit?: Readonly<Record<string, unknown>>;
 }
 
 export interface DescribedRule {
@@ -77,6 +80,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       algorithm: l.algorithm,
       ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
       ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
+      ...(l.onLimit !== undefined ? { on_limit: describeOnLimit(l.onLimit) } : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

@@ -38,3 +38,12 @@ export function formatWindow(ms: number): string {
   }
   return `${ms}ms`;
 }
+
+/** A duration written like a window (`250ms`, `1s`, `5m`), within [minMs, maxMs]; the reason when not. */
+export function parseDuration(text: string, minMs: number, maxMs: number): WindowParse {
+  const m = WINDOW.exec(text.trim());
+  if (m === null) return { ok: false, reason: `'${text}' is not a duration like 250ms, 30s, 20m or 1h` };
+  const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
+  if (!Number.isSafeInteger(ms) || ms < minMs || ms > maxMs) return { ok: false, reason: `'${text}' is not from ${formatWindow(minMs)} to ${formatWindow(maxMs)}` };
+  return { ok: true, ms };
+}

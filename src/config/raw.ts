@@ -3,6 +3,7 @@ import type { AlgorithmName } from '../algorithms/types.js';
 import type { Unit } from '../core/types.js';
 import type { RawAuthz } from './authz-types.js';
 import type { JsonValue } from './yaml-nodes.js';
+import type { CompiledOnLimit } from './on-limit-types.js';
 
 export interface Position {
   readonly line: number;
@@ -20,6 +21,8 @@ export interface RawLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset): accepted, validated and reported. */
   readonly softRequestsPerUnit: number;
+  /** `on_limit:` (on-limit.ts), already in its compiled, frozen form; absent = reject as always. */
+  readonly onLimit?: CompiledOnLimit;
 }
 
 export interface RawRule {

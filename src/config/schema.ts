@@ -32,6 +32,7 @@ export const RATE_LIMIT_KEYS = [
   'replaces',
   'algorithm',
   'burst',
+  'on_limit',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -1,6 +1,7 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 import type { CompiledAuthz } from './authz-types.js';
+import type { CompiledOnLimit } from './on-limit-types.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
@@ -19,6 +20,8 @@ export interface CompiledLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset); reported at /rules, no effect on decisions. */
   readonly softRequestsPerUnit: number;
+  /** What happens over this limit and what the client is told (`on_limit`); absent = reject, as always. */
+  readonly onLimit?: CompiledOnLimit;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

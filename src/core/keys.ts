@@ -74,3 +74,15 @@ export function envoyCounterKey(prefix: string, domain: string, entries: readonl
   for (const e of entries) key += `${e.key}_${e.value}_`;
   return `${key}${Math.floor(windowStartMs / 1000)}`;
 }
+
+/**
+ * The key of a check's on_limit state (`degrade`: the degraded-hits counter; `backoff`: the consecutive
+ * rejections), derived from the check's counter key so that it lands on the same Redis Cluster slot:
+ * a native key keeps its hash tag and gains a suffix no counter key has (they end in digits). An envoy-format
+ * key (no tag) is wrapped whole in one, so its slot is the slot of the key itself; one that already holds
+ * braces keeps them and gains the suffix (same slot when it carries a valid tag of its own).
+ */
+export function onLimitKey(checkKey: string, kind: 'degrade' | 'backoff'): string {
+  if (checkKey.includes('{') || checkKey.includes('}')) return `${checkKey}:${kind}`;
+  return `{${checkKey}}:${kind}`;
+}

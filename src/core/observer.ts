@@ -25,6 +25,8 @@ export interface DecisionObserver {
   onDescriptor(report: DescriptorReport): void;
   /** `domain` is the request's, configured or not (bound it before using it as a label). */
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
+  /** on_limit: an admitted request was delayed by `delayMs` for its reserved slot, or admitted degraded. */
+  onAtLimit?(domain: string, action: 'delayed' | 'degraded', delayMs: number): void;
 }
 
 export const noopObserver: DecisionObserver = {

@@ -18,6 +18,9 @@ import { InvalidRequestError } from './errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
 import { counterKey, envoyCounterKey } from './keys.js';
+import { storeOnLimit, withBackoff } from './on-limit/checks.js';
+import { AtLimit, checkOwners } from './on-limit/respond.js';
+import { clockTimer, type Timer } from './timer.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import {
@@ -46,6 +49,8 @@ export interface RateLimiterOptions {
   readonly requestLimits?: RequestLimits;
   /** SHADOW_MODE: every configured limit reports but never rejects (request-level overrides still do). */
   readonly shadowMode?: boolean;
+  /** Waits for a delayed request's reserved slot (on_limit delay); default: timeouts on `clock`. */
+  readonly timer?: Timer;
 }
 
 export interface DecideOptions {
@@ -69,9 +74,11 @@ interface Resolved {
 
 export class RateLimiter {
   private readonly observer: DecisionObserver;
+  private readonly atLimit: AtLimit;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.observer = options.observer ?? noopObserver;
+    this.atLimit = new AtLimit(options.timer ?? clockTimer(options.clock));
   }
 
   /** Decides one request. Rejects with InvalidRequestError for bad input, StoreError when the store fails. */
@@ -88,16 +95,20 @@ export class RateLimiter {
 
     const nowMs = this.options.clock.nowMs();
     const envoyKeys = this.options.keyFormat === 'envoy';
+    const checkOnly = decideOptions.checkOnly === true;
     const checks: LimitCheck[] = [];
+    let hasOnLimit = false; // some limit has an on_limit
     for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
         const envoy = envoyKeys && isEnvoyCompatible(limit);
+        const key = envoy
+          ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
+          : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs);
+        if (limit.onLimit !== undefined) hasOnLimit = true;
         checks.push({
-          key: envoy
-            ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
-            : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
+          key,
           ...(envoy ? { keyFormat: 'envoy' as const } : {}),
           algorithm: limit.algorithm,
           limit: limit.requestsPerUnit,
@@ -105,13 +116,16 @@ export class RateLimiter {
           burst: limit.burst,
           hits: r.hits,
           enforce,
+          onLimit: storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
         });
       }
     }
 
-    const checkOnly = decideOptions.checkOnly === true;
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
-    const outcomes = checkOnly ? previewOutcomes(checks, observed) : observed;
+    // on_limit exponential_backoff moves a rejection's reset (and so its retry-after) out.
+    const owners = hasOnLimit ? checkOwners(resolved) : undefined;
+    const counted = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const outcomes = owners === undefined ? counted : withBackoff(owners, counted);
     const observer = checkOnly ? noopObserver : this.observer;
 
     const statuses: DescriptorStatus[] = [];
@@ -145,7 +159,8 @@ export class RateLimiter {
       ...(outcomes.some((o) => o.storeFailure === true) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
-    return decision;
+    // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
+    return owners === undefined ? decision : this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs }, observer);
   }
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */

@@ -97,13 +97,13 @@ export interface RateLimitDecision {
   readonly responseHeadersToAdd: readonly HeaderValue[];
   readonly requestHeadersToAdd: readonly HeaderValue[];
   readonly rawBody?: Uint8Array;
-  /** JSON-like metadata for later Envoy filters (namespace envoy.filters.http.ratelimit); only set when non-empty. */
-  readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
   /**
-   * The HTTP status a protocol that can set one (ext_authz) uses when OVER_LIMIT: `on_limit.status`, or
-   * 302/303/307 for `action: redirect`; absent = 429.
+   * OVER_LIMIT only: the HTTP status a protocol that can set one (ext_authz) should answer with, from the
+   * speaking limit's `on_limit.status` (302/303/307 for `action: redirect`); absent = 429. RLS cannot set it.
    */
   readonly httpStatus?: number;
+  /** JSON-like metadata for later Envoy filters (namespace envoy.filters.http.ratelimit); only set when non-empty. */
+  readonly dynamicMetadata?: Readonly<Record<string, unknown>>;
   /** Some limit was rejected by FAILURE_MODE=closed because the store could not answer (ext_authz answers 503). */
   readonly storeFailure?: boolean;
 }

@@ -85,7 +85,9 @@ export function decisionToJson(d: RateLimitDecision): Json {
     })),
     responseHeadersToAdd: d.responseHeadersToAdd,
     requestHeadersToAdd: d.requestHeadersToAdd,
-    ...(d.rawBody ? { rawBody: Buffer.from(d.rawBody).toString('base64') } : {}),
+    // rawBody as proto3 JSON has it (base64); `body` and `httpStatus` (on_limit) for people reading the answer.
+    ...(d.rawBody ? { rawBody: Buffer.from(d.rawBody).toString('base64'), body: Buffer.from(d.rawBody).toString('utf8') } : {}),
+    ...(d.httpStatus !== undefined ? { httpStatus: d.httpStatus } : {}),
     ...(d.dynamicMetadata ? { dynamicMetadata: d.dynamicMetadata } : {}),
   };
 }

@@ -21,6 +21,27 @@ export interface LimitCheck {
    * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
    */
   readonly keyFormat?: 'envoy';
+  /** The store-side part of the limit's `on_limit` (storage/on-limit-batch.ts); absent for plain rejection. */
+  readonly onLimit?: StoreOnLimit;
+}
+
+/**
+ * What the store does at the limit for one check (on_limit, DESIGN.md §4), decided in the same atomic step
+ * as the check itself:
+ * - maxDelayMs > 0 (token_bucket / leaky_bucket): admit a request whose wait is at most this long by
+ *   reserving its slot; the outcome's delayMs is the wait.
+ * - degradeKey: over the limit, admit anyway (outcome `degraded`), at most degradeMax hits per window counted
+ *   under degradeKey (a fixed window of the limit's length); degradeMax absent = no bound.
+ * - backoffKey: count consecutive rejections of this check's key under backoffKey (kept backoffTtlMs ms),
+ *   reported as `rejections`; reset by the first admitted request that counts hits.
+ * The keys come from core/keys.ts onLimitKey (same Redis Cluster slot as `key`).
+ */
+export interface StoreOnLimit {
+  readonly maxDelayMs?: number;
+  readonly degradeKey?: string;
+  readonly degradeMax?: number;
+  readonly backoffKey?: string;
+  readonly backoffTtlMs?: number;
 }
 
 /** What the store reports for one LimitCheck after the batch was decided. */
@@ -33,6 +54,12 @@ export interface LimitOutcome {
   readonly resetMs: number;
   /** Rejected by FAILURE_MODE=closed because the store could not answer (not by the limit itself). */
   readonly storeFailure?: boolean;
+  /** on_limit delay: admitted by reserving a slot this many ms ahead (only when > 0). */
+  readonly delayMs?: number;
+  /** on_limit degrade: over the limit, admitted as degraded. */
+  readonly degraded?: boolean;
+  /** on_limit exponential_backoff: consecutive rejections of this key, this one included (only when rejected). */
+  readonly rejections?: number;
 }
 
 export interface ApplyOptions {

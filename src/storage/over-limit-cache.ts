@@ -14,6 +14,7 @@
  * - Assumes every replica applies one limit and burst per key. While a reload rolls out, a replica with a
  *   higher limit may count hits on a key cached here as over: the cached rejection stays right for this
  *   replica's limit, but its resetMs may be short (Redis would then answer a later time).
+ * - Checks carrying on_limit store state (delay, degrade, backoff) are neither answered nor cached here.
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
@@ -64,7 +65,7 @@ export class OverLimitCache implements CounterStore {
     for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
     checks.forEach((check, i) => {
       const o = outcomes[i];
-      if (o && check.hits === 1 && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1) {
+      if (o && check.hits === 1 && check.onLimit === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1) {
         this.remember(entryKey(check), nowMs + o.resetMs);
       }
     });
@@ -104,7 +105,8 @@ export class OverLimitCache implements CounterStore {
     if (checks.length === 0) return undefined;
     const outcomes: LimitOutcome[] = [];
     for (const check of checks) {
-      if (check.hits !== 1) return undefined;
+      // A check with on_limit store state may be delayed or degraded, and its rejections are counted: the store decides.
+      if (check.hits !== 1 || check.onLimit !== undefined) return undefined;
       const key = entryKey(check);
       const until = this.until.get(key);
       if (until === undefined) return undefined;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
+import { FakeTimer } from '../../src/core/timer.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/metrics.js';
 import { startService, type RunningService } from '../../src/main.js';
@@ -11,6 +12,8 @@ import { loadSettings, type Settings } from '../../src/settings.js';
 export interface TestService {
   readonly service: RunningService;
   readonly clock: FakeClock;
+  /** Advances `clock` and ends the engine's waits (on_limit delay) that are then due. */
+  readonly timer: FakeTimer;
   readonly dir: string;
   readonly grpcAddress: string;
   readonly httpBase: string;
@@ -25,14 +28,17 @@ export function testSettings(overrides: Partial<Settings> = {}): Settings {
 export async function startTestService(rules: Record<string, string>, overrides: Partial<Settings> = {}, clock = new FakeClock(1_700_000_000_000)): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-rules-'));
   for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
+  const timer = new FakeTimer(clock);
   const service = await startService(testSettings({ configDir: dir, ...overrides }), {
     clock,
+    timer,
     log: createLogger({ level: 'error', format: 'text', write: () => {} }),
     metrics: createMetrics({ defaultMetrics: false }),
   });
   return {
     service,
     clock,
+    timer,
     dir,
     grpcAddress: `127.0.0.1:${service.grpcPort}`,
     httpBase: `http://127.0.0.1:${service.httpPort}`,

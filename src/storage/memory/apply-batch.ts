@@ -15,6 +15,7 @@
 import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { algorithmParams, degradeCheck, trackBackoff, withOnLimit } from '../on-limit-batch.js';
 
 /**
  * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
@@ -38,36 +39,44 @@ interface Pending {
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
   const pending = new Map<string, Pending>();
   const outcomes: AlgorithmOutcome[] = [];
+  /** Checks admitted as degraded (on_limit); undefined while no check of the batch has an on_limit. */
+  let degraded: boolean[] | undefined;
   let admitted = true;
-  for (const check of checks) {
+  checks.forEach((check, i) => {
     const earlier = pending.get(check.key);
     const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
-    const { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(
-      state,
-      nowMs,
-      { limit: check.limit, windowMs: check.windowMs, burst: check.burst },
-      check.hits,
-    );
+    let { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(state, nowMs, algorithmParams(check), check.hits);
+    let writeKey: string | undefined = check.key;
+    let writeCheck = check;
+    if (check.onLimit !== undefined) {
+      // on_limit degrade (on-limit-batch.ts): a rejected check admitted anyway, counted under its degrade key.
+      degraded ??= [];
+      const degrade = degradeCheck(check, outcome, nowMs, (k, c) => (pending.has(k) ? pending.get(k)!.state : access.read(k, c)));
+      degraded[i] = degrade !== undefined;
+      if (degrade !== undefined) {
+        ({ outcome } = degrade);
+        writeKey = degrade.write?.key;
+        if (degrade.write !== undefined) ({ state: next, ttlMs, check: writeCheck } = degrade.write);
+      }
+    }
     outcomes.push(outcome);
     if (!outcome.allowed && check.enforce) admitted = false;
     if (outcome.allowed && check.hits > 0) {
-      pending.set(check.key, { state: next, ttlMs, check, exhausted: outcome.remainingIfCommitted === 0 });
+      if (writeKey !== undefined) pending.set(writeKey, { state: next, ttlMs, check: writeCheck, exhausted: outcome.remainingIfCommitted === 0 });
     } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined) {
       // Only a check decided on the stored state says the stored key has nothing left (a repeated key is
       // decided on what its earlier checks would leave, which a rejected batch never writes).
       access.rejected?.(check.key);
     }
-  }
+  });
   if (admitted) {
     for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
+  const rejections = degraded === undefined ? undefined : trackBackoff(access, checks, outcomes.map((o) => o.allowed), admitted, nowMs);
   return checks.map((check, i) => {
     const o = outcomes[i]!;
     const committed = admitted && o.allowed && check.hits > 0;
-    return {
-      allowed: o.allowed,
-      remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
-      resetMs: o.resetMs,
-    };
+    const outcome = { allowed: o.allowed, remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted, resetMs: o.resetMs };
+    return degraded === undefined ? outcome : withOnLimit(outcome, committed ? o.delayMs : undefined, committed && degraded[i] === true, rejections?.[i]);
   });
 }

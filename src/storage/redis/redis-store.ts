@@ -20,6 +20,7 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
 import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
+import { notAdmitted } from './on-limit-args.js';
 import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
@@ -174,7 +175,9 @@ export class RedisStore implements CounterStore {
       const replies = await Promise.all(groups.map((g) => this.call(g.map((i) => checks[i]!), nowMs, commit, expiresRedisMs)));
       const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
       groups.forEach((g, gi) => g.forEach((checkIndex, k) => (outcomes[checkIndex] = replies[gi]!.outcomes[k]!)));
-      return { admitted: replies.every((r) => r.admitted), outcomes };
+      const admitted = replies.every((r) => r.admitted);
+      // A slot that admitted its part reports its delays and degradations; another slot's veto undoes them.
+      return { admitted, outcomes: admitted ? outcomes : outcomes.map(notAdmitted) };
     };
     const dry = await run(false);
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };

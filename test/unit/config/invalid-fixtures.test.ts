@@ -222,6 +222,88 @@ const EXPECTED: Record<string, string[]> = {
   'yaml-syntax.yaml': [
     'yaml-syntax.yaml:5:1: YAML syntax error: Flow map in block collection must be sufficiently indented and end with a }',
   ],
+  'on-limit-bad-content-type.yaml': [
+    "on-limit-bad-content-type.yaml:8:23: descriptors[0].rate_limit.on_limit.content_type: 'json' is not a media type like application/json or text/plain; charset=utf-8",
+  ],
+  'on-limit-bad-header-name.yaml': [
+    "on-limit-bad-header-name.yaml:8:19: descriptors[0].rate_limit.on_limit.headers.x limit: 'x limit' is not a valid header name",
+  ],
+  'on-limit-content-type-without-body.yaml': [
+    "on-limit-content-type-without-body.yaml:8:9: descriptors[0].rate_limit.on_limit.content_type: content_type needs a body",
+  ],
+  'on-limit-degrade-max-negative.yaml': [
+    "on-limit-degrade-max-negative.yaml:7:87: descriptors[0].rate_limit.on_limit.degrade_max: must be an integer from 0 to 4294967295, not -1",
+  ],
+  'on-limit-delay-window-algorithm.yaml': [
+    "on-limit-delay-window-algorithm.yaml:7:26: descriptors[0].rate_limit.on_limit.action: delay applies only to token_bucket and leaky_bucket, not fixed_window",
+  ],
+  'on-limit-delay-without-max-delay.yaml': [
+    "on-limit-delay-without-max-delay.yaml:9:9: descriptors[0].rate_limit.on_limit.max_delay: action delay needs max_delay (e.g. 250ms): the longest a request may wait for its slot",
+  ],
+  'on-limit-duplicate-header.yaml': [
+    "on-limit-duplicate-header.yaml:8:32: descriptors[0].rate_limit.on_limit.headers.x-reason: header 'x-reason' is listed twice",
+  ],
+  'on-limit-field-of-other-action.yaml': [
+    "on-limit-field-of-other-action.yaml:9:9: descriptors[0].rate_limit.on_limit.degrade_max: 'degrade_max' applies only to action degrade, not reject",
+  ],
+  'on-limit-header-not-ascii.yaml': [
+    "on-limit-header-not-ascii.yaml:8:29: descriptors[0].rate_limit.on_limit.headers.x-reason: header values must be visible ASCII",
+  ],
+  'on-limit-headers-not-a-mapping.yaml': [
+    "on-limit-headers-not-a-mapping.yaml:8:18: descriptors[0].rate_limit.on_limit.headers: must be a mapping of header name to value, not a list",
+  ],
+  'on-limit-json-body-invalid.yaml': [
+    "on-limit-json-body-invalid.yaml:9:15: descriptors[0].rate_limit.on_limit.body: a JSON body: not valid JSON once its placeholders are filled: Expected double-quoted property name in JSON at position 18",
+  ],
+  'on-limit-json-body-unquoted.yaml': [
+    "on-limit-json-body-unquoted.yaml:9:15: descriptors[0].rate_limit.on_limit.body: a JSON body: {{descriptor}} must stand inside a JSON string (\"...\") so that its value is escaped",
+  ],
+  'on-limit-max-delay-too-long.yaml': [
+    "on-limit-max-delay-too-long.yaml:8:44: descriptors[0].rate_limit.on_limit.max_delay: '20s' is not from 1ms to 10s",
+  ],
+  'on-limit-not-a-mapping.yaml': [
+    "on-limit-not-a-mapping.yaml:7:17: descriptors[0].rate_limit.on_limit: must be a mapping, not the string 'reject'",
+  ],
+  'on-limit-redirect-bad-status.yaml': [
+    "on-limit-redirect-bad-status.yaml:7:78: descriptors[0].rate_limit.on_limit.status: a redirect status must be one of 302, 303, 307, not 301",
+  ],
+  'on-limit-redirect-without-location.yaml': [
+    "on-limit-redirect-without-location.yaml:8:9: descriptors[0].rate_limit.on_limit.location: action redirect needs a location",
+  ],
+  'on-limit-reserved-header.yaml': [
+    "on-limit-reserved-header.yaml:8:19: descriptors[0].rate_limit.on_limit.headers.retry-after: 'retry-after' is set by the service; it cannot be set here",
+  ],
+  'on-limit-retry-base-too-short.yaml': [
+    "on-limit-retry-base-too-short.yaml:7:58: descriptors[0].rate_limit.on_limit.retry_base: '500ms' is not from 1s to 1d",
+  ],
+  'on-limit-retry-base-without-backoff.yaml': [
+    "on-limit-retry-base-without-backoff.yaml:7:32: descriptors[0].rate_limit.on_limit.retry_base: 'retry_base' applies only to retry exponential_backoff, not fixed",
+  ],
+  'on-limit-retry-cap-below-base.yaml': [
+    "on-limit-retry-cap-below-base.yaml:7:74: descriptors[0].rate_limit.on_limit.retry_cap: retry_cap must not be below retry_base",
+  ],
+  'on-limit-status-out-of-range.yaml': [
+    "on-limit-status-out-of-range.yaml:7:26: descriptors[0].rate_limit.on_limit.status: must be an integer from 400 to 599, not 200",
+  ],
+  'on-limit-unclosed-placeholder.yaml': [
+    "on-limit-unclosed-placeholder.yaml:8:15: descriptors[0].rate_limit.on_limit.body: unclosed placeholder: '{{' without '}}'",
+  ],
+  'on-limit-unknown-action.yaml': [
+    "on-limit-unknown-action.yaml:7:26: descriptors[0].rate_limit.on_limit.action: 'dely' is not one of reject, delay, degrade, redirect (did you mean 'delay'?)",
+  ],
+  'on-limit-unknown-key.yaml': [
+    "on-limit-unknown-key.yaml:8:17: descriptors[0].rate_limit.on_limit.max_delay: action delay needs max_delay (e.g. 250ms): the longest a request may wait for its slot",
+    "on-limit-unknown-key.yaml:8:33: descriptors[0].rate_limit.on_limit.max_dealy: unknown key 'max_dealy' (did you mean 'max_delay'?)",
+  ],
+  'on-limit-unknown-placeholder.yaml': [
+    "on-limit-unknown-placeholder.yaml:8:15: descriptors[0].rate_limit.on_limit.body: unknown placeholder '{{retry}}'; known: {{retry_after}}, {{limit}}, {{remaining}}, {{window}}, {{name}}, {{domain}}, {{descriptor}}, {{reset_at}}",
+  ],
+  'on-limit-unknown-retry.yaml': [
+    "on-limit-unknown-retry.yaml:7:25: descriptors[0].rate_limit.on_limit.retry: 'exponential' is not one of fixed, exponential_backoff, none",
+  ],
+  'on-limit-with-unlimited.yaml': [
+    "on-limit-with-unlimited.yaml:6:7: descriptors[0].rate_limit.on_limit: 'on_limit' has no meaning when unlimited",
+  ],
 };
 
 describe('invalid rules fixtures', () => {

@@ -12,20 +12,23 @@ ARGV[2]   commit: 1 = commit the checks if the batch is admitted; 0 = evaluate o
 ARGV[3]   expires: Redis TIME in epoch milliseconds (integer) after which the caller no longer waits for this
           call (its give-up time converted to Redis's clock, less a guard); 0 = never. Past it, the script
           does nothing and replies { -1 }: a request the caller answered by its failure mode is never counted.
-ARGV[4 + 6 * (i - 1) .. 9 + 6 * (i - 1)], for check i = 1 .. #KEYS:
+ARGV[4 + FIELDS * (i - 1) .. 3 + FIELDS * i], for check i = 1 .. #KEYS (FIELDS = 11):
           +0 algorithm name (fixed_window | sliding_window_log | sliding_window_counter | token_bucket | leaky_bucket)
           +1 limit  L, requests per window (integer >= 0)
           +2 window W in milliseconds (integer > 0)
           +3 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
           +4 hits to add (integer >= 0; 0 checks without counting)
           +5 enforce: 1 = this check can veto the batch, 0 = shadow mode (reported, never vetoes)
+          +6 .. +10 on_limit: max_delay, degrade_key, degrade_max, backoff_key, backoff_ttl (lua/on_limit.lua)
 
-Reply: a flat array of integers, 1 + 3 * #KEYS long:
+Reply: a flat array of integers, 1 + 6 * #KEYS long:
           [1]             admitted: 1 when every enforce check is allowed, else 0
           (or { -1 } alone, 1 long: expired, see ARGV[3]; nothing was read or written)
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
           [4 + 3(i-1)]    reset in milliseconds of check i (see AlgorithmOutcome.resetMs)
+          [2 + 3n + 3(i-1) .. 4 + 3n + 3(i-1)]  on_limit of check i (n = #KEYS): delay ms (admitted by a
+                          reserved slot that far ahead), degraded (1|0), consecutive rejections counted now (0 = none)
 Repeated keys: checks naming the same key count one after the other (a later one sees the hits of an
           earlier allowed one), as in the memory store; see below.
 Errors:   a Redis error reply for a malformed call or an unknown algorithm (before anything is written).
@@ -41,7 +44,7 @@ local ALGORITHMS = {}
 
 -- @ALGORITHM_FRAGMENTS@
 
-local FIELDS = 6
+local FIELDS = 6 + ON_LIMIT.FIELDS
 local HEADER = 3
 local nkeys = #KEYS
 if #ARGV ~= HEADER + FIELDS * nkeys then
@@ -71,6 +74,8 @@ local commits = {}        -- commits[i]: the commit function of check i, when it
 local after_commit = {}   -- after_commit[i]: remaining of check i if it is committed
 local written = {}        -- written[i]: check i was written before the decision (a repeated key)
 local admitted = 1
+local on_limit = {}       -- on_limit[i]: check i's parsed on_limit fields (lua/on_limit.lua)
+local tail = {}           -- tail[i]: { delay, degraded } of check i
 
 for i = 1, nkeys do
   local base = HEADER + FIELDS * (i - 1)
@@ -85,16 +90,22 @@ for i = 1, nkeys do
   local burst = tonumber(ARGV[base + 4])
   local hits = tonumber(ARGV[base + 5])
   local enforce = ARGV[base + 6] == '1'
+  local ol = ON_LIMIT.parse(ARGV, base + 6)
+  on_limit[i] = ol
 
-  local allowed, remaining_if_committed, remaining_if_not, reset_ms, commit =
-    algorithm(key, now, limit, window, burst, hits)
+  local allowed, remaining_if_committed, remaining_if_not, reset_ms, commit, delay =
+    algorithm(key, now, limit, window, burst, hits, ol.max_delay)
+  local write_key, degraded
+  allowed, remaining_if_committed, commit, write_key, degraded =
+    ON_LIMIT.degrade(ol, key, now, window, hits, allowed, remaining_if_committed, commit)
+  tail[i] = { delay or 0, degraded }
 
   if allowed ~= 1 and enforce then admitted = 0 end
   if allowed == 1 and hits > 0 then
     if occurrences[key] > 1 then
-      if saved[key] == nil then
-        saved[key] = { redis.call('DUMP', key), redis.call('PTTL', key) }
-        saved_keys[#saved_keys + 1] = key
+      if saved[write_key] == nil then
+        saved[write_key] = { redis.call('DUMP', write_key), redis.call('PTTL', write_key) }
+        saved_keys[#saved_keys + 1] = write_key
       end
       commit()
       written[i] = true
@@ -125,6 +136,15 @@ else
       redis.call('DEL', key)
     end
   end
+end
+
+local committed = admitted == 1 and do_commit
+for i = 1, nkeys do
+  local at = 1 + 3 * nkeys + 3 * (i - 1)
+  reply[at + 1] = tail[i][1]
+  reply[at + 2] = tail[i][2]
+  reply[at + 3] = ON_LIMIT.backoff(on_limit[i], now, admitted, committed, reply[2 + 3 * (i - 1)],
+    ARGV[HEADER + FIELDS * (i - 1) + 6] == '1', tonumber(ARGV[HEADER + FIELDS * (i - 1) + 5]))
 end
 
 return reply

@@ -5,6 +5,9 @@ W admits exactly what GCRA admits with tolerance (B - 1) * T). They differ only 
 (set by the config) and their keys. Same arithmetic, in the same order, as src/algorithms/meter.ts.
 allowed iff max(TAT, now) + hits*T - now <= burst*T; a commit sets TAT = max(TAT, now) + hits*T.
 
+on_limit delay (max_delay, ms; 0 = none): a request admissible within max_delay is admitted now, its commit
+moving TAT on (the bucket runs into debt), and the wait is returned as a sixth value (0 otherwise).
+
 State under `key`: a string "<TAT ms>:<TAT fraction numerator>:<denominator L>", TAT being the instant the
 bucket is full again (TAT = ms + numerator / L, kept exact as a rational; T = W/L is usually fractional).
 The key expires at TAT, when no state and a full bucket mean the same. A TAT stored under another L (the
@@ -29,7 +32,7 @@ local METER = (function()
   -- Kept for L = 0, where nothing with hits > 0 is ever allowed, so the batch never calls it.
   local function nothing_to_commit() end
 
-  return function(key, now, limit, window, burst, hits)
+  return function(key, now, limit, window, burst, hits, max_delay)
     if limit == 0 then
       if hits == 0 then return 1, 0, 0, 0, nothing_to_commit end
       return 0, 0, 0, window, nothing_to_commit
@@ -59,6 +62,21 @@ local METER = (function()
     end
     local bq, br = muldivrem(window, burst, limit)
     local allowed = nm < bq or (nm == bq and nf <= br)
+    local delay, wait = 0, 0
+    if not allowed and hits <= burst then
+      -- admissible once the deficit has shrunk to (burst - hits) * T
+      local gq, gr = muldivrem(window, burst - hits, limit)
+      local wm, wf = dm - gq, df - gr
+      if wf < 0 then
+        wf = wf + limit
+        wm = wm - 1
+      end
+      wait = ceil_ms(wm, wf)
+      if hits > 0 and wait <= (max_delay or 0) then
+        allowed = true
+        delay = wait
+      end
+    end
     local if_not = tokens_left(dm, df, limit, window, burst)
     local if_committed = if_not
     if allowed then if_committed = tokens_left(nm, nf, limit, window, burst) end
@@ -70,19 +88,13 @@ local METER = (function()
       reset = ceil_ms(dm, df)
       if reset <= 0 then reset = window end
     else
-      local gq, gr = muldivrem(window, burst - hits, limit)
-      local wm, wf = dm - gq, df - gr
-      if wf < 0 then
-        wf = wf + limit
-        wm = wm - 1
-      end
-      reset = ceil_ms(wm, wf)
+      reset = wait
     end
 
     local commit = function()
       redis.call('SET', key, string.format('%.0f:%.0f:%.0f', now + nm, nf, limit),
         'PX', string.format('%.0f', math.max(1, ceil_ms(nm, nf))))
     end
-    return allowed and 1 or 0, if_committed, if_not, reset, commit
+    return allowed and 1 or 0, if_committed, if_not, reset, commit, delay
   end
 end)()
