@@ -221,6 +221,9 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       algorithm: l.algorithm,
       burst: l.burst,
       softRequestsPerUnit: l.softRequestsPerUnit,
+      ...(l.throttling !== undefined ? { throttling: Object.freeze({ ...l.throttling }) } : {}),
+      ...(l.banMs !== undefined ? { banMs: l.banMs } : {}),
+      ...(l.shares !== undefined ? { shares: Object.freeze({ ...l.shares }) } : {}),
     }),
   );
   return Object.freeze({

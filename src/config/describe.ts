@@ -5,6 +5,7 @@
  */
 import { formatWindow } from './duration.js';
 import type { RawDescriptor } from './raw.js';
+import { describeThrottling, type DescribedThrottling } from '../throttling/describe.js';
 import type { CompiledRule } from './types.js';
 
 export interface DescribedLimit {
@@ -21,13 +22,16 @@ export interface DescribedLimit {
   readonly soft_requests_per_unit?: number;
 }
 
+/** A limit as /rules shows it: with `throttling`, `ban` and `shares` when set. */
+export type DescribedLimitWithThrottling = DescribedLimit & DescribedThrottling;
+
 export interface DescribedRule {
   readonly stats_key: string;
   readonly source: string;
   /** The config path as key/value pairs (value omitted for key-only descriptors). */
   readonly descriptor: readonly { readonly key: string; readonly value?: string }[];
   readonly unlimited: boolean;
-  readonly limits: readonly DescribedLimit[];
+  readonly limits: readonly DescribedLimitWithThrottling[];
   readonly replaces: readonly string[];
   readonly shadow_mode: boolean;
   readonly quota_mode: boolean;
@@ -77,6 +81,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       algorithm: l.algorithm,
       ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
       ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
+      ...describeThrottling(l),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

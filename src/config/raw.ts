@@ -1,6 +1,7 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { Unit } from '../core/types.js';
+import type { Shares, Throttling } from '../throttling/types.js';
 import type { JsonValue } from './yaml-nodes.js';
 
 export interface Position {
@@ -19,6 +20,10 @@ export interface RawLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset): accepted, validated and reported. */
   readonly softRequestsPerUnit: number;
+  /** Absent = hard. */
+  readonly throttling?: Throttling;
+  readonly banMs?: number;
+  readonly shares?: Shares;
 }
 
 export interface RawRule {

@@ -32,6 +32,9 @@ export const RATE_LIMIT_KEYS = [
   'replaces',
   'algorithm',
   'burst',
+  'throttling',
+  'ban',
+  'shares',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
+import type { Shares, Throttling } from '../throttling/types.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
@@ -18,6 +19,12 @@ export interface CompiledLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset); reported at /rules, no effect on decisions. */
   readonly softRequestsPerUnit: number;
+  /** `throttling:` (docs/throttling.md); absent = hard. Only on window algorithms. */
+  readonly throttling?: Throttling;
+  /** `ban:` in ms: a rejection bans the counter key this long; absent = no ban. */
+  readonly banMs?: number;
+  /** `shares:` per criticality class; absent = every class may fill the whole limit. */
+  readonly shares?: Shares;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

@@ -21,6 +21,21 @@ export interface LimitCheck {
    * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
    */
   readonly keyFormat?: 'envoy';
+  /**
+   * Elastic throttling (src/throttling): a check that `limit` rejects is still admitted while the same
+   * algorithm admits it at `max` and the rule's aggregate use (state under `key`, counting every admitted hit
+   * of every client of the rule, read at the largest limit) plus the hits stays <= `capacity`. Every admitted
+   * hit of the check is also added to the aggregate. `use`, when set, is the aggregate use read beforehand by
+   * the caller (Redis Cluster, where the aggregate lives in another slot): the store then neither reads nor
+   * writes the aggregate key.
+   */
+  readonly elastic?: { readonly max: number; readonly capacity: number; readonly key: string; readonly use?: number };
+  /**
+   * Rate-based ban: while the state under `key` holds an end later than nowMs, the check is rejected without
+   * being evaluated or counted (resetMs = the ban's remaining time). An enforced check with hits > 0 that the
+   * algorithm rejects starts a ban of `ms` (written even when the batch is a dry run or rejected).
+   */
+  readonly ban?: { readonly ms: number; readonly key: string };
 }
 
 /** What the store reports for one LimitCheck after the batch was decided. */
@@ -31,6 +46,10 @@ export interface LimitOutcome {
   readonly remaining: number;
   /** Milliseconds; see AlgorithmOutcome.resetMs. */
   readonly resetMs: number;
+  /** Set (true) only when an elastic check was admitted above its own limit by borrowing. */
+  readonly borrowed?: boolean;
+  /** Set only for a check with a ban: 'active' = rejected by a live ban; 'started' = this rejection started one. */
+  readonly ban?: 'active' | 'started';
 }
 
 export interface ApplyOptions {

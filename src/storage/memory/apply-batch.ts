@@ -12,8 +12,8 @@
  * check is evaluated on the state an earlier allowed check of the batch would leave, and the last such state
  * is written. So two checks of 1 hit on a key with 1 left allow the first and reject the second.
  */
-import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
+import { evaluateCheck, type StepResult, type StepWrite } from '../../throttling/store-step.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
 /**
@@ -37,37 +37,44 @@ interface Pending {
 
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
   const pending = new Map<string, Pending>();
-  const outcomes: AlgorithmOutcome[] = [];
+  // Bans (throttling) are written whatever the batch's fate, and later checks of the batch see them.
+  const bans = new Map<string, StepWrite>();
+  const read = (key: string, check: LimitCheck): unknown => {
+    const p = pending.get(key) ?? bans.get(key);
+    return p !== undefined ? p.state : access.read(key, check);
+  };
+  const steps: StepResult[] = [];
   let admitted = true;
   for (const check of checks) {
     const earlier = pending.get(check.key);
-    const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
-    const { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(
-      state,
-      nowMs,
-      { limit: check.limit, windowMs: check.windowMs, burst: check.burst },
-      check.hits,
-    );
-    outcomes.push(outcome);
+    const step = evaluateCheck(check, nowMs, read);
+    const outcome = step.outcome;
+    steps.push(step);
     if (!outcome.allowed && check.enforce) admitted = false;
-    if (outcome.allowed && check.hits > 0) {
-      pending.set(check.key, { state: next, ttlMs, check, exhausted: outcome.remainingIfCommitted === 0 });
-    } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined) {
+    for (const w of step.writes) {
+      pending.set(w.key, { state: w.state, ttlMs: w.ttlMs, check: w.check, exhausted: w.key === check.key && outcome.remainingIfCommitted === 0 });
+    }
+    if (step.banWrite !== undefined) bans.set(step.banWrite.key, step.banWrite);
+    if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined && step.ban === undefined) {
       // Only a check decided on the stored state says the stored key has nothing left (a repeated key is
       // decided on what its earlier checks would leave, which a rejected batch never writes).
       access.rejected?.(check.key);
     }
   }
+  for (const [key, b] of bans) access.write(key, b.state, b.ttlMs, b.check, true);
   if (admitted) {
     for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
   return checks.map((check, i) => {
-    const o = outcomes[i]!;
+    const step = steps[i]!;
+    const o: AlgorithmOutcome = step.outcome;
     const committed = admitted && o.allowed && check.hits > 0;
     return {
       allowed: o.allowed,
       remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
       resetMs: o.resetMs,
+      ...(step.borrowed ? { borrowed: true } : {}),
+      ...(step.ban !== undefined ? { ban: step.ban } : {}),
     };
   });
 }

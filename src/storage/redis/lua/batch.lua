@@ -5,27 +5,31 @@ Assembled at start-up by src/storage/redis/batch-script.ts: the algorithm fragme
 (lua/algorithms/<name>.lua, each assigning one function ALGORITHMS['<name>']) are inserted at the marker
 line below, then the whole text is sent with EVALSHA (EVAL on NOSCRIPT), see BatchCommands.
 
-KEYS[i]   the state key of check i (built by src/core/keys.ts; this script never builds key names).
+KEYS[i]   the state key of check i (built by src/core/keys.ts; this script never builds key names), for
+          i = 1 .. n, n = (#ARGV - 3) / FIELDS; KEYS after the n-th are the extra keys the checks' throttling
+          fields name by index (ban and aggregate keys, lua/throttling/step.lua).
           On Redis Cluster all KEYS of one call share one hash slot (the store groups checks by slot).
 ARGV[1]   now: epoch milliseconds (integer), the caller's clock; every decision uses it, never Redis time.
 ARGV[2]   commit: 1 = commit the checks if the batch is admitted; 0 = evaluate only (dry run, changes nothing).
 ARGV[3]   expires: Redis TIME in epoch milliseconds (integer) after which the caller no longer waits for this
           call (its give-up time converted to Redis's clock, less a guard); 0 = never. Past it, the script
           does nothing and replies { -1 }: a request the caller answered by its failure mode is never counted.
-ARGV[4 + 6 * (i - 1) .. 9 + 6 * (i - 1)], for check i = 1 .. #KEYS:
+ARGV[4 + FIELDS * (i - 1) ..], for check i = 1 .. n (FIELDS = 6 + THROTTLING.FIELDS):
           +0 algorithm name (fixed_window | sliding_window_log | sliding_window_counter | token_bucket | leaky_bucket)
           +1 limit  L, requests per window (integer >= 0)
           +2 window W in milliseconds (integer > 0)
           +3 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
           +4 hits to add (integer >= 0; 0 checks without counting)
           +5 enforce: 1 = this check can veto the batch, 0 = shadow mode (reported, never vetoes)
+          +6 .. +11 throttling: ban and elastic, see lua/throttling/step.lua
 
-Reply: a flat array of integers, 1 + 3 * #KEYS long:
+Reply: a flat array of integers, 1 + 4 * n long:
           [1]             admitted: 1 when every enforce check is allowed, else 0
           (or { -1 } alone, 1 long: expired, see ARGV[3]; nothing was read or written)
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
           [4 + 3(i-1)]    reset in milliseconds of check i (see AlgorithmOutcome.resetMs)
+          [1 + 3n + i]    throttling flags of check i (lua/throttling/step.lua)
 Repeated keys: checks naming the same key count one after the other (a later one sees the hits of an
           earlier allowed one), as in the memory store; see below.
 Errors:   a Redis error reply for a malformed call or an unknown algorithm (before anything is written).
@@ -41,11 +45,11 @@ local ALGORITHMS = {}
 
 -- @ALGORITHM_FRAGMENTS@
 
-local FIELDS = 6
+local FIELDS = 6 + THROTTLING.FIELDS
 local HEADER = 3
-local nkeys = #KEYS
-if #ARGV ~= HEADER + FIELDS * nkeys then
-  return redis.error_reply('ERR ratelimit batch: expected ' .. (HEADER + FIELDS * nkeys) .. ' arguments, got ' .. #ARGV)
+local nkeys = (#ARGV - HEADER) / FIELDS -- the checks; KEYS past them are named by the throttling fields
+if nkeys ~= math.floor(nkeys) or nkeys < 0 or nkeys > #KEYS then
+  return redis.error_reply('ERR ratelimit batch: ' .. #ARGV .. ' arguments do not make whole checks for ' .. #KEYS .. ' keys')
 end
 
 local now = tonumber(ARGV[1])
@@ -62,7 +66,11 @@ end
 -- store does: an allowed check on such a key is written at once so the next check sees it, after saving
 -- the key (DUMP + PTTL) so that a rejected batch or a dry run can put it back exactly.
 local occurrences = {}
-for i = 1, nkeys do occurrences[KEYS[i]] = (occurrences[KEYS[i]] or 0) + 1 end
+local throttling = {}
+for i = 1, nkeys do
+  throttling[i] = THROTTLING.parse(HEADER + FIELDS * (i - 1) + 6)
+  for _, k in ipairs(THROTTLING.touched(KEYS[i], throttling[i])) do occurrences[k] = (occurrences[k] or 0) + 1 end
+end
 local saved = {}          -- saved[key] = { dump or false, pttl } for keys written before the decision
 local saved_keys = {}
 
@@ -86,15 +94,21 @@ for i = 1, nkeys do
   local hits = tonumber(ARGV[base + 5])
   local enforce = ARGV[base + 6] == '1'
 
-  local allowed, remaining_if_committed, remaining_if_not, reset_ms, commit =
-    algorithm(key, now, limit, window, burst, hits)
+  local allowed, remaining_if_committed, remaining_if_not, reset_ms, commit, flags =
+    THROTTLING.decide(algorithm, key, now, limit, window, burst, hits, enforce, throttling[i])
+  reply[1 + 3 * nkeys + i] = flags
 
   if allowed ~= 1 and enforce then admitted = 0 end
   if allowed == 1 and hits > 0 then
-    if occurrences[key] > 1 then
-      if saved[key] == nil then
-        saved[key] = { redis.call('DUMP', key), redis.call('PTTL', key) }
-        saved_keys[#saved_keys + 1] = key
+    local keys = THROTTLING.touched(key, throttling[i])
+    local repeated = false
+    for _, k in ipairs(keys) do repeated = repeated or occurrences[k] > 1 end
+    if repeated then
+      for _, k in ipairs(keys) do
+        if saved[k] == nil then
+          saved[k] = { redis.call('DUMP', k), redis.call('PTTL', k) }
+          saved_keys[#saved_keys + 1] = k
+        end
       end
       commit()
       written[i] = true
