@@ -123,6 +123,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; lo
     nearLimitRatio: settings.nearLimitRatio,
     observer: metrics.observer,
     shadowMode: settings.shadowMode,
+    criticalityKey: settings.criticalityKey,
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state

@@ -20,6 +20,9 @@ import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './h
 import { counterKey, envoyCounterKey } from './keys.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
+import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js';
+import { hasThrottling, planCheck, reportedRemaining } from '../throttling/plan.js';
+import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import {
   UNIT_SECONDS,
   type DescriptorEntry,
@@ -46,6 +49,8 @@ export interface RateLimiterOptions {
   readonly requestLimits?: RequestLimits;
   /** SHADOW_MODE: every configured limit reports but never rejects (request-level overrides still do). */
   readonly shadowMode?: boolean;
+  /** CRITICALITY_KEY: descriptor entries with this key give the request's class (src/throttling/criticality.ts). */
+  readonly criticalityKey?: string;
 }
 
 export interface DecideOptions {
@@ -75,10 +80,11 @@ export class RateLimiter {
   }
 
   /** Decides one request. Rejects with InvalidRequestError for bad input, StoreError when the store fails. */
-  async decide(request: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
+  async decide(original: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
-    validate(request);
-    checkRequest(request, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
+    validate(original);
+    checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
+    const { request, criticality } = classify(original, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
@@ -89,12 +95,14 @@ export class RateLimiter {
     const nowMs = this.options.clock.nowMs();
     const envoyKeys = this.options.keyFormat === 'envoy';
     const checks: LimitCheck[] = [];
+    const checkLimits: CompiledLimit[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
-        const envoy = envoyKeys && isEnvoyCompatible(limit);
-        checks.push({
+        const envoy = envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
+        checkLimits.push(limit);
+        checks.push(planCheck({
           key: envoy
             ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
             : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs),
@@ -105,13 +113,14 @@ export class RateLimiter {
           burst: limit.burst,
           hits: r.hits,
           enforce,
-        });
+        }, limit, { keyPrefix: this.options.keyPrefix, domain: request.domain, ruleStatsKey: r.rule?.statsKey, criticality }));
       }
     }
 
     const checkOnly = decideOptions.checkOnly === true;
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
-    const outcomes = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const stored = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const outcomes = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));
     const observer = checkOnly ? noopObserver : this.observer;
 
     const statuses: DescriptorStatus[] = [];
@@ -136,10 +145,14 @@ export class RateLimiter {
       for (const a of applied) if (a.quotaMode) a.enforced = true;
     }
 
+    const reports: CheckReport[] = [];
+    for (const r of resolved) r.limits.forEach((limit, j) => reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) }));
+    const throttled = throttlingSignals(reports, !overLimit, criticality);
+    if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {
       overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
       statuses,
-      responseHeadersToAdd: buildResponseHeaders(applied, overLimit, this.options.headers),
+      responseHeadersToAdd: [...buildResponseHeaders(applied, overLimit, this.options.headers), ...(throttled?.headers ?? [])],
       requestHeadersToAdd: [],
       ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
     };
