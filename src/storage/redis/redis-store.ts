@@ -25,6 +25,7 @@ import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
 import { withDeadline } from '../deadline.js';
+import { addToAggregates, crossSlotElastic, withAggregateUse, type SlotCall } from './elastic-cluster.js';
 
 export interface RedisStoreStats {
   /** apply() calls with at least one check. */
@@ -158,6 +159,22 @@ export class RedisStore implements CounterStore {
    * slots, no commit phase is sent once `gaveUp()`: the caller answered by its failure mode.
    */
   private async decide(
+    checks: readonly LimitCheck[],
+    nowMs: number,
+    expiresRedisMs: number,
+    gaveUp: () => boolean,
+  ): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
+    const elastic = this.cluster ? crossSlotElastic(checks) : [];
+    if (elastic.length === 0) return this.decideSlots(checks, nowMs, expiresRedisMs, gaveUp);
+    // Elastic aggregates in other slots (elastic-cluster.ts): read before, add after the client's step.
+    const call: SlotCall = async (c, commit) => (await this.call(c, nowMs, commit, expiresRedisMs)).outcomes;
+    const withUse = await withAggregateUse(checks, elastic, call);
+    const result = await this.decideSlots(withUse, nowMs, expiresRedisMs, gaveUp);
+    if (result.committed) await addToAggregates(withUse, elastic, result.outcomes, call);
+    return result;
+  }
+
+  private async decideSlots(
     checks: readonly LimitCheck[],
     nowMs: number,
     expiresRedisMs: number,

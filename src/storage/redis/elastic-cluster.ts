@@ -1,0 +1,63 @@
+/**
+ * Elastic throttling on Redis Cluster. The aggregate of an elastic rule is one key per rule, with its own hash
+ * tag, so it usually sits in another slot than the client's counter, and one script cannot touch both. Then:
+ *
+ * 1. before the client's atomic step, the aggregate's use is read (an evaluate-only call in its slot);
+ * 2. the client's step decides with that use (LimitCheck.elastic.use): its own limit L and its max M stay exact;
+ * 3. after an admitted request, its hits are added to the aggregate (a committing call in its slot).
+ *
+ * Exactness: the aggregate is read and added to in separate steps, so requests of other replicas (and other
+ * descriptors of the same request) that borrow in that gap are not seen: the rule's aggregate can pass its
+ * capacity by at most the borrowed hits in flight at once. On a single node (and in memory) it is exact.
+ */
+import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { AGGREGATE_LIMIT } from '../../throttling/store-step.js';
+import { keySlot } from './slot.js';
+
+/** Calls the batch script for checks of one slot: commit false evaluates only. */
+export type SlotCall = (checks: readonly LimitCheck[], commit: boolean) => Promise<LimitOutcome[]>;
+
+/** Indexes of the elastic checks whose aggregate is in another slot than the check. */
+export function crossSlotElastic(checks: readonly LimitCheck[]): number[] {
+  const out: number[] = [];
+  checks.forEach((c, i) => {
+    if (c.elastic !== undefined && c.elastic.use === undefined && keySlot(c.elastic.key) !== keySlot(c.key)) out.push(i);
+  });
+  return out;
+}
+
+function aggregateCheck(c: LimitCheck, hits: number): LimitCheck {
+  return { key: c.elastic!.key, algorithm: c.algorithm, limit: AGGREGATE_LIMIT, windowMs: c.windowMs, burst: c.burst, hits, enforce: false };
+}
+
+/** Step 1: the checks with the aggregate use of each cross-slot elastic check filled in. */
+export async function withAggregateUse(checks: readonly LimitCheck[], indexes: readonly number[], call: SlotCall): Promise<LimitCheck[]> {
+  const byKey = new Map<string, number>();
+  for (const i of indexes) byKey.set(checks[i]!.elastic!.key, i);
+  const uses = new Map<string, number>();
+  await Promise.all(
+    [...byKey].map(async ([key, i]) => {
+      const [o] = await call([aggregateCheck(checks[i]!, 0)], false);
+      uses.set(key, AGGREGATE_LIMIT - o!.remaining);
+    }),
+  );
+  const out = [...checks];
+  for (const i of indexes) {
+    const c = checks[i]!;
+    out[i] = { ...c, elastic: { ...c.elastic!, use: uses.get(c.elastic!.key)! } };
+  }
+  return out;
+}
+
+/** Step 3: add the hits of the admitted cross-slot elastic checks to their aggregates (one call per aggregate). */
+export async function addToAggregates(checks: readonly LimitCheck[], indexes: readonly number[], outcomes: readonly LimitOutcome[], call: SlotCall): Promise<void> {
+  const byKey = new Map<string, LimitCheck[]>();
+  for (const i of indexes) {
+    const c = checks[i]!;
+    if (!outcomes[i]!.allowed || c.hits === 0) continue;
+    const list = byKey.get(c.elastic!.key) ?? [];
+    list.push(aggregateCheck(c, c.hits));
+    byKey.set(c.elastic!.key, list);
+  }
+  await Promise.all([...byKey.values()].map((list) => call(list, true)));
+}
