@@ -130,7 +130,7 @@ function readBan(ctx: FileContext, field: Field, path: string): number | undefin
   }
   const parsed = parseWindow(String(node.value));
   if (!parsed.ok) {
-    ctx.error(node, path, parsed.reason);
+    ctx.error(node, path, parsed.reason.replace('not a window', 'not a duration').replace('minimum window', 'minimum ban'));
     return undefined;
   }
   return parsed.ms;
