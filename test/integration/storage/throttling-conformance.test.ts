@@ -25,16 +25,17 @@ class ReferenceModel {
     const pending = new Map<string, unknown>();
     const state = (k: string) => (pending.has(k) ? pending.get(k) : this.states.get(k));
     let admitted = true;
-    const rows = checks.map((c) => {
+    type Row = { allowed: boolean; ifC: number; ifN: number; reset: number; hits: number; borrowed?: boolean; ban?: 'active' | 'started' };
+    const rows = checks.map((c): Row => {
       const banEnd = c.ban === undefined ? undefined : this.bans.get(c.ban.key);
       if (banEnd !== undefined && banEnd > now) {
         if (c.enforce) admitted = false;
-        return { allowed: false, ifC: 0, ifN: 0, reset: banEnd - now, hits: c.hits, ban: 'active' as const };
+        return { allowed: false, ifC: 0, ifN: 0, reset: banEnd - now, hits: c.hits, ban: 'active' };
       }
       const alg = getAlgorithm(c.algorithm);
       const p = { limit: c.limit, windowMs: c.windowMs, burst: c.burst };
       const own = alg.evaluate(state(c.key), now, p, c.hits);
-      let row: { allowed: boolean; ifC: number; ifN: number; reset: number; hits: number; borrowed?: boolean; ban?: 'started' } = {
+      let row: Row = {
         allowed: own.outcome.allowed, ifC: own.outcome.remainingIfCommitted, ifN: own.outcome.remainingIfNotCommitted, reset: own.outcome.resetMs, hits: c.hits,
       };
       let next = own.next;
@@ -69,7 +70,7 @@ class ReferenceModel {
       remaining: admitted && r.allowed && r.hits > 0 ? r.ifC : r.ifN,
       resetMs: r.reset,
       ...(r.borrowed ? { borrowed: true } : {}),
-      ...('ban' in r && r.ban !== undefined ? { ban: r.ban } : {}),
+      ...(r.ban !== undefined ? { ban: r.ban } : {}),
     }));
   }
 }

@@ -22,8 +22,9 @@ export function compile(text: string): CompiledConfig {
 }
 
 let run = 0;
-export function engine(store: CounterStore, rules: string, domain: string): Engine {
-  const config = compile(rules);
+/** `rules` may be swapped later with `reload` (as a config reload swaps the compiled set). */
+export function engine(store: CounterStore, rules: string, domain: string): Engine & { reload(text: string): void } {
+  let config = compile(rules);
   const clock = new FakeClock(T0);
   // A fresh key prefix per engine: suites share one Redis without seeing each other's counters.
   const keyPrefix = `rl:thr:${process.pid}:${Date.now()}:${run++}:`;
@@ -31,6 +32,7 @@ export function engine(store: CounterStore, rules: string, domain: string): Engi
   return {
     limiter,
     clock,
+    reload: (text) => void (config = compile(text)),
     ask: (entries, hits = 0) => limiter.decide({ domain, descriptors: [{ entries: entries.map(([key, value]) => ({ key, value })) }], hitsAddend: hits }),
   };
 }
