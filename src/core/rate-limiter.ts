@@ -146,7 +146,11 @@ export class RateLimiter {
     }
 
     const reports: CheckReport[] = [];
-    for (const r of resolved) r.limits.forEach((limit, j) => reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) }));
+    for (const r of resolved) {
+      r.limits.forEach((limit, j) => {
+        if (hasThrottling(limit) || limit.softRequestsPerUnit > 0) reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
+      });
+    }
     const throttled = throttlingSignals(reports, !overLimit, criticality);
     if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {

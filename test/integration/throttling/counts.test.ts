@@ -1,6 +1,6 @@
 /**
  * Issue #9's exact counts, through the real engine (RateLimiter) on every store (memory, Redis standalone,
- * Redis Cluster), with a FakeClock: each throttling mode on every algorithm where it applies.
+ * Redis Sentinel, Redis Cluster), with a FakeClock: each throttling mode on every algorithm where it applies.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CounterStore } from '../../../src/storage/counter-store.js';
@@ -32,20 +32,20 @@ ${ALL.map((a) => `  - key: ban
 `;
 
 const stores: Record<string, () => CounterStore> = {};
-let single: RedisStoreHandle;
-let cluster: RedisStoreHandle;
+let handles: RedisStoreHandle[] = [];
 beforeAll(async () => {
-  [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
+  handles = await Promise.all([startRedisStore('single'), startRedisStore('sentinel'), startRedisStore('cluster')]);
   stores.memory = () => new MemoryStore({ maxKeys: 100_000 });
-  stores.redis = () => single.store;
-  stores.cluster = () => cluster.store;
+  stores.redis = () => handles[0]!.store;
+  stores.sentinel = () => handles[1]!.store;
+  stores.cluster = () => handles[2]!.store;
 }, 60_000);
 afterAll(async () => {
-  await Promise.all([single?.store.close(), cluster?.store.close()]);
-  await Promise.all([single?.stop(), cluster?.stop()]);
+  await Promise.all(handles.map((h) => h.store.close()));
+  await Promise.all(handles.map((h) => h.stop()));
 });
 
-describe.each(['memory', 'redis', 'cluster'])('on %s', (storeName) => {
+describe.each(['memory', 'redis', 'sentinel', 'cluster'])('on %s', (storeName) => {
   describe.each(WINDOWS)('%s', (algorithm) => {
     it('soft 10% on limit 100 admits exactly 110 of 200, marking the 10 above the limit', async () => {
       const e = engine(stores[storeName]!(), RULES, 'thr');
