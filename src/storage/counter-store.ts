@@ -27,9 +27,9 @@ export interface LimitCheck {
    * of every client of the rule, read at the largest limit) plus the hits stays <= `capacity`. Every admitted
    * hit of the check is also added to the aggregate. `use`, when set, is the aggregate use read beforehand by
    * the caller (Redis Cluster, where the aggregate lives in another slot): the store then neither reads nor
-   * writes the aggregate key.
+   * writes the aggregate key. `algorithm` counts the aggregate (default: the check's own).
    */
-  readonly elastic?: { readonly max: number; readonly capacity: number; readonly key: string; readonly use?: number };
+  readonly elastic?: { readonly max: number; readonly capacity: number; readonly key: string; readonly use?: number; readonly algorithm?: AlgorithmName };
   /**
    * Rate-based ban: while the state under `key` holds an end later than nowMs, the check is rejected without
    * being evaluated or counted (resetMs = the ban's remaining time). An enforced check with hits > 0 that the

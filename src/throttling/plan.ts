@@ -38,8 +38,11 @@ export function planCheck(check: LimitCheck, limit: CompiledLimit, ctx: PlanCont
     const ceiling = t?.mode === 'soft' ? check.limit + scalePpm(check.limit, t.ppm) : check.limit;
     planned = { ...check, limit: scalePpm(ceiling, share) };
     if (t?.mode === 'elastic' && ctx.ruleStatsKey !== undefined) {
-      const key = elasticKey(ctx.keyPrefix, ctx.domain, ctx.ruleStatsKey, check.algorithm, check.windowMs);
-      planned = { ...planned, elastic: { max: scalePpm(t.max, share), capacity: t.capacity, key } };
+      // A log of every hit of the whole rule would grow with its traffic: its aggregate is counted by the
+      // sliding window counter (three integers) instead.
+      const algorithm = check.algorithm === 'sliding_window_log' ? 'sliding_window_counter' : check.algorithm;
+      const key = elasticKey(ctx.keyPrefix, ctx.domain, ctx.ruleStatsKey, algorithm, check.windowMs);
+      planned = { ...planned, elastic: { max: scalePpm(t.max, share), capacity: t.capacity, key, ...(algorithm !== check.algorithm ? { algorithm } : {}) } };
     }
   }
   if (limit.banMs !== undefined) planned = { ...planned, ban: { ms: limit.banMs, key: banKey(check.key) } };

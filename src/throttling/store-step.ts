@@ -7,8 +7,8 @@
  * Order, identical in Lua:
  * 1. ban: a live ban (stored end > now) rejects at once: remaining 0, resetMs = end − now; nothing else is read.
  * 2. the algorithm at `limit` (own). Allowed → admitted.
- * 3. elastic, when own rejects: the algorithm at `max`; if that admits, the aggregate at the largest limit
- *    gives use = maxLimit − remaining; admitted (borrowed) iff use + hits <= capacity. Borrowed: remaining 0
+ * 3. elastic, when own rejects: the algorithm at `max`; if that admits, the aggregate (its own algorithm,
+ *    elastic.algorithm, default the check's) at the largest limit gives use = maxLimit − remaining; admitted (borrowed) iff use + hits <= capacity. Borrowed: remaining 0
  *    (the client is above its own limit), resetMs from the evaluation at `max`.
  * 4. elastic, when admitted with hits > 0: the aggregate counts the hits too (its evaluation at the largest
  *    limit; not when `use` was given).
@@ -51,7 +51,7 @@ export function banCheck(key: string): LimitCheck {
 }
 
 function aggregateCheck(check: LimitCheck, key: string): LimitCheck {
-  return { ...check, key, limit: AGGREGATE_LIMIT, enforce: false, elastic: undefined, ban: undefined };
+  return { ...check, key, algorithm: check.elastic?.algorithm ?? check.algorithm, limit: AGGREGATE_LIMIT, enforce: false, elastic: undefined, ban: undefined };
 }
 
 /** `read(key, check)`: the state under key as the batch stands (earlier writes of the batch included). */
@@ -74,7 +74,7 @@ export function evaluateCheck(check: LimitCheck, nowMs: number, read: (key: stri
   const aggregateOf = (): Evaluation<unknown> | undefined =>
     elastic === undefined || elastic.use !== undefined
       ? undefined
-      : algorithm.evaluate(read(elastic.key, aggregateCheck(check, elastic.key)), nowMs, { ...params, limit: AGGREGATE_LIMIT }, check.hits);
+      : getAlgorithm(elastic.algorithm ?? check.algorithm).evaluate(read(elastic.key, aggregateCheck(check, elastic.key)), nowMs, { ...params, limit: AGGREGATE_LIMIT }, check.hits);
   if (elastic !== undefined && !own.outcome.allowed) {
     const atMax = algorithm.evaluate(state, nowMs, { ...params, limit: elastic.max }, check.hits);
     if (atMax.outcome.allowed) {

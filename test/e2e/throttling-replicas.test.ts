@@ -35,7 +35,10 @@ beforeAll(async () => {
   redis = await startRedis();
   dir = mkdtempSync(join(tmpdir(), 'rl-throttling-'));
   writeFileSync(join(dir, 'thr.yaml'), RULES);
-  const started = await Promise.all([0, 1, 2].map(() => spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'closed' })));
+  // A generous Redis command timeout: this test is about exact totals, and on a loaded 2-core machine a burst of
+  // 300 can keep a reply past the 100 ms default (then FAILURE_MODE would answer; asserted to be 0 below).
+  const env = { CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'closed', REDIS_COMMAND_TIMEOUT_MS: '5000' };
+  const started = await Promise.all([0, 1, 2].map(() => spawnService(env)));
   for (const service of started) replicas.push({ service, client: new RlsTestClient(service.grpcAddress) });
   // Every replica ready and its script loaded before the concurrent bursts (a FAILURE_MODE answer would skew totals).
   for (const r of replicas) {

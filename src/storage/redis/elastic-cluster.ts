@@ -27,7 +27,7 @@ export function crossSlotElastic(checks: readonly LimitCheck[]): number[] {
 }
 
 function aggregateCheck(c: LimitCheck, hits: number): LimitCheck {
-  return { key: c.elastic!.key, algorithm: c.algorithm, limit: AGGREGATE_LIMIT, windowMs: c.windowMs, burst: c.burst, hits, enforce: false };
+  return { key: c.elastic!.key, algorithm: c.elastic!.algorithm ?? c.algorithm, limit: AGGREGATE_LIMIT, windowMs: c.windowMs, burst: c.burst, hits, enforce: false };
 }
 
 /** Step 1: the checks with the aggregate use of each cross-slot elastic check filled in. */

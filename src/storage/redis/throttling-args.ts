@@ -1,17 +1,17 @@
 /**
  * The throttling half of the batch script's arguments and reply (lua/throttling/step.lua has the layout):
- * six integers per check after its six ordinary ones, the ban and aggregate keys appended to KEYS (each
+ * seven values per check after its six ordinary ones, the ban and aggregate keys appended to KEYS (each
  * distinct key once), and one flags integer per check at the end of the reply.
  */
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 
-export const THROTTLING_FIELDS = 6;
+export const THROTTLING_FIELDS = 7;
 const BORROWED = 1;
 const BANNED = 2;
 const BAN_STARTED = 4;
 
-/** The six throttling values of each check; appends the keys they name to `keys` (KEYS, 1-based indexes). */
-export function throttlingArgs(checks: readonly LimitCheck[], keys: string[]): number[][] {
+/** The seven throttling values of each check; appends the keys they name to `keys` (KEYS, 1-based indexes). */
+export function throttlingArgs(checks: readonly LimitCheck[], keys: string[]): (number | string)[][] {
   const index = new Map<string, number>();
   const indexOf = (key: string): number => {
     let i = index.get(key);
@@ -26,7 +26,7 @@ export function throttlingArgs(checks: readonly LimitCheck[], keys: string[]): n
     const e = c.elastic;
     const aggregate = e === undefined || e.use !== undefined ? 0 : indexOf(e.key);
     const use = e?.use ?? -1;
-    return [e?.max ?? 0, e?.capacity ?? 0, aggregate, use, c.ban?.ms ?? 0, c.ban === undefined ? 0 : indexOf(c.ban.key)];
+    return [e?.max ?? 0, e?.capacity ?? 0, aggregate, use, c.ban?.ms ?? 0, c.ban === undefined ? 0 : indexOf(c.ban.key), e?.algorithm ?? ''];
   });
 }
 

@@ -40,7 +40,7 @@ class ReferenceModel {
       };
       let next = own.next;
       const e = c.elastic;
-      const agg = () => (e!.use !== undefined ? undefined : alg.evaluate(state(e!.key), now, { ...p, limit: AGG }, c.hits));
+      const agg = () => (e!.use !== undefined ? undefined : getAlgorithm(e!.algorithm ?? c.algorithm).evaluate(state(e!.key), now, { ...p, limit: AGG }, c.hits));
       if (e && !row.allowed) {
         const atMax = alg.evaluate(state(c.key), now, { ...p, limit: e.max }, c.hits);
         if (atMax.outcome.allowed) {
@@ -82,11 +82,13 @@ function randomBatch(random: Prng, specs: readonly Spec[], tag: string): LimitCh
     const s = random.pick(specs);
     const limit = random.int(0, 6);
     const windowed = !s.algorithm.endsWith('bucket');
+    // the engine counts a sliding_window_log rule's aggregate with sliding_window_counter (plan.ts)
+    const aggregate: AlgorithmName = s.algorithm === 'sliding_window_log' && random.chance(0.7) ? 'sliding_window_counter' : s.algorithm;
     const check: LimitCheck = {
       key: s.key, algorithm: s.algorithm, limit, windowMs: s.windowMs, burst: random.int(1, 6),
       hits: random.pick([0, 1, 1, 1, 2]), enforce: random.chance(0.85),
       ...(windowed && random.chance(0.5)
-        ? { elastic: { max: limit + random.int(1, 4), capacity: random.int(0, 14), key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${s.algorithm}:${s.windowMs}`, ...(random.chance(0.2) ? { use: random.int(0, 14) } : {}) } }
+        ? { elastic: { max: limit + random.int(1, 4), capacity: random.int(0, 14), key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${aggregate}:${s.windowMs}`, ...(aggregate !== s.algorithm ? { algorithm: aggregate } : {}), ...(random.chance(0.2) ? { use: random.int(0, 14) } : {}) } }
         : {}),
       ...(random.chance(0.35) ? { ban: { ms: random.pick([1000, 4000, 60_000]), key: `${s.key}:ban` } } : {}),
     };

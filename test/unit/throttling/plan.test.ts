@@ -50,6 +50,9 @@ describe('planCheck', () => {
     const p = planCheck({ ...base('fixed_window', 10), key: 'p:{d|k=v}:fixed_window:60000' }, compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 }, banMs: 3_600_000 }, 'fixed_window', 10), ctx());
     expect(p.elastic).toEqual({ max: 15, capacity: 40, key: 'p:{%elastic|d|d.k}:fixed_window:60000' });
     expect(p.ban).toEqual({ ms: 3_600_000, key: 'p:{d|k=v}:fixed_window:60000:ban' });
+    // a sliding_window_log rule's aggregate is a sliding_window_counter (constant memory)
+    const log = planCheck(base('sliding_window_log', 10), compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 } }, 'sliding_window_log', 10), ctx());
+    expect(log.elastic).toEqual({ max: 15, capacity: 40, key: 'p:{%elastic|d|d.k}:sliding_window_counter:60000', algorithm: 'sliding_window_counter' });
   });
   it('reports remaining against L, not against the soft ceiling', () => {
     const limit = compiled({ throttling: { mode: 'soft', ppm: 100_000 } });

@@ -21,7 +21,7 @@ ARGV[4 + FIELDS * (i - 1) ..], for check i = 1 .. n (FIELDS = 6 + THROTTLING.FIE
           +3 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
           +4 hits to add (integer >= 0; 0 checks without counting)
           +5 enforce: 1 = this check can veto the batch, 0 = shadow mode (reported, never vetoes)
-          +6 .. +11 throttling: ban and elastic, see lua/throttling/step.lua
+          +6 .. +12 throttling: ban and elastic, see lua/throttling/step.lua
 
 Reply: a flat array of integers, 1 + 4 * n long:
           [1]             admitted: 1 when every enforce check is allowed, else 0

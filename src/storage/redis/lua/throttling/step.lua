@@ -11,13 +11,15 @@ THROTTLING.FIELDS per-check ARGV values, right after the six of batch.lua (offse
   +4 aggregate use read beforehand by the caller (Redis Cluster, the aggregate in another slot); -1 = read +3
   +5 ban in ms (integer; 0 = no ban)
   +6 index in KEYS of the ban key (0 = none); built beside the counter key, so in its slot
+  +7 the algorithm counting the aggregate ('' = the check's own)
 THROTTLING.parse(base) reads them; THROTTLING.touched(key, t) lists the keys a commit writes;
 THROTTLING.decide(...) returns allowed, remaining if committed, remaining if not, reset ms, commit, flags.
 flags: 1 = admitted by elastic borrowing, 2 = rejected by a live ban, 4 = this rejection started a ban.
 
 Ban key: a string "<end ms>" in the caller's clock, SET PX <ban ms> (the TTL only cleans up; the stored end
-decides). Aggregate key: the rule's state of the same algorithm, read at limit 2^32 - 1 (so it always counts);
-use = 2^32 - 1 - remaining.
+decides). Aggregate key: the rule's state of its algorithm (+7; the engine counts a sliding_window_log rule's aggregate
+with sliding_window_counter, constant memory however busy the rule), read at limit 2^32 - 1 (so it always
+counts); use = 2^32 - 1 - remaining.
 Cost: a ban adds one GET (and a SET when it starts); elastic adds, only for a client above its own limit, the
 algorithm's reads at M and on the aggregate, and the aggregate's write on every admitted hit.
 ]]
@@ -35,6 +37,7 @@ local THROTTLING = (function()
     local ai, bi = tonumber(ARGV[base + 3]), tonumber(ARGV[base + 6])
     if ai > 0 then t.agg_key = KEYS[ai] end
     if bi > 0 then t.ban_key = KEYS[bi] end
+    if ARGV[base + 7] ~= '' then t.agg_algorithm = ARGV[base + 7] end
     return t
   end
 
@@ -55,7 +58,9 @@ local THROTTLING = (function()
     local function aggregate_use()
       agg_read = true
       if not t.agg_key then return t.use end
-      local a, _, arn, _, c = algorithm(t.agg_key, now, AGGREGATE_LIMIT, window, burst, hits)
+      local counter = algorithm
+      if t.agg_algorithm then counter = ALGORITHMS[t.agg_algorithm] end
+      local a, _, arn, _, c = counter(t.agg_key, now, AGGREGATE_LIMIT, window, burst, hits)
       agg_allowed, agg_commit = a, c
       return AGGREGATE_LIMIT - arn
     end
@@ -80,5 +85,5 @@ local THROTTLING = (function()
     return allowed, rc, rn, reset, commit, flags
   end
 
-  return { FIELDS = 6, parse = parse, touched = touched, decide = decide }
+  return { FIELDS = 7, parse = parse, touched = touched, decide = decide }
 end)()
