@@ -10,6 +10,9 @@
  * 3. elastic, when own rejects: the algorithm at `max`; if that admits, the aggregate (its own algorithm,
  *    elastic.algorithm, default the check's) at the largest limit gives use = maxLimit − remaining; admitted (borrowed) iff use + hits <= capacity. Borrowed: remaining 0
  *    (the client is above its own limit), resetMs from the evaluation at `max`.
+ *    With use 'ask' (Redis Cluster, the aggregate in another slot, not read yet): instead of borrowing, the
+ *    check is rejected with needsAggregate, which vetoes the batch whatever `enforce` says (nothing is
+ *    written, no ban starts); the caller reads the aggregate and asks again with the number.
  * 4. elastic, when admitted with hits > 0: the aggregate counts the hits too (its evaluation at the largest
  *    limit; not when `use` was given).
  * 5. ban, when finally rejected, enforced and hits > 0: a ban until now + ms starts; resetMs = max(resetMs, ms).
@@ -43,6 +46,8 @@ export interface StepResult {
   readonly banWrite?: StepWrite;
   readonly borrowed: boolean;
   readonly ban?: 'active' | 'started';
+  /** Borrowing was possible but the aggregate's use was 'ask': decide again with it (vetoes the batch). */
+  readonly needsAggregate?: boolean;
 }
 
 /** The pseudo-check a ban key is stored under. */
@@ -77,9 +82,10 @@ export function evaluateCheck(check: LimitCheck, nowMs: number, read: (key: stri
       : getAlgorithm(elastic.algorithm ?? check.algorithm).evaluate(read(elastic.key, aggregateCheck(check, elastic.key)), nowMs, { ...params, limit: AGGREGATE_LIMIT }, check.hits);
   if (elastic !== undefined && !own.outcome.allowed) {
     const atMax = algorithm.evaluate(state, nowMs, { ...params, limit: elastic.max }, check.hits);
+    if (atMax.outcome.allowed && elastic.use === 'ask') return { outcome, writes: [], borrowed: false, needsAggregate: true };
     if (atMax.outcome.allowed) {
       aggregate = aggregateOf();
-      const use = aggregate === undefined ? elastic.use! : AGGREGATE_LIMIT - aggregate.outcome.remainingIfNotCommitted;
+      const use = aggregate === undefined ? (elastic.use as number) : AGGREGATE_LIMIT - aggregate.outcome.remainingIfNotCommitted;
       if (use + check.hits <= elastic.capacity) {
         borrowed = true;
         chosen = atMax;

@@ -50,7 +50,7 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
     const step = evaluateCheck(check, nowMs, read);
     const outcome = step.outcome;
     steps.push(step);
-    if (!outcome.allowed && check.enforce) admitted = false;
+    if (!outcome.allowed && (check.enforce || step.needsAggregate === true)) admitted = false;
     for (const w of step.writes) {
       pending.set(w.key, { state: w.state, ttlMs: w.ttlMs, check: w.check, exhausted: w.key === check.key && outcome.remainingIfCommitted === 0 });
     }
@@ -75,6 +75,7 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
       resetMs: o.resetMs,
       ...(step.borrowed ? { borrowed: true } : {}),
       ...(step.ban !== undefined ? { ban: step.ban } : {}),
+      ...(step.needsAggregate === true ? { needsAggregate: true } : {}),
     };
   });
 }

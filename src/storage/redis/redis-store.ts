@@ -25,7 +25,7 @@ import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
 import { withDeadline } from '../deadline.js';
-import { addToAggregates, crossSlotElastic, withAggregateUse, type SlotCall } from './elastic-cluster.js';
+import { crossSlotElastic, decideElastic, type SlotCall } from './elastic-cluster.js';
 
 export interface RedisStoreStats {
   /** apply() calls with at least one check. */
@@ -166,12 +166,9 @@ export class RedisStore implements CounterStore {
   ): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
     const elastic = this.cluster ? crossSlotElastic(checks) : [];
     if (elastic.length === 0) return this.decideSlots(checks, nowMs, expiresRedisMs, gaveUp);
-    // Elastic aggregates in other slots (elastic-cluster.ts): read before, add after the client's step.
+    // Elastic aggregates in other slots (elastic-cluster.ts): read when needed, added after the client's step.
     const call: SlotCall = async (c, commit) => (await this.call(c, nowMs, commit, expiresRedisMs)).outcomes;
-    const withUse = await withAggregateUse(checks, elastic, call);
-    const result = await this.decideSlots(withUse, nowMs, expiresRedisMs, gaveUp);
-    if (result.committed) await addToAggregates(withUse, elastic, result.outcomes, call);
-    return result;
+    return decideElastic(checks, elastic, call, (c) => this.decideSlots(c, nowMs, expiresRedisMs, gaveUp));
   }
 
   private async decideSlots(

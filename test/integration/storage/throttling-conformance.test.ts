@@ -5,7 +5,7 @@
  * - the MemoryStore (src/throttling/store-step.ts),
  * - Redis standalone and Redis Cluster (lua/throttling/step.lua inside batch.lua).
  * Keys of one trace share one hash tag, so on Cluster the aggregate is in the checks' slot and the Lua step
- * reads it itself; some checks carry a pre-read aggregate `use` instead (the Cluster cross-slot path).
+ * reads it itself; some checks carry a pre-read aggregate `use`, or 'ask', instead (the Cluster cross-slot path).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
@@ -25,7 +25,7 @@ class ReferenceModel {
     const pending = new Map<string, unknown>();
     const state = (k: string) => (pending.has(k) ? pending.get(k) : this.states.get(k));
     let admitted = true;
-    type Row = { allowed: boolean; ifC: number; ifN: number; reset: number; hits: number; borrowed?: boolean; ban?: 'active' | 'started' };
+    type Row = { allowed: boolean; ifC: number; ifN: number; reset: number; hits: number; borrowed?: boolean; ban?: 'active' | 'started'; needsAggregate?: boolean };
     const rows = checks.map((c): Row => {
       const banEnd = c.ban === undefined ? undefined : this.bans.get(c.ban.key);
       if (banEnd !== undefined && banEnd > now) {
@@ -43,9 +43,14 @@ class ReferenceModel {
       const agg = () => (e!.use !== undefined ? undefined : getAlgorithm(e!.algorithm ?? c.algorithm).evaluate(state(e!.key), now, { ...p, limit: AGG }, c.hits));
       if (e && !row.allowed) {
         const atMax = alg.evaluate(state(c.key), now, { ...p, limit: e.max }, c.hits);
+        if (atMax.outcome.allowed && e.use === 'ask') {
+          // the use is needed and not known: rejected, vetoing the batch whatever enforce says, no ban
+          admitted = false;
+          return { ...row, needsAggregate: true };
+        }
         if (atMax.outcome.allowed) {
           const a = agg();
-          const use = a === undefined ? e.use! : AGG - a.outcome.remainingIfNotCommitted;
+          const use = a === undefined ? (e.use as number) : AGG - a.outcome.remainingIfNotCommitted;
           if (use + c.hits <= e.capacity) {
             row = { ...row, allowed: true, ifC: 0, reset: atMax.outcome.resetMs, borrowed: true };
             next = atMax.next;
@@ -71,6 +76,7 @@ class ReferenceModel {
       resetMs: r.reset,
       ...(r.borrowed ? { borrowed: true } : {}),
       ...(r.ban !== undefined ? { ban: r.ban } : {}),
+      ...(r.needsAggregate ? { needsAggregate: true } : {}),
     }));
   }
 }
@@ -88,7 +94,7 @@ function randomBatch(random: Prng, specs: readonly Spec[], tag: string): LimitCh
       key: s.key, algorithm: s.algorithm, limit, windowMs: s.windowMs, burst: random.int(1, 6),
       hits: random.pick([0, 1, 1, 1, 2]), enforce: random.chance(0.85),
       ...(windowed && random.chance(0.5)
-        ? { elastic: { max: limit + random.int(1, 4), capacity: random.int(0, 14), key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${aggregate}:${s.windowMs}`, ...(aggregate !== s.algorithm ? { algorithm: aggregate } : {}), ...(random.chance(0.2) ? { use: random.int(0, 14) } : {}) } }
+        ? { elastic: { max: limit + random.int(1, 4), capacity: random.int(0, 14), key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${aggregate}:${s.windowMs}`, ...(aggregate !== s.algorithm ? { algorithm: aggregate } : {}), ...(random.chance(0.3) ? { use: random.chance(0.5) ? ('ask' as const) : random.int(0, 14) } : {}) } }
         : {}),
       ...(random.chance(0.35) ? { ban: { ms: random.pick([1000, 4000, 60_000]), key: `${s.key}:ban` } } : {}),
     };
@@ -120,7 +126,7 @@ describe('throttling conformance: reference model, MemoryStore and Redis on rand
     const model = new ReferenceModel();
     const stores: [string, CounterStore][] = [['memory', new MemoryStore({ maxKeys: 10_000 })], ['redis', single.store], ['cluster', cluster.store]];
     let now = 1_700_000_000_000 + random.int(0, 86_400_000);
-    const seen = { borrowed: 0, banned: 0, started: 0, rejected: 0 };
+    const seen = { borrowed: 0, banned: 0, started: 0, rejected: 0, asked: 0 };
     for (let step = 0; step < STEPS; step++) {
       now += random.pick([0, 0, 1, random.int(0, 400), random.int(0, 3000), random.int(0, 20_000)]);
       const batch = randomBatch(random, specs, tag);
@@ -130,6 +136,7 @@ describe('throttling conformance: reference model, MemoryStore and Redis on rand
         if (o.ban === 'active') seen.banned++;
         if (o.ban === 'started') seen.started++;
         if (!o.allowed) seen.rejected++;
+        if (o.needsAggregate) seen.asked++;
       }
       const answers = await Promise.all(stores.map(([, s]) => s.apply(batch, now)));
       answers.forEach((got, i) => expect(got, `${stores[i]![0]} trace ${trace} step ${step} at ${now}: ${JSON.stringify(batch)}`).toEqual(expected));
@@ -139,6 +146,7 @@ describe('throttling conformance: reference model, MemoryStore and Redis on rand
     expect(seen.borrowed).toBeGreaterThan(10);
     expect(seen.banned).toBeGreaterThan(10);
     expect(seen.started).toBeGreaterThan(10);
+    expect(seen.asked).toBeGreaterThan(3);
     expect(seen.rejected).toBeGreaterThan(STEPS / 10);
   });
 });

@@ -98,7 +98,7 @@ for i = 1, nkeys do
     THROTTLING.decide(algorithm, key, now, limit, window, burst, hits, enforce, throttling[i])
   reply[1 + 3 * nkeys + i] = flags
 
-  if allowed ~= 1 and enforce then admitted = 0 end
+  if allowed ~= 1 and (enforce or flags == 8) then admitted = 0 end
   if allowed == 1 and hits > 0 then
     local keys = THROTTLING.touched(key, throttling[i])
     local repeated = false

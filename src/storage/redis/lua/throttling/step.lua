@@ -8,13 +8,15 @@ THROTTLING.FIELDS per-check ARGV values, right after the six of batch.lua (offse
   +1 elastic max M (integer; 0 = not elastic)
   +2 elastic capacity N (integer)
   +3 index in KEYS of the rule's aggregate key (0 = none: not elastic, or its use is given in +4)
-  +4 aggregate use read beforehand by the caller (Redis Cluster, the aggregate in another slot); -1 = read +3
+  +4 aggregate use read beforehand by the caller (Redis Cluster, the aggregate in another slot); -1 = read +3;
+     -2 = ask: where borrowing would need the use, reject with flag 8 (vetoes the batch, writes nothing)
   +5 ban in ms (integer; 0 = no ban)
   +6 index in KEYS of the ban key (0 = none); built beside the counter key, so in its slot
   +7 the algorithm counting the aggregate ('' = the check's own)
 THROTTLING.parse(base) reads them; THROTTLING.touched(key, t) lists the keys a commit writes;
 THROTTLING.decide(...) returns allowed, remaining if committed, remaining if not, reset ms, commit, flags.
-flags: 1 = admitted by elastic borrowing, 2 = rejected by a live ban, 4 = this rejection started a ban.
+flags: 1 = admitted by elastic borrowing, 2 = rejected by a live ban, 4 = this rejection started a ban,
+8 = needs the aggregate's use (+4 = -2): batch.lua treats it as a veto even for a check that is not enforced.
 
 Ban key: a string "<end ms>" in the caller's clock, SET PX <ban ms> (the TTL only cleans up; the stored end
 decides). Aggregate key: the rule's state of its algorithm (+7; the engine counts a sliding_window_log rule's aggregate
@@ -66,6 +68,7 @@ local THROTTLING = (function()
     end
     if elastic and allowed ~= 1 then
       local m_allowed, _, _, m_reset, m_commit = algorithm(key, now, t.max, window, burst, hits)
+      if m_allowed == 1 and t.use == -2 then return allowed, rc, rn, reset, nothing, 8 end
       if m_allowed == 1 and aggregate_use() + hits <= t.capacity then
         allowed, rc, reset, commit, flags = 1, 0, m_reset, m_commit, 1
       end
