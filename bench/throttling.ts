@@ -99,7 +99,7 @@ if (args.includes('--cluster')) {
   const store = createRedisStore({ url: `redis://${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}`, type: 'cluster', clusterNodes: cluster.nodes });
   try {
     await store.waitUntilReady(10_000);
-    await run('Redis Cluster (elastic: aggregate in another slot, 3 script calls)', store);
+    await run('Redis Cluster (elastic: aggregate in another slot, 2 script calls within the own limit, 4 when borrowing)', store);
   } finally {
     await store.close();
     await cluster.stop();
