@@ -24,7 +24,7 @@ ARGV[4 + FIELDS * (i - 1) ..], for check i = 1 .. n (FIELDS = 6 + THROTTLING.FIE
           +6 .. +12 throttling: ban and elastic, see lua/throttling/step.lua
 
 Reply: a flat array of integers, 1 + 4 * n long:
-          [1]             admitted: 1 when every enforce check is allowed, else 0
+          [1]             admitted: 1 when every enforce check is allowed (and none has throttling flag 8), else 0
           (or { -1 } alone, 1 long: expired, see ARGV[3]; nothing was read or written)
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
