@@ -4,6 +4,10 @@
  * percentiles at low load. Prints the figures and the command that produced them.
  *
  *   npx tsx bench/grpc-load.ts [--backend memory|redis] [--requests 200000] [--connections 4] [--streams 64]
+ *                              [--scenarios default|throttling] [--rounds 1]
+ *
+ * --scenarios throttling: a hard rule beside a soft and two elastic ones (one client within its own limit, one
+ * borrowing on every request), each run --rounds times, alternating, to compare ratios measured in one run.
  *
  * With --backend redis it starts its own redis-server on a free port (never the one on 6379).
  * The machine has 2 cores shared by server, client (and Redis): compare figures from one run, not across machines.
@@ -27,6 +31,8 @@ const backend = opt('backend', 'memory');
 const requests = Number(opt('requests', '200000'));
 const connections = Number(opt('connections', '4'));
 const streams = Number(opt('streams', '64'));
+const scenarioSet = opt('scenarios', 'default');
+const rounds = Number(opt('rounds', '1'));
 
 const RULES = `domain: bench
 descriptors:
@@ -38,6 +44,14 @@ descriptors:
     rate_limits:
       - {unit: second, requests_per_unit: 1000000000, algorithm: token_bucket}
       - {unit: day, requests_per_unit: 4000000000, algorithm: sliding_window_counter}
+  - key: hard
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
+  - key: soft
+    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {soft: 10%}}
+  - key: elastic
+    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {elastic: {capacity: 4000000000, max: 2000000000}}}
+  - key: borrowing
+    rate_limit: {unit: day, requests_per_unit: 1, throttling: {elastic: {capacity: 4000000000, max: 4000000000}}}
 `;
 
 function grpcFrame(message: Uint8Array): Buffer {
@@ -83,7 +97,13 @@ try {
     env.REDIS_URL = redis.url;
   }
   server = await spawnService({ CONFIG_DIR: dir, ...env });
-  const scenarios: [string, Uint8Array][] = [
+  const throttling: [string, Uint8Array][] = [
+    ['hard (fixed_window)', encodeRequest('bench', [{ entries: [['hard', 'a']] }])],
+    ['soft 10% (fixed_window)', encodeRequest('bench', [{ entries: [['soft', 'a']] }])],
+    ['elastic, client within its own limit', encodeRequest('bench', [{ entries: [['elastic', 'a']] }])],
+    ['elastic, client borrowing on every request', encodeRequest('bench', [{ entries: [['borrowing', 'a']] }])],
+  ];
+  const scenarios: [string, Uint8Array][] = scenarioSet === 'throttling' ? Array.from({ length: rounds }, () => throttling).flat() : [
     ['1 descriptor, admitted (fixed_window)', encodeRequest('bench', [{ entries: [['user', 'alice']] }])],
     ['1 descriptor, over limit', encodeRequest('bench', [{ entries: [['blocked', 'x']] }])],
     ['2 descriptors, 3 limits (fixed, token_bucket, sliding_window_counter)', encodeRequest('bench', [{ entries: [['user', 'bob']] }, { entries: [['api', 'k']] }])],

@@ -127,6 +127,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     observer: metrics.observer,
     shadowMode: settings.shadowMode,
     ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
+    criticalityKey: settings.criticalityKey,
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state

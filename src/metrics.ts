@@ -79,6 +79,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     registers,
   });
   const degraded = new Counter({ name: 'ratelimit_on_limit_degraded_total', help: 'Requests over a limit admitted by on_limit degrade (with its request headers).', labelNames: ['domain'] as const, registers });
+  // Throttling (docs/throttling.md): labels domain and criticality class only (bounded: domains × 3).
+  const throttlingLabels = ['domain', 'class'] as const;
+  const softExceeded = new Counter({ name: 'ratelimit_soft_exceeded_hits_total', help: 'Hits admitted above a limit by soft throttling (marked with x-ratelimit-soft-exceeded).', labelNames: throttlingLabels, registers });
+  const softWarnings = new Counter({ name: 'ratelimit_soft_warning_hits_total', help: 'Hits admitted above soft_requests_per_unit and within the limit (marked with x-ratelimit-soft-warning).', labelNames: throttlingLabels, registers });
+  const borrowed = new Counter({ name: 'ratelimit_elastic_borrowed_hits_total', help: 'Hits admitted above a limit by elastic throttling, on the rule\'s spare capacity.', labelNames: throttlingLabels, registers });
+  const bansStarted = new Counter({ name: 'ratelimit_bans_started_total', help: 'Bans started by a rejection under a rule with `ban`.', labelNames: throttlingLabels, registers });
+  const banRejections = new Counter({ name: 'ratelimit_ban_rejections_total', help: 'Limit checks rejected because their key was banned (not counted).', labelNames: throttlingLabels, registers });
   const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
   const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
   const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
@@ -96,6 +103,14 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       if (r.nearLimit) nearLimit.inc(l, r.hits);
       if (r.shadowMode) shadowMode.inc(l, r.hits);
       if (r.quotaMode) quotaMode.inc(l, r.hits);
+    },
+    onThrottling(domain, criticality, counts) {
+      const l = { domain: bounds.domain(domain), class: criticality };
+      if (counts.softExceeded > 0) softExceeded.inc(l, counts.softExceeded);
+      if (counts.softWarnings > 0) softWarnings.inc(l, counts.softWarnings);
+      if (counts.borrowed > 0) borrowed.inc(l, counts.borrowed);
+      if (counts.bansStarted > 0) bansStarted.inc(l, counts.bansStarted);
+      if (counts.banRejections > 0) banRejections.inc(l, counts.banRejections);
     },
     onDecision(domain, over, ms) {
       decisions.inc({ domain: bounds.domain(domain), code: over ? 'OVER_LIMIT' : 'OK' });

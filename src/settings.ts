@@ -131,6 +131,10 @@ export const SETTINGS = {
   logLevel: spec<LogLevel>('LOG_LEVEL', 'trace \\| debug \\| info \\| warn \\| error (any case; also warning, fatal, panic)', 'info', 'Least severe log level written.', parseLogLevel),
   logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
   shadowMode: bool('SHADOW_MODE', false, 'Every limit in shadow mode: counted, reported and logged in metrics, never rejecting.'),
+  criticalityKey: spec('CRITICALITY_KEY', 'string (non-empty)', 'criticality', 'Descriptor entries with this key are removed before matching and give the request\'s criticality class (critical, default, sheddable) for a rule\'s `shares` (docs/throttling.md).', (s) => {
+    if (s === '') throw new Error('must not be empty');
+    return s;
+  }),
   limitResponseHeadersEnabled: bool('LIMIT_RESPONSE_HEADERS_ENABLED', false, 'Add the limit, remaining and reset headers of envoyproxy/ratelimit (names below) to every response with a limit.'),
   limitLimitHeader: str('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'LIMIT_RESPONSE_HEADERS_ENABLED: name of the header with the limit.'),
   limitRemainingHeader: str('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'LIMIT_RESPONSE_HEADERS_ENABLED: name of the header with the remaining hits.'),

@@ -226,6 +226,9 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       burst: l.burst,
       softRequestsPerUnit: l.softRequestsPerUnit,
       ...(l.onLimit !== undefined ? { onLimit: l.onLimit } : {}),
+      ...(l.throttling !== undefined ? { throttling: Object.freeze({ ...l.throttling }) } : {}),
+      ...(l.banMs !== undefined ? { banMs: l.banMs } : {}),
+      ...(l.shares !== undefined ? { shares: Object.freeze({ ...l.shares }) } : {}),
     }),
   );
   return Object.freeze({

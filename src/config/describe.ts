@@ -6,6 +6,7 @@
 import { formatWindow } from './duration.js';
 import { describeOnLimit } from './on-limit-types.js';
 import type { RawDescriptor } from './raw.js';
+import { describeThrottling, type DescribedThrottling } from '../throttling/describe.js';
 import type { CompiledRule } from './types.js';
 
 export interface DescribedLimit {
@@ -24,13 +25,16 @@ export interface DescribedLimit {
   readonly on_limit?: Readonly<Record<string, unknown>>;
 }
 
+/** A limit as /rules shows it: with `throttling`, `ban` and `shares` when set. */
+export type DescribedLimitWithThrottling = DescribedLimit & DescribedThrottling;
+
 export interface DescribedRule {
   readonly stats_key: string;
   readonly source: string;
   /** The config path as key/value pairs (value omitted for key-only descriptors). */
   readonly descriptor: readonly { readonly key: string; readonly value?: string }[];
   readonly unlimited: boolean;
-  readonly limits: readonly DescribedLimit[];
+  readonly limits: readonly DescribedLimitWithThrottling[];
   readonly replaces: readonly string[];
   readonly shadow_mode: boolean;
   readonly quota_mode: boolean;
@@ -81,6 +85,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
       ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
       ...(l.onLimit !== undefined ? { on_limit: describeOnLimit(l.onLimit) } : {}),
+      ...describeThrottling(l),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

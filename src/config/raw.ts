@@ -2,6 +2,7 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { Unit } from '../core/types.js';
 import type { RawAuthz } from './authz-types.js';
+import type { Shares, Throttling } from '../throttling/types.js';
 import type { JsonValue } from './yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 
@@ -23,6 +24,10 @@ export interface RawLimit {
   readonly softRequestsPerUnit: number;
   /** `on_limit:` (on-limit.ts), already in its compiled, frozen form; absent = reject as always. */
   readonly onLimit?: CompiledOnLimit;
+  /** Absent = hard. */
+  readonly throttling?: Throttling;
+  readonly banMs?: number;
+  readonly shares?: Shares;
 }
 
 export interface RawRule {

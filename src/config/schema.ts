@@ -33,6 +33,9 @@ export const RATE_LIMIT_KEYS = [
   'algorithm',
   'burst',
   'on_limit',
+  'throttling',
+  'ban',
+  'shares',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -2,6 +2,7 @@ import type { AlgorithmName } from '../algorithms/types.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
+import type { Shares, Throttling } from '../throttling/types.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
@@ -22,6 +23,12 @@ export interface CompiledLimit {
   readonly softRequestsPerUnit: number;
   /** What happens over this limit and what the client is told (`on_limit`); absent = reject, as always. */
   readonly onLimit?: CompiledOnLimit;
+  /** `throttling:` (docs/throttling.md); absent = hard. Only on window algorithms. */
+  readonly throttling?: Throttling;
+  /** `ban:` in ms: a rejection bans the counter key this long; absent = no ban. */
+  readonly banMs?: number;
+  /** `shares:` per criticality class; absent = every class may fill the whole limit. */
+  readonly shares?: Shares;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

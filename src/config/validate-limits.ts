@@ -14,6 +14,7 @@ import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from './raw.js';
 import { RATE_LIMIT_KEYS, REPLACES_KEYS, notOneOfMessage } from './schema.js';
+import { checkBesideDegrade, readThrottlingFields } from './validate-throttling.js';
 import { readBool, readInt, readString } from './yaml-nodes.js';
 import type { FileContext } from './yaml-nodes.js';
 
@@ -79,7 +80,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit'] as const) {
+    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -242,6 +243,8 @@ function readLimit(
     }
   }
   const onLimit = readOnLimit(ctx, fields.get('on_limit'), join(path, 'on_limit'), effective);
+  const throttling = readThrottlingFields(ctx, fields, path, effective, requestsPerUnit);
+  checkBesideDegrade(ctx, fields, path, onLimit?.action, throttling);
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
@@ -268,6 +271,7 @@ function readLimit(
     burst: burst ?? fallbackBurst,
     softRequestsPerUnit: softRequestsPerUnit ?? 0,
     ...(onLimit !== undefined ? { onLimit } : {}),
+    ...throttling,
   };
 }
 

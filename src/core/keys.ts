@@ -86,3 +86,24 @@ export function onLimitKey(checkKey: string, kind: 'degrade' | 'backoff'): strin
   if (checkKey.includes('{') || checkKey.includes('}')) return `${checkKey}:${kind}`;
   return `{${checkKey}}:${kind}`;
 }
+
+/**
+ * The ban key of a counter (throttling `ban`): the counter key plus `:ban`. Native counter keys carry their
+ * `{hash tag}`, so the ban lands on the counter's Redis Cluster slot and one script reads both. (Limits with
+ * throttling fields always use native keys, never envoyCounterKey.)
+ */
+export function banKey(counter: string): string {
+  return `${counter}:ban`;
+}
+
+/**
+ * The aggregate key of an elastic limit: one per rule (domain + the rule's stats key, its config path), not per
+ * client value. `%elastic|` never starts a counterTag (escapes are `%<hex>.` and `l` is not a hex digit), so it
+ * cannot meet a counter key. Its own hash tag: on Redis Cluster it is usually in another slot than the
+ * clients' counters (see redis/elastic-cluster.ts).
+ */
+export function elasticKey(prefix: string, domain: string, ruleStatsKey: string, algorithm: AlgorithmName, windowMs: number): string {
+  let tag = `%elastic|${escapeComponent(domain)}|${escapeComponent(ruleStatsKey)}`;
+  if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
+  return `${prefix}{${tag}}:${algorithm}:${windowMs}`;
+}

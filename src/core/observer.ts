@@ -1,3 +1,6 @@
+import type { ThrottlingCounts } from '../throttling/report.js';
+import type { Criticality } from '../throttling/types.js';
+
 /**
  * What the decision engine reports about each decision, so metrics and logs can be kept without the
  * core knowing about Prometheus. All methods are synchronous and must not throw.
@@ -23,6 +26,8 @@ export interface DescriptorReport {
 
 export interface DecisionObserver {
   onDescriptor(report: DescriptorReport): void;
+  /** Throttling events of one request (soft, elastic, bans; src/throttling/report.ts), by criticality class. */
+  onThrottling?(domain: string, criticality: Criticality, counts: ThrottlingCounts): void;
   /** `domain` is the request's, configured or not (bound it before using it as a label). */
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
   /** on_limit: an admitted request was delayed by `delayMs` for its reserved slot, or admitted degraded. */

@@ -23,6 +23,9 @@ import { AtLimit, checkOwners } from './on-limit/respond.js';
 import { clockTimer, type Timer } from './timer.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
+import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js';
+import { hasThrottling, planCheck, reportedRemaining } from '../throttling/plan.js';
+import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import {
   UNIT_SECONDS,
   type DescriptorEntry,
@@ -51,6 +54,8 @@ export interface RateLimiterOptions {
   readonly shadowMode?: boolean;
   /** Waits for a delayed request's reserved slot (on_limit delay); default: timeouts on `clock`. */
   readonly timer?: Timer;
+  /** CRITICALITY_KEY: descriptor entries with this key give the request's class (src/throttling/criticality.ts). */
+  readonly criticalityKey?: string;
 }
 
 export interface DecideOptions {
@@ -82,10 +87,11 @@ export class RateLimiter {
   }
 
   /** Decides one request. Rejects with InvalidRequestError for bad input, StoreError when the store fails. */
-  async decide(request: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
+  async decide(original: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
-    validate(request);
-    checkRequest(request, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
+    validate(original);
+    checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
+    const { request, criticality } = classify(original, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
@@ -98,16 +104,18 @@ export class RateLimiter {
     const checkOnly = decideOptions.checkOnly === true;
     const checks: LimitCheck[] = [];
     let hasOnLimit = false; // some limit has an on_limit
+    const checkLimits: CompiledLimit[] = [];
     for (const r of resolved) {
       r.firstCheck = checks.length;
       const enforce = enforced(r, this.options.shadowMode);
       for (const limit of r.limits) {
-        const envoy = envoyKeys && isEnvoyCompatible(limit);
+        const envoy = envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
         const key = envoy
           ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
           : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs);
         if (limit.onLimit !== undefined) hasOnLimit = true;
-        checks.push({
+        checkLimits.push(limit);
+        checks.push(planCheck({
           key,
           ...(envoy ? { keyFormat: 'envoy' as const } : {}),
           algorithm: limit.algorithm,
@@ -117,15 +125,16 @@ export class RateLimiter {
           hits: r.hits,
           enforce,
           onLimit: storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
-        });
+        }, limit, { keyPrefix: this.options.keyPrefix, domain: request.domain, ruleStatsKey: r.rule?.statsKey, criticality }));
       }
     }
 
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const stored = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const reported = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));
     // on_limit exponential_backoff moves a rejection's reset (and so its retry-after) out.
     const owners = hasOnLimit ? checkOwners(resolved) : undefined;
-    const counted = checkOnly ? previewOutcomes(checks, observed) : observed;
-    const outcomes = owners === undefined ? counted : withBackoff(owners, counted);
+    const outcomes = owners === undefined ? reported : withBackoff(owners, reported);
     const observer = checkOnly ? noopObserver : this.observer;
 
     const statuses: DescriptorStatus[] = [];
@@ -150,10 +159,18 @@ export class RateLimiter {
       for (const a of applied) if (a.quotaMode) a.enforced = true;
     }
 
+    const reports: CheckReport[] = [];
+    for (const r of resolved) {
+      r.limits.forEach((limit, j) => {
+        if (hasThrottling(limit) || limit.softRequestsPerUnit > 0) reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
+      });
+    }
+    const throttled = throttlingSignals(reports, !overLimit, criticality);
+    if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {
       overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
       statuses,
-      responseHeadersToAdd: buildResponseHeaders(applied, overLimit, this.options.headers),
+      responseHeadersToAdd: [...buildResponseHeaders(applied, overLimit, this.options.headers), ...(throttled?.headers ?? [])],
       requestHeadersToAdd: [],
       ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
       ...(outcomes.some((o) => o.storeFailure === true) ? { storeFailure: true } : {}),

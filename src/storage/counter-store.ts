@@ -23,6 +23,23 @@ export interface LimitCheck {
   readonly keyFormat?: 'envoy';
   /** The store-side part of the limit's `on_limit` (storage/on-limit-batch.ts); absent for plain rejection. */
   readonly onLimit?: StoreOnLimit;
+  /**
+   * Elastic throttling (src/throttling): a check that `limit` rejects is still admitted while the same
+   * algorithm admits it at `max` and the rule's aggregate use (state under `key`, counting every admitted hit
+   * of every client of the rule, read at the largest limit) plus the hits stays <= `capacity`. Every admitted
+   * hit of the check is also added to the aggregate. `use`, when set, is the aggregate use read beforehand by
+   * the caller (Redis Cluster, where the aggregate lives in another slot): the store then neither reads nor
+   * writes the aggregate key; 'ask' means not read yet: where borrowing would need it, the check is rejected
+   * with needsAggregate and vetoes the batch (nothing written), for the caller to ask again with the number.
+   * `algorithm` counts the aggregate (default: the check's own).
+   */
+  readonly elastic?: { readonly max: number; readonly capacity: number; readonly key: string; readonly use?: number | 'ask'; readonly algorithm?: AlgorithmName };
+  /**
+   * Rate-based ban: while the state under `key` holds an end later than nowMs, the check is rejected without
+   * being evaluated or counted (resetMs = the ban's remaining time). An enforced check with hits > 0 that the
+   * algorithm rejects starts a ban of `ms` (written even when the batch is a dry run or rejected).
+   */
+  readonly ban?: { readonly ms: number; readonly key: string };
 }
 
 /**
@@ -60,6 +77,12 @@ export interface LimitOutcome {
   readonly degraded?: boolean;
   /** on_limit exponential_backoff: consecutive rejections of this key, this one included (only when rejected). */
   readonly rejections?: number;
+  /** Set (true) only when an elastic check was admitted above its own limit by borrowing. */
+  readonly borrowed?: boolean;
+  /** Set only for a check with a ban: 'active' = rejected by a live ban; 'started' = this rejection started one. */
+  readonly ban?: 'active' | 'started';
+  /** Set only when an elastic check with use 'ask' would need the aggregate to decide (see LimitCheck.elastic). */
+  readonly needsAggregate?: boolean;
 }
 
 export interface ApplyOptions {

@@ -15,6 +15,9 @@
  *   higher limit may count hits on a key cached here as over: the cached rejection stays right for this
  *   replica's limit, but its resetMs may be short (Redis would then answer a later time).
  * - Checks carrying on_limit store state (delay, degrade, backoff) are neither answered nor cached here.
+ * - Throttling: a ban (outcome.ban) is cached until it ends and answered as a live ban. An elastic check's
+ *   rejection is not cached (borrowing may admit it before its resetMs, when the rule's aggregate frees up),
+ *   unless it is a ban. Soft and share ceilings arrive as the check's limit and burst, so are keyed apart.
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
@@ -34,6 +37,8 @@ export class OverLimitCache implements CounterStore {
   readonly kind: string;
   /** entry key → epoch ms before which no single hit is admitted; Map order = insertion order. */
   private readonly until = new Map<string, number>();
+  /** Entry keys whose rejection is a ban (answered with ban: 'active'); a subset of `until`'s keys. */
+  private readonly banned = new Set<string>();
   private hits = 0;
 
   constructor(
@@ -57,6 +62,7 @@ export class OverLimitCache implements CounterStore {
       outcomes = await this.inner.apply(checks, nowMs, options);
     } catch (error) {
       this.until.clear(); // as in isReady(): the store's state is unknown from here on
+      this.banned.clear();
       throw error;
     }
     // A key repeated in the batch is decided on the state its earlier checks would leave, not on the stored
@@ -65,8 +71,8 @@ export class OverLimitCache implements CounterStore {
     for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
     checks.forEach((check, i) => {
       const o = outcomes[i];
-      if (o && check.hits === 1 && check.onLimit === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1) {
-        this.remember(entryKey(check), nowMs + o.resetMs);
+      if (o && check.hits === 1 && check.onLimit === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
+        this.remember(entryKey(check), nowMs + o.resetMs, o.ban !== undefined);
       }
     });
     return outcomes;
@@ -88,7 +94,10 @@ export class OverLimitCache implements CounterStore {
    * empty): start afresh, so every replica again answers as the store does.
    */
   private keepWhile(ready: boolean): boolean {
-    if (!ready) this.until.clear();
+    if (!ready) {
+      this.until.clear();
+      this.banned.clear();
+    }
     return ready;
   }
 
@@ -98,6 +107,7 @@ export class OverLimitCache implements CounterStore {
 
   close(): Promise<void> {
     this.until.clear();
+    this.banned.clear();
     return this.inner.close();
   }
 
@@ -112,18 +122,25 @@ export class OverLimitCache implements CounterStore {
       if (until === undefined) return undefined;
       if (nowMs >= until) {
         this.until.delete(key);
+        this.banned.delete(key);
         return undefined;
       }
-      outcomes.push({ allowed: false, remaining: 0, resetMs: until - nowMs });
+      outcomes.push({ allowed: false, remaining: 0, resetMs: until - nowMs, ...(this.banned.has(key) ? { ban: 'active' as const } : {}) });
     }
     return outcomes;
   }
 
-  private remember(key: string, until: number): void {
+  private remember(key: string, until: number, banned: boolean): void {
     this.until.delete(key);
     this.until.set(key, until);
+    if (banned) this.banned.add(key);
+    else this.banned.delete(key);
     // O(1) eviction of the oldest insertion; expired entries also leave when they are next looked up.
-    if (this.until.size > this.options.maxEntries) this.until.delete(this.until.keys().next().value!);
+    if (this.until.size > this.options.maxEntries) {
+      const oldest = this.until.keys().next().value!;
+      this.until.delete(oldest);
+      this.banned.delete(oldest);
+    }
   }
 }
 

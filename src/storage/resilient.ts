@@ -145,5 +145,9 @@ export function scaleCheck(check: LimitCheck, replicas: number): LimitCheck {
     limit: localShare(check.limit, replicas),
     // burst is at least 1 by contract; a token bucket's capacity shrinks with its refill rate.
     burst: Math.max(1, localShare(check.burst, replicas)),
+    // elastic (throttling): the client's max and the rule's capacity shrink the same way.
+    ...(check.elastic !== undefined
+      ? { elastic: { ...check.elastic, max: localShare(check.elastic.max, replicas), capacity: localShare(check.elastic.capacity, replicas) } }
+      : {}),
   };
 }

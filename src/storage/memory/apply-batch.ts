@@ -12,10 +12,10 @@
  * check is evaluated on the state an earlier allowed check of the batch would leave, and the last such state
  * is written. So two checks of 1 hit on a key with 1 left allow the first and reject the second.
  */
-import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
+import { evaluateCheck, type StepResult, type StepWrite } from '../../throttling/store-step.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
-import { algorithmParams, degradeCheck, trackBackoff, withOnLimit } from '../on-limit-batch.js';
+import { degradeCheck, trackBackoff, withOnLimit } from '../on-limit-batch.js';
 
 /**
  * Read and write access to stored algorithm states; `write` is called only for an admitted batch.
@@ -38,45 +38,57 @@ interface Pending {
 
 export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
   const pending = new Map<string, Pending>();
-  const outcomes: AlgorithmOutcome[] = [];
+  // Bans (throttling) are written whatever the batch's fate, and later checks of the batch see them.
+  const bans = new Map<string, StepWrite>();
+  const read = (key: string, check: LimitCheck): unknown => {
+    const p = pending.get(key) ?? bans.get(key);
+    return p !== undefined ? p.state : access.read(key, check);
+  };
+  const steps: StepResult[] = [];
   /** Checks admitted as degraded (on_limit); undefined while no check of the batch has an on_limit. */
   let degraded: boolean[] | undefined;
   let admitted = true;
   checks.forEach((check, i) => {
     const earlier = pending.get(check.key);
-    const state = earlier !== undefined ? earlier.state : access.read(check.key, check);
-    let { outcome, next, ttlMs } = getAlgorithm(check.algorithm).evaluate(state, nowMs, algorithmParams(check), check.hits);
-    let writeKey: string | undefined = check.key;
-    let writeCheck = check;
+    let step = evaluateCheck(check, nowMs, read);
     if (check.onLimit !== undefined) {
       // on_limit degrade (on-limit-batch.ts): a rejected check admitted anyway, counted under its degrade key.
+      // (Config refuses degrade together with ban or elastic, so the step has neither here.)
       degraded ??= [];
-      const degrade = degradeCheck(check, outcome, nowMs, (k, c) => (pending.has(k) ? pending.get(k)!.state : access.read(k, c)));
+      const degrade = degradeCheck(check, step.outcome, nowMs, read);
       degraded[i] = degrade !== undefined;
-      if (degrade !== undefined) {
-        ({ outcome } = degrade);
-        writeKey = degrade.write?.key;
-        if (degrade.write !== undefined) ({ state: next, ttlMs, check: writeCheck } = degrade.write);
-      }
+      if (degrade !== undefined) step = { ...step, outcome: degrade.outcome, writes: degrade.write === undefined ? [] : [degrade.write] };
     }
-    outcomes.push(outcome);
-    if (!outcome.allowed && check.enforce) admitted = false;
-    if (outcome.allowed && check.hits > 0) {
-      if (writeKey !== undefined) pending.set(writeKey, { state: next, ttlMs, check: writeCheck, exhausted: outcome.remainingIfCommitted === 0 });
-    } else if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined) {
+    const outcome = step.outcome;
+    steps.push(step);
+    if (!outcome.allowed && (check.enforce || step.needsAggregate === true)) admitted = false;
+    for (const w of step.writes) {
+      pending.set(w.key, { state: w.state, ttlMs: w.ttlMs, check: w.check, exhausted: w.key === check.key && outcome.remainingIfCommitted === 0 });
+    }
+    if (step.banWrite !== undefined) bans.set(step.banWrite.key, step.banWrite);
+    if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined && step.ban === undefined) {
       // Only a check decided on the stored state says the stored key has nothing left (a repeated key is
       // decided on what its earlier checks would leave, which a rejected batch never writes).
       access.rejected?.(check.key);
     }
   });
+  for (const [key, b] of bans) access.write(key, b.state, b.ttlMs, b.check, true);
   if (admitted) {
     for (const [key, p] of pending) access.write(key, p.state, p.ttlMs, p.check, p.exhausted);
   }
-  const rejections = degraded === undefined ? undefined : trackBackoff(access, checks, outcomes.map((o) => o.allowed), admitted, nowMs);
+  const rejections = degraded === undefined ? undefined : trackBackoff(access, checks, steps.map((s) => s.outcome.allowed), admitted, nowMs);
   return checks.map((check, i) => {
-    const o = outcomes[i]!;
+    const step = steps[i]!;
+    const o: AlgorithmOutcome = step.outcome;
     const committed = admitted && o.allowed && check.hits > 0;
-    const outcome = { allowed: o.allowed, remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted, resetMs: o.resetMs };
+    const outcome: LimitOutcome = {
+      allowed: o.allowed,
+      remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted,
+      resetMs: o.resetMs,
+      ...(step.borrowed ? { borrowed: true } : {}),
+      ...(step.ban !== undefined ? { ban: step.ban } : {}),
+      ...(step.needsAggregate === true ? { needsAggregate: true } : {}),
+    };
     return degraded === undefined ? outcome : withOnLimit(outcome, committed ? o.delayMs : undefined, committed && degraded[i] === true, rejections?.[i]);
   });
 }

@@ -11,6 +11,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { decodeOnLimitTail, onLimitArgs } from './on-limit-args.js';
+import { decodeThrottlingFlags, throttlingArgs } from './throttling-args.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
@@ -53,6 +54,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
     parts.push(`-- ${name}.lua\n${readFileSync(join(dir, `${name}.lua`), 'utf8')}`);
   }
   parts.push(`-- on_limit.lua\n${readFileSync(join(LUA_DIR, 'on_limit.lua'), 'utf8')}`);
+  parts.push(`-- throttling/step.lua\n${readFileSync(join(LUA_DIR, 'throttling', 'step.lua'), 'utf8')}`);
   parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
@@ -120,20 +122,23 @@ export async function runBatch(
   commit: boolean,
   expiresRedisMs = 0,
 ): Promise<BatchReply> {
-  const args: (string | number)[] = checks.map((c) => c.key);
-  args.push(nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs)));
-  for (const c of checks) {
+  const keys: string[] = checks.map((c) => c.key);
+  const extra = throttlingArgs(checks, keys);
+  const args: (string | number)[] = [...keys, nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
+  checks.forEach((c, i) => {
     args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
+    for (const v of extra[i]!) args.push(v);
     onLimitArgs(c, args);
-  }
-  const reply = await commands.call(checks.length, args);
+  });
+  const reply = await commands.call(keys.length, args);
   return decodeBatchReply(reply, checks.length);
 }
 
 /** Decode the flat integer reply of batch.lua (layout in its header); throws on any other shape. */
 export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply {
   if (Array.isArray(reply) && reply.length === 1 && reply[0] === -1) return { expired: true, admitted: false, outcomes: [] };
-  if (!Array.isArray(reply) || reply.length !== 1 + 6 * checkCount || !reply.every((v) => Number.isInteger(v))) {
+  // [admitted] [allowed, remaining, reset] × n [throttling flags] × n [on_limit tail of 3] × n
+  if (!Array.isArray(reply) || reply.length !== 1 + 7 * checkCount || !reply.every((v) => Number.isInteger(v))) {
     const text = JSON.stringify(reply) ?? String(reply);
     throw new Error(`unexpected batch script reply: ${text.length > 200 ? `${text.slice(0, 200)}...` : text}`);
   }
@@ -145,7 +150,8 @@ export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply
       allowed: values[1 + 3 * i] === 1,
       remaining: values[2 + 3 * i]!,
       resetMs: values[3 + 3 * i]!,
-      ...decodeOnLimitTail(values, 1 + 3 * checkCount + 3 * i, admitted),
+      ...decodeThrottlingFlags(values[1 + 3 * checkCount + i]!),
+      ...decodeOnLimitTail(values, 1 + 4 * checkCount + 3 * i, admitted),
     });
   }
   return { expired: false, admitted, outcomes };

@@ -26,6 +26,7 @@ import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
 import { withDeadline } from '../deadline.js';
+import { crossSlotElastic, decideElastic, type SlotCall } from './elastic-cluster.js';
 
 export interface RedisStoreStats {
   /** apply() calls with at least one check. */
@@ -159,6 +160,19 @@ export class RedisStore implements CounterStore {
    * slots, no commit phase is sent once `gaveUp()`: the caller answered by its failure mode.
    */
   private async decide(
+    checks: readonly LimitCheck[],
+    nowMs: number,
+    expiresRedisMs: number,
+    gaveUp: () => boolean,
+  ): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
+    const elastic = this.cluster ? crossSlotElastic(checks) : [];
+    if (elastic.length === 0) return this.decideSlots(checks, nowMs, expiresRedisMs, gaveUp);
+    // Elastic aggregates in other slots (elastic-cluster.ts): read when needed, added after the client's step.
+    const call: SlotCall = async (c, commit) => (await this.call(c, nowMs, commit, expiresRedisMs)).outcomes;
+    return decideElastic(checks, elastic, call, (c) => this.decideSlots(c, nowMs, expiresRedisMs, gaveUp));
+  }
+
+  private async decideSlots(
     checks: readonly LimitCheck[],
     nowMs: number,
     expiresRedisMs: number,

@@ -68,6 +68,70 @@ const EXPECTED: Record<string, string[]> = {
     "authz-unknown-key.yaml:6:7: authz.rate_limits[1].action: unknown key 'action' (did you mean 'actions'?)",
     "authz-unknown-key.yaml:6:7: authz.rate_limits[1].actions: is required: a list of at least one action",
   ],
+  // throttling, ban, shares (docs/throttling.md)
+  'throttling-unknown-mode.yaml': [
+    "throttling-unknown-mode.yaml:7:19: descriptors[0].rate_limit.throttling: 'sof' is not one of hard, soft, elastic (did you mean 'soft'?)",
+  ],
+  'throttling-not-a-mode.yaml': [
+    'throttling-not-a-mode.yaml:7:19: descriptors[0].rate_limit.throttling: must be hard, {soft: 10%} or {elastic: {capacity: N, max: M}}, not a list',
+  ],
+  'throttling-hard-with-value.yaml': [
+    "throttling-hard-with-value.yaml:7:19: descriptors[0].rate_limit.throttling: must be hard, {soft: 10%} or {elastic: {capacity: N, max: M}}; 'hard' takes no value",
+  ],
+  'throttling-soft-without-share.yaml': [
+    "throttling-soft-without-share.yaml:7:19: descriptors[0].rate_limit.throttling: must be hard, {soft: 10%} or {elastic: {capacity: N, max: M}}; 'soft' needs its settings",
+  ],
+  'soft-not-a-percentage.yaml': [
+    'soft-not-a-percentage.yaml:7:26: descriptors[0].rate_limit.throttling.soft: must be a percentage like 10% or 12.5%, not the number 10',
+  ],
+  'soft-out-of-range.yaml': [
+    'soft-out-of-range.yaml:7:26: descriptors[0].rate_limit.throttling.soft: 150% is out of range: must be above 0% and at most 100%',
+  ],
+  'soft-on-token-bucket.yaml': [
+    "soft-on-token-bucket.yaml:8:19: descriptors[0].rate_limit.throttling: soft throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: token_bucket has no window to exceed; let more requests through with a larger 'burst' instead",
+  ],
+  'elastic-on-leaky-bucket.yaml': [
+    "elastic-on-leaky-bucket.yaml:8:19: descriptors[0].rate_limit.throttling: elastic throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: leaky_bucket has no window to exceed; let more requests through with a larger 'burst' instead",
+  ],
+  'elastic-missing-max.yaml': [
+    'elastic-missing-max.yaml:7:29: descriptors[0].rate_limit.throttling.elastic: elastic needs max',
+  ],
+  'elastic-not-a-mapping.yaml': [
+    'elastic-not-a-mapping.yaml:7:29: descriptors[0].rate_limit.throttling.elastic: must be a mapping {capacity: N, max: M}, not the number 500',
+  ],
+  'elastic-max-not-above-limit.yaml': [
+    'elastic-max-not-above-limit.yaml:7:50: descriptors[0].rate_limit.throttling.elastic.max: max (100) must be above requests_per_unit (100): it is how far a client may go above its own limit',
+  ],
+  'elastic-unknown-key.yaml': [
+    "elastic-unknown-key.yaml:7:55: descriptors[0].rate_limit.throttling.elastic.maximum: unknown key 'maximum'; valid keys here: capacity, max",
+  ],
+  'ban-bad-duration.yaml': [
+    "ban-bad-duration.yaml:7:12: descriptors[0].rate_limit.ban: 'forever' is not a duration like 500ms, 30s, 20m, 36h, 2d or 1w",
+  ],
+  'ban-too-short.yaml': [
+    "ban-too-short.yaml:7:12: descriptors[0].rate_limit.ban: '10ms' is shorter than the minimum ban of 1s",
+  ],
+  'shares-out-of-order.yaml': [
+    'shares-out-of-order.yaml:7:41: descriptors[0].rate_limit.shares.sheddable: the sheddable share must not be above the default share: critical ≥ default ≥ sheddable',
+  ],
+  'shares-zero.yaml': [
+    'shares-zero.yaml:7:27: descriptors[0].rate_limit.shares.sheddable: 0% is out of range: must be above 0% and at most 100%',
+  ],
+  'shares-unknown-class.yaml': [
+    "shares-unknown-class.yaml:7:16: descriptors[0].rate_limit.shares.background: unknown key 'background'; valid keys here: critical, default, sheddable",
+  ],
+  'shares-not-a-mapping.yaml': [
+    "shares-not-a-mapping.yaml:7:15: descriptors[0].rate_limit.shares: must be a mapping {critical: 100%, default: 80%, sheddable: 50%}, not the string '50%'",
+  ],
+  'degrade-with-ban.yaml': [
+    "degrade-with-ban.yaml:7:12: descriptors[0].rate_limit.ban: a ban needs rejections, and on_limit action 'degrade' admits requests over the limit instead: use one or the other",
+  ],
+  'degrade-with-elastic.yaml': [
+    "degrade-with-elastic.yaml:7:19: descriptors[0].rate_limit.throttling: elastic throttling and on_limit action 'degrade' both admit requests over the limit: use one or the other",
+  ],
+  'ban-with-unlimited.yaml': [
+    "ban-with-unlimited.yaml:6:7: descriptors[0].rate_limit.ban: 'ban' has no meaning when unlimited",
+  ],
   'bad-boolean.yaml': [
     "bad-boolean.yaml:4:18: descriptors[0].shadow_mode: must be true or false, not the string 'true'",
   ],
