@@ -109,6 +109,11 @@ function writeStruct(w: ProtoWriter, obj: Readonly<Record<string, unknown>>): vo
   }
 }
 
+function pushed(list: number[], n: number): number {
+  list.push(n);
+  return n;
+}
+
 /**
  * The response bytes; with `framePrefix` 5 the first five bytes are left for the gRPC message header
  * (flag 0, big-endian length), filled in here, so the lean transport writes the result as it is.
@@ -123,13 +128,8 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
     statusSizes.push(n);
     size += lenFieldSize(n);
   }
-  for (const list of [d.responseHeadersToAdd, d.requestHeadersToAdd]) {
-    for (const h of list) {
-      const n = headerSize(h, sized);
-      headerSizes.push(n);
-      size += lenFieldSize(n);
-    }
-  }
+  for (const h of d.responseHeadersToAdd) size += lenFieldSize(pushed(headerSizes, headerSize(h, sized)));
+  for (const h of d.requestHeadersToAdd) size += lenFieldSize(pushed(headerSizes, headerSize(h, sized)));
   if (d.rawBody !== undefined && d.rawBody.length > 0) size += lenFieldSize(d.rawBody.length);
   const metaSize = d.dynamicMetadata !== undefined ? structSize(d.dynamicMetadata) : -1;
   if (metaSize >= 0) size += lenFieldSize(metaSize);
@@ -139,11 +139,8 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
     w.buf[0] = 0;
     w.buf.writeUInt32BE(size, 1);
   }
+  const { text, lens } = sized;
   let t = 0; // next entry of sized
-  const text = () => {
-    const i = t++;
-    return [sized.text[i]!, sized.lens[i]!] as const;
-  };
   w.tag(1, 0);
   w.varint(CODE[d.overallCode]);
   let i = 0;
@@ -153,9 +150,8 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
     w.varint(CODE[s.code]);
     const l = s.currentLimit;
     if (l !== undefined) {
-      const hasName = l.name !== undefined && l.name !== '';
-      const name = hasName ? text() : undefined;
-      w.header(2, (name ? lenFieldSize(name[1]) : 0) + (l.requestsPerUnit !== 0 ? 1 + varintSize(l.requestsPerUnit) : 0) + (l.unit !== undefined ? 2 : 0));
+      const name = l.name !== undefined && l.name !== '' ? t++ : -1;
+      w.header(2, (name >= 0 ? lenFieldSize(lens[name]!) : 0) + (l.requestsPerUnit !== 0 ? 1 + varintSize(l.requestsPerUnit) : 0) + (l.unit !== undefined ? 2 : 0));
       if (l.requestsPerUnit !== 0) {
         w.tag(1, 0);
         w.varint(l.requestsPerUnit);
@@ -164,7 +160,7 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
         w.tag(2, 0);
         w.varint(UNIT_WIRE_NUMBER[l.unit]);
       }
-      if (name) w.string(3, name[0], name[1]);
+      if (name >= 0) w.string(3, text[name]!, lens[name]!);
     }
     if (s.limitRemaining !== 0) {
       w.tag(3, 0);
@@ -179,15 +175,14 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
       }
     }
   }
-  i = 0;
-  for (const [field, list] of [[3, d.responseHeadersToAdd], [4, d.requestHeadersToAdd]] as const) {
-    for (let j = 0; j < list.length; j++) {
-      w.header(field, headerSizes[i++]!);
-      const [k, kl] = text();
-      const [v, vl] = text();
-      if (kl > 0) w.string(1, k, kl);
-      if (vl > 0) w.string(2, v, vl);
-    }
+  const nResponse = d.responseHeadersToAdd.length;
+  for (let j = 0; j < headerSizes.length; j++) {
+    w.header(j < nResponse ? 3 : 4, headerSizes[j]!);
+    const kl = lens[t]!;
+    if (kl > 0) w.string(1, text[t]!, kl);
+    const vl = lens[t + 1]!;
+    if (vl > 0) w.string(2, text[t + 1]!, vl);
+    t += 2;
   }
   if (d.rawBody !== undefined && d.rawBody.length > 0) w.bytes(5, d.rawBody);
   if (metaSize >= 0) {

@@ -72,9 +72,9 @@ export function addHealthRoutes(routes: RouteTable, health: HealthState): void {
     return Promise.resolve(encodeHealthResponse(s));
   });
   routes.unary.set(`${PREFIX}List`, () => Promise.resolve(encodeList(health.entries())));
-  routes.streaming.set(`${PREFIX}Watch`, (bytes, sink, signal) => {
+  routes.streaming.set(`${PREFIX}Watch`, (bytes, sink, call) => {
     const service = decodeHealthRequest(bytes);
     const stop = health.watch(service, { write: (m) => sink.write(encodeHealthResponse(m.status)), end: () => sink.end() });
-    signal.addEventListener('abort', stop, { once: true });
+    call.signal.addEventListener('abort', stop, { once: true });
   });
 }

@@ -6,7 +6,7 @@
  */
 import * as http2 from 'node:http2';
 import { Code, encodeGrpcMessage, frame, GrpcStatusError } from './grpc-wire.js';
-import type { StreamRoute, UnaryRoute } from './routes.js';
+import type { CallSignal, StreamRoute, UnaryRoute } from './routes.js';
 
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE, NGHTTP2_NO_ERROR } = http2.constants;
 const OK_HEADERS = { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc' };
@@ -34,7 +34,7 @@ export function answerError(stream: http2.ServerHttp2Stream, code: number, detai
   stream.respond({ ...OK_HEADERS, 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details), ...extra }, END_OPTIONS);
 }
 
-export class LeanCall {
+export class LeanCall implements CallSignal {
   private chunks: Buffer | undefined;
   private expected = -1;
   private done = false;
@@ -59,7 +59,7 @@ export class LeanCall {
     }
   }
 
-  private get signal(): AbortSignal {
+  get signal(): AbortSignal {
     return (this.controller ??= new AbortController()).signal;
   }
 
@@ -93,7 +93,7 @@ export class LeanCall {
     if ('unary' in this.route) {
       let pending: Promise<Uint8Array>;
       try {
-        pending = this.route.unary(request, this.deadlineMs, this.signal);
+        pending = this.route.unary(request, this.deadlineMs, this);
       } catch (err) {
         this.failWith(err);
         return;
@@ -140,7 +140,7 @@ export class LeanCall {
       },
     };
     try {
-      route(request, sink, this.signal);
+      route(request, sink, this);
     } catch (err) {
       this.failWith(err);
     }
