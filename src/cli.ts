@@ -6,6 +6,7 @@
 import { loadConfigDir } from './config/index.js';
 import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
+import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './workers.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
 import { redactUrl } from './core/redact.js';
@@ -43,6 +44,8 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);
     return 2;
   }
+  checkWorkers(settings);
+  if (isPrimaryOfWorkers(settings)) return superviseWorkers(settings, (line) => process.stderr.write(line));
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
   const service = await startService(settings, { notices, log });
   await new Promise<void>((resolve) => {
