@@ -21,7 +21,7 @@ import { startRedis } from '../test/support/redis.js';
 import { bytesPerKey } from './lib/bytes-per-key.js';
 import { compareEngines } from './lib/engine-compare.js';
 import { h2load, haveH2load, type LoadResult } from './lib/h2load.js';
-import { counter, external, startNoop, startOurs, type Target } from './lib/servers.js';
+import { counter, cpuSeconds, external, startNoop, startOurs, type Target } from './lib/servers.js';
 import { fmt, median, ratioText, table } from './lib/stats.js';
 
 const args = process.argv.slice(2);
@@ -39,6 +39,7 @@ const RATE = Number(opt('rate', smoke ? '500' : '5000'));
 const RATE_SECONDS = Number(opt('rate-seconds', smoke ? '1' : '10'));
 const KEYS_FOR_BYTES = Number(opt('keys', smoke ? '20000' : '1000000'));
 const against = args.includes('--against') ? opt('against', '') : undefined;
+const againstPid = args.includes('--against-pid') ? Number(opt('against-pid', '')) : undefined;
 const jsonPath = opt('json', smoke ? join(tmpdir(), 'ratelimit-bench-smoke.json') : 'bench-results.json');
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
 
@@ -53,11 +54,15 @@ interface Row {
   server: string;
   shape: Shape | '';
   rps: number[];
+  /** Server CPU µs per request. */
+  cpu: number[];
   p50: number[];
   p99: number[];
   p999: number[];
   baseline?: string;
   ratios: number[];
+  /** Baseline CPU per request / ours: the throughput ratio on one core, from CPU time. */
+  cpuRatios: number[];
   note?: string;
 }
 
@@ -79,10 +84,15 @@ try {
       { key: 'mem-grpcjs', target: await startOurs('ours', { ...env, GRPC_TRANSPORT: 'grpc-js' }), scenario: 'this service, memory store, grpc-js transport', baseline: 'noop' },
       { key: 'redis-lean', target: await startOurs('ours', { ...env, BACKEND: 'redis', REDIS_URL: redis.url }), scenario: 'this service, Redis store, lean transport', baseline: against !== undefined ? 'against' : 'noop' },
     ];
-    if (against !== undefined) targets.push({ key: 'against', target: external(against), scenario: `RLS server at ${against} (--against)` });
+    if (against !== undefined) targets.push({ key: 'against', target: external(against, againstPid), scenario: `RLS server at ${against} (--against)` });
     for (const t of targets.slice(1)) if (t.key !== 'against') started.push(t.target);
     const results = new Map<string, LoadResult[]>();
-    const load = (address: string, shape: Shape) => h2load({ address, body: BODIES[shape], requests: REQUESTS, clients: CLIENTS, streams: STREAMS, dir });
+    const load = async (t: Target, shape: Shape) => {
+      const cpu0 = cpuSeconds(t.pid);
+      const res = await h2load({ address: t.address, body: BODIES[shape], requests: REQUESTS, clients: CLIENTS, streams: STREAMS, dir });
+      res.cpuUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.ok;
+      return res;
+    };
     for (const t of targets) for (const shape of Object.keys(BODIES) as Shape[]) await h2load({ address: t.target.address, body: BODIES[shape], requests: Math.min(REQUESTS, 5000), clients: CLIENTS, streams: STREAMS, dir });
     const redisTarget = targets.find((t) => t.key === 'redis-lean')!.target;
     const redisBefore = { requests: await counter(redisTarget, 'ratelimit_redis_requests_total'), trips: await counter(redisTarget, 'ratelimit_redis_round_trips_total') };
@@ -90,7 +100,7 @@ try {
       const order = r % 2 === 0 ? targets : [...targets].reverse(); // alternate: no server always runs first
       for (const t of order) {
         for (const shape of Object.keys(BODIES) as Shape[]) {
-          const res = await load(t.target.address, shape);
+          const res = await load(t.target, shape);
           if (res.ok !== res.sent) notes.push(`${t.scenario}, ${shape}: ${res.sent - res.ok} of ${res.sent} responses not HTTP 200`);
           const k = `${t.key}|${shape}`;
           results.set(k, [...(results.get(k) ?? []), res]);
@@ -102,7 +112,7 @@ try {
       for (const shape of Object.keys(BODIES) as Shape[]) {
         const rs = results.get(`${t.key}|${shape}`)!;
         const base = t.baseline !== undefined ? results.get(`${t.baseline}|${shape}`) : undefined;
-        const row: Row = { scenario: t.scenario, server: t.key, shape, rps: rs.map((x) => x.rps), p50: rs.map((x) => x.p50), p99: rs.map((x) => x.p99), p999: rs.map((x) => x.p999), ratios: base ? rs.map((x, i) => x.rps / base[i]!.rps) : [] };
+        const row: Row = { scenario: t.scenario, server: t.key, shape, rps: rs.map((x) => x.rps), cpu: rs.map((x) => x.cpuUs ?? Number.NaN), cpuRatios: base ? rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!) : [], p50: rs.map((x) => x.p50), p99: rs.map((x) => x.p99), p999: rs.map((x) => x.p999), ratios: base ? rs.map((x, i) => x.rps / base[i]!.rps) : [] };
         if (t.baseline !== undefined) row.baseline = targets.find((b) => b.key === t.baseline)!.scenario;
         rows.push(row);
       }
@@ -112,19 +122,19 @@ try {
       for (const shape of Object.keys(BODIES) as Shape[]) {
         const rs = results.get(`redis-lean|${shape}`)!;
         const base = results.get(`noop|${shape}`)!;
-        rows.push({ scenario: 'this service, Redis store, lean transport', server: 'redis-lean', shape, rps: [], p50: [], p99: [], p999: [], baseline: 'no-op RateLimitService (grpc-js, proto-loader)', ratios: rs.map((x, i) => x.rps / base[i]!.rps) });
+        rows.push({ scenario: 'this service, Redis store, lean transport', server: 'redis-lean', shape, rps: [], cpu: [], cpuRatios: rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!), p50: [], p99: [], p999: [], baseline: 'no-op RateLimitService (grpc-js, proto-loader)', ratios: rs.map((x, i) => x.rps / base[i]!.rps) });
       }
     }
     const perRequest = (redisAfter.trips - redisBefore.trips) / (redisAfter.requests - redisBefore.requests);
     notes.push(`Redis round trips per request under the closed-loop load (${CLIENTS}×${STREAMS} in flight): ${perRequest.toFixed(3)}`);
     // Fixed rate, as a proxy sees it: latency at RATE requests per second on Redis (2 connections).
     const fixed = await h2load({ address: redisTarget.address, body: BODIES['1 descriptor'], requests: Math.round((RATE * RATE_SECONDS) / 2), clients: 2, streams: 100, rps: RATE / 2, dir });
-    rows.push({ scenario: `this service, Redis store, fixed rate ${fmt(RATE)}/s`, server: 'redis-lean', shape: '1 descriptor', rps: [fixed.rps], p50: [fixed.p50], p99: [fixed.p99], p999: [fixed.p999], ratios: [] });
+    rows.push({ scenario: `this service, Redis store, fixed rate ${fmt(RATE)}/s`, server: 'redis-lean', shape: '1 descriptor', rps: [fixed.rps], cpu: [], cpuRatios: [], p50: [fixed.p50], p99: [fixed.p99], p999: [fixed.p999], ratios: [] });
   }
 
   const engine = await compareEngines({ redisUrl: redis.url, total: smoke ? 5000 : 200_000, keys: 10_000, inFlight: 200, rounds: ROUNDS });
   if (typeof engine === 'string') notes.push(engine);
-  else for (const e of engine) rows.push({ scenario: e.name, server: 'engine', shape: '', rps: e.ours, p50: [], p99: [], p999: [], baseline: 'rate-limiter-flexible', ratios: e.ours.map((x, i) => x / e.theirs[i]!), note: `rate-limiter-flexible: ${fmt(median(e.theirs))}/s` });
+  else for (const e of engine) rows.push({ scenario: e.name, server: 'engine', shape: '', rps: e.ours, cpu: [], cpuRatios: [], p50: [], p99: [], p999: [], baseline: 'rate-limiter-flexible', ratios: e.ours.map((x, i) => x / e.theirs[i]!), note: `rate-limiter-flexible: ${fmt(median(e.theirs))}/s` });
 
   const bpk = bytesPerKey(KEYS_FOR_BYTES);
   notes.push(`memory store at ${fmt(KEYS_FOR_BYTES)} keys: ${bpk}`);
@@ -139,8 +149,8 @@ console.log(`# npm run bench -- ${args.join(' ')}`.trimEnd());
 console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ${ROUNDS} round(s) alternated; closed loop h2load -c${CLIENTS} -m${STREAMS}, ${fmt(REQUESTS)} requests per run`);
 console.log(
   table(
-    ['scenario', 'descriptors', 'req/s (median)', 'p50 ms', 'p99 ms', 'p99.9 ms', 'ratio to baseline (median, range)', 'baseline'],
-    rows.map((r) => [r.scenario, r.shape, r.rps.length > 0 ? fmt(median(r.rps)) : '', ms(r.p50), ms(r.p99), ms(r.p999), r.ratios.length > 0 ? ratioText(r.ratios) : '', [r.baseline ?? '', r.note ?? ''].filter((x) => x !== '').join('; ')]),
+    ['scenario', 'descriptors', 'req/s (median)', 'p50 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/req', 'ratio to baseline: req/s', 'ratio: CPU per request', 'baseline'],
+    rows.map((r) => [r.scenario, r.shape, r.rps.length > 0 ? fmt(median(r.rps)) : '', ms(r.p50), ms(r.p99), ms(r.p999), r.cpu.length > 0 && r.cpu.every(Number.isFinite) ? fmt(median(r.cpu), 1) : '', r.ratios.length > 0 ? ratioText(r.ratios) : '', r.cpuRatios.length > 0 ? ratioText(r.cpuRatios) : '', [r.baseline ?? '', r.note ?? ''].filter((x) => x !== '').join('; ')]),
   ),
 );
 for (const n of notes) console.log(`- ${n}`);

@@ -20,6 +20,8 @@ export interface LoadResult {
   readonly ok: number;
   readonly sent: number;
   readonly command: string;
+  /** Server CPU (user + system) per answered request, µs; NaN when the server's pid is unknown. */
+  cpuUs?: number;
 }
 
 export interface LoadSpec {
