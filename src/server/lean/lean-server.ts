@@ -94,6 +94,8 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     session.on('error', () => undefined); // the session closes; its calls see their streams close
     if (closing) session.close();
   });
+  // Answers are small and latency matters: no Nagle delay on the connection.
+  server.on(secure ? 'secureConnection' : 'connection', (socket: { setNoDelay(on: boolean): void }) => socket.setNoDelay(true));
   server.on('stream', (stream, headers) => onStream(stream, headers, options.routes, options.hooks, () => closing));
   // A TLS handshake that fails, or a client speaking HTTP/1: drop that connection, keep serving.
   server.on('tlsClientError', () => undefined);
