@@ -28,11 +28,18 @@ beforeAll(async () => {
       signal.addEventListener('abort', () => events.push(`aborted: ${(signal.reason as Error).message}`));
     });
   });
+  // Blocks the event loop past the caller's deadline, then answers on a later timer: the deadline timer
+  // ends the call first, and the answer handed over afterwards must still count as late.
+  routes.unary.set('/t.T/Block', () => {
+    const until = performance.now() + 80;
+    while (performance.now() < until);
+    return new Promise((resolve) => setTimeout(() => resolve(Buffer.from('late')), 0));
+  });
   server = await startLeanServer({
     host: '127.0.0.1',
     port: 0,
     routes,
-    hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String((err as Error).message) }), onFinished: (m, code) => events.push(`${m} ${code}`) },
+    hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String((err as Error).message) }), onFinished: (m, code) => events.push(`${m} ${code}`), onLate: (m) => events.push(`late ${m}`) },
   });
   client = new RawH2Client(server.address);
 });
@@ -99,6 +106,14 @@ describe('lean transport', () => {
     expect(performance.now() - t0).toBeGreaterThanOrEqual(45);
     expect(events.sort()).toEqual(['Hang 4', 'aborted: Deadline exceeded']);
     release?.(); // a late answer is dropped, not sent twice
+  });
+
+  it('counts an answer handed over after the deadline as late, even when the deadline already ended the call', async () => {
+    events.length = 0;
+    const o = await client.call('/t.T/Block', grpcFrame(Buffer.from('x')), 30);
+    expect(o.grpcStatus).toBe(Code.DEADLINE_EXCEEDED);
+    for (let i = 0; i < 50 && events.length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(events).toEqual(['Block 4', 'late Block']);
   });
 
   it('aborts the route when the caller resets the stream (RST_STREAM CANCEL)', async () => {

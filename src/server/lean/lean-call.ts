@@ -38,6 +38,8 @@ export class LeanCall implements CallSignal {
   private chunks: Buffer | undefined;
   private expected = -1;
   private done = false;
+  private expired = false;
+  private lateCounted = false;
   private timer: NodeJS.Timeout | undefined;
   private controller: AbortController | undefined;
   private readonly started = performance.now();
@@ -106,7 +108,10 @@ export class LeanCall implements CallSignal {
   }
 
   private answer(bytes: Uint8Array): void {
-    if (this.done) return;
+    if (this.done) {
+      this.lateAfterExpiry();
+      return;
+    }
     this.finish(Code.OK);
     const stream = this.stream;
     if (stream.destroyed) return;
@@ -146,12 +151,24 @@ export class LeanCall implements CallSignal {
     }
   }
 
+  /**
+   * The route answered after the deadline timer had already ended the call (e.g. the event loop was blocked
+   * past the deadline): still a late answer, counted as grpc-js's interceptor counts it.
+   */
+  private lateAfterExpiry(): void {
+    if (this.expired && !this.lateCounted) this.checkLate();
+  }
+
   private checkLate(): void {
+    this.lateCounted = true;
     if (this.deadlineMs !== undefined && this.hooks.onLate !== undefined && Date.now() > this.deadlineMs - (this.hooks.unseenWaitMs?.() ?? 0)) this.hooks.onLate(this.method);
   }
 
   private failWith(err: unknown): void {
-    if (this.done) return;
+    if (this.done) {
+      this.lateAfterExpiry();
+      return;
+    }
     const s = err instanceof GrpcStatusError ? { code: err.code, details: err.message } : this.hooks.toStatus(err);
     this.checkLate();
     this.fail(s.code, s.details, err);
@@ -174,6 +191,7 @@ export class LeanCall implements CallSignal {
 
   private expire(): void {
     if (this.done) return;
+    this.expired = true;
     this.controller?.abort(new GrpcStatusError(Code.DEADLINE_EXCEEDED, 'Deadline exceeded'));
     this.fail(Code.DEADLINE_EXCEEDED, 'Deadline exceeded');
   }
