@@ -1,12 +1,38 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The tests of the gRPC port's behaviour (framing, deadlines, statuses, limits, TLS, sockets, health,
+ * shutdown) run once per transport (GRPC_TRANSPORT, src/server/transport.ts): the `default` project runs
+ * everything on the default transport (lean), the `grpc-js` project runs these files again on grpc-js.
+ * test/support/service.ts and service-process.ts pass GRPC_TRANSPORT on to the service under test.
+ */
+export const TRANSPORT_TESTS = [
+  'test/e2e/rls.test.ts',
+  'test/e2e/request-limits.test.ts',
+  'test/e2e/robustness.test.ts',
+  'test/e2e/fuzz.test.ts',
+  'test/e2e/deadlines.test.ts',
+  'test/e2e/grpc-tls.test.ts',
+  'test/e2e/grpc-unix-socket.test.ts',
+  'test/e2e/shutdown.test.ts',
+  'test/e2e/redis-health.test.ts',
+  'test/e2e/ext-authz-answers.test.ts',
+  'test/e2e/ext-authz-malformed.test.ts',
+];
+
+const common = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  // Integration tests start their own redis-server and gRPC servers on free ports; files run in parallel workers.
+  pool: 'forks' as const,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Integration tests start their own redis-server and gRPC servers on free ports; files run in parallel workers.
-    pool: 'forks',
     reporters: ['default'],
+    projects: [
+      { test: { ...common, name: 'default', include: ['test/**/*.test.ts'] } },
+      { test: { ...common, name: 'grpc-js', include: TRANSPORT_TESTS, env: { GRPC_TRANSPORT: 'grpc-js' } } },
+    ],
   },
 });

@@ -6,6 +6,7 @@
 import { loadConfigDir } from './config/index.js';
 import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
+import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './workers.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
 import { redactUrl } from './core/redact.js';
@@ -43,19 +44,41 @@ async function serve(argv: string[]): Promise<number> {
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);
     return 2;
   }
+  checkWorkers(settings);
+  if (isPrimaryOfWorkers(settings)) return superviseWorkers(settings, (line) => process.stderr.write(line));
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
-  const service = await startService(settings, { notices, log });
-  await new Promise<void>((resolve) => {
-    // The first signal drains (SHUTDOWN_DRAIN_MS) then stops; a second one cuts the drain short.
-    let signals = 0;
-    const stop = (signal: string) => {
-      signals++;
-      log.info(signals === 1 ? 'shutting down' : 'ending the drain now', { signal });
-      service.close({ now: signals > 1 }).then(resolve, resolve);
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
-  });
+  // The handlers are in place before the service starts: a signal sent as soon as the start line appears
+  // (or during start-up) must drain like any other, not kill the process by the default action. The
+  // first signal drains (SHUTDOWN_DRAIN_MS) then stops; a second one cuts the drain short.
+  let service: Awaited<ReturnType<typeof startService>> | undefined;
+  let signals = 0;
+  let stopped!: () => void;
+  const done = new Promise<void>((resolve) => (stopped = resolve));
+  const stop = (signal: string) => {
+    signals++;
+    if (service === undefined) {
+      log.info('stopping once started', { signal });
+      return;
+    }
+    log.info(signals === 1 ? 'shutting down' : 'ending the drain now', { signal });
+    service.close({ now: signals > 1 }).then(stopped, stopped);
+  };
+  const onTerm = () => stop('SIGTERM');
+  const onInt = () => stop('SIGINT');
+  process.on('SIGTERM', onTerm);
+  process.on('SIGINT', onInt);
+  try {
+    service = await startService(settings, { notices, log });
+  } catch (err) {
+    process.off('SIGTERM', onTerm);
+    process.off('SIGINT', onInt);
+    throw err;
+  }
+  if (signals > 0) {
+    log.info('shutting down', { signal: 'received during start-up' });
+    service.close({ now: signals > 1 }).then(stopped, stopped);
+  }
+  await done;
   // Everything is closed; should a stray handle keep the loop alive, do not hang the pod's termination.
   setTimeout(() => process.exit(0), 1000).unref();
   return 0;

@@ -13,15 +13,12 @@ import { rulesSnapshot } from './metrics-labels.js';
 import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import type { Listener } from './server/debug-http.js';
-import { startGrpcServer } from './server/grpc-server.js';
+import { startTransport } from './server/transport.js';
 import type { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { grpcCredentials, startExtraListeners } from './listeners.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
 import { ServiceHealth } from './server/service-health.js';
-import { rlsHandlers } from './server/rls-service.js';
-import { extAuthzHandlers } from './server/ext-authz-service.js';
 import { setUpExtAuthz, type ExtAuthzSetup } from './ext-authz-setup.js';
-import { callTimingInterceptor } from './server/call-timing.js';
 import { DeadlineMargin } from './server/deadline-margin.js';
 import { LoopClock } from './server/loop-clock.js';
 import type { RequestLimits } from './core/request-limits.js';
@@ -154,13 +151,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
-  const timing = callTimingInterceptor({
-    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
-    onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
-    onSendDelay: (ms) => margin.recordSend(ms),
-    unseenWaitMs: () => loopClock.unseenWaitMs(),
-  });
-  let grpcServer: Awaited<ReturnType<typeof startGrpcServer>> | undefined;
+  let grpcServer: Awaited<ReturnType<typeof startTransport>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   const extra: Listener[] = [];
   let credentials: ReloadingServerCredentials | undefined;
@@ -168,22 +159,31 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   try {
     extAuthz = await setUpExtAuthz(settings, { limiter, config: () => holder.config, metrics, log });
     credentials = grpcCredentials(settings, log);
-    grpcServer = await startGrpcServer({
+    grpcServer = await startTransport({
+      transport: settings.grpcTransport,
       host: settings.grpcHost,
       port: settings.grpcPort,
-      rls: rlsHandlers({ limiter, clock, deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(), requestLimits, defaultTimeoutMs: settings.redisCommandTimeoutMs, onError: onGrpcError }),
-      authz: extAuthzHandlers({
+      limiter,
+      clock,
+      authz: {
         authorizer: extAuthz.authorizer,
         clock,
         deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
         defaultTimeoutMs: settings.redisCommandTimeoutMs,
         limits: { maxHeaders: settings.authzMaxHeaders },
         onError: grpcErrorsOf('ext_authz'),
-      }),
+      },
       health,
+      requestLimits,
+      deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+      defaultTimeoutMs: settings.redisCommandTimeoutMs,
       ...(credentials === undefined ? {} : { credentials }),
       socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
-      serverOptions: { 'grpc.max_receive_message_length': settings.maxRequestBytes, interceptors: [timing] },
+      onError: onGrpcError,
+      onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+      onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
+      onSendDelay: (ms) => margin.recordSend(ms),
+      unseenWaitMs: () => loopClock.unseenWaitMs(),
     }).catch((err: unknown) => {
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);

@@ -71,6 +71,8 @@ export const SETTINGS = {
     if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
     return s.trim().replace(/^0(?=\d{3}$)/, '');
   }),
+  grpcTransport: oneOf('GRPC_TRANSPORT', ['lean', 'grpc-js'] as const, 'lean', 'What serves the gRPC port: lean (gRPC on node:http2 with a hand-written codec, the faster) or grpc-js (the library, as before); both serve ShouldRateLimit and grpc.health.v1 with the same behaviour (docs/performance.md).'),
+  workers: int('WORKERS', 1, 'Processes serving the same ports (node:cluster), one per core to use; above 1 needs BACKEND=redis (the memory store would count per worker). Metrics on the admin port are those of the worker that answers the scrape.', 1, 256),
   grpcTlsCert: str('GRPC_TLS_CERT', '', 'gRPC TLS: PEM certificate chain file of the server; with GRPC_TLS_KEY turns TLS on. Reloaded when the file changes.'),
   grpcTlsKey: str('GRPC_TLS_KEY', '', 'gRPC TLS: PEM private key file matching GRPC_TLS_CERT.'),
   grpcTlsClientCa: str('GRPC_TLS_CLIENT_CA', '', 'gRPC mutual TLS: PEM file of the CA(s) client certificates must chain to; when set, clients without a valid certificate are refused.'),

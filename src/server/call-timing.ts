@@ -34,8 +34,7 @@ function deadlineMs(call: grpc.ServerInterceptingCallInterface): number {
 export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterceptor {
   return (method, call) => {
     if (method.requestStream || method.responseStream) return new grpc.ServerInterceptingCall(call);
-    // The method name, except ext_authz's Check, which would share `Check` with gRPC health: `ext_authz.Check`.
-    const name = method.path === CHECK_PATH ? 'ext_authz.Check' : method.path.slice(method.path.lastIndexOf('/') + 1);
+    const name = metricMethodName(method.path);
     const started = performance.now();
     const unseen = hooks.unseenWaitMs?.() ?? 0;
     let handedAt: number | undefined;
@@ -61,4 +60,9 @@ export function callTimingInterceptor(hooks: CallTimingHooks): grpc.ServerInterc
       },
     });
   };
+}
+
+/** A call's name in metrics: the method, except ext_authz's Check, which would share `Check` with gRPC health: `ext_authz.Check`. */
+export function metricMethodName(path: string): string {
+  return path === CHECK_PATH ? 'ext_authz.Check' : path.slice(path.lastIndexOf('/') + 1);
 }

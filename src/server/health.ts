@@ -6,8 +6,14 @@
  */
 import * as grpc from '@grpc/grpc-js';
 
-type Status = 'SERVING' | 'NOT_SERVING';
-type ServingStatus = Status | 'SERVICE_UNKNOWN';
+export type Status = 'SERVING' | 'NOT_SERVING';
+export type ServingStatus = Status | 'SERVICE_UNKNOWN';
+
+/** A Watch call's sending half, whatever the transport (grpc-js stream or lean sink). */
+export interface HealthWatcher {
+  write(message: { status: ServingStatus }): unknown;
+  end(): unknown;
+}
 
 export const HEALTH_SERVICE_NAMES = ['', 'ratelimit', 'envoy.service.ratelimit.v3.RateLimitService'] as const;
 /** The raw counter-store state (connected and deciding), whatever FAILURE_MODE answers meanwhile. */
@@ -16,7 +22,7 @@ export const STORE_HEALTH_SERVICE = 'ratelimit.store';
 export class HealthState {
   private readonly sources = new Map<string, () => boolean>();
   private readonly current = new Map<string, Status>();
-  private readonly watchers = new Map<grpc.ServerWritableStream<{ service: string }, unknown>, string>();
+  private readonly watchers = new Map<HealthWatcher, string>();
   private shuttingDown = false;
 
   /** `others`: further service names, each with its own status function. */
@@ -49,8 +55,28 @@ export class HealthState {
     this.watchers.clear();
   }
 
-  private of(service: string): ServingStatus {
+  /** The status Check answers for `service`. */
+  of(service: string): ServingStatus {
     return this.current.get(service) ?? 'SERVICE_UNKNOWN';
+  }
+
+  /** Every known name with its status (List). */
+  entries(): [string, Status][] {
+    return [...this.current];
+  }
+
+  /**
+   * Watch: writes the current status, then every change of a known name until shutdown (which ends the
+   * watcher) or the returned function is called.
+   */
+  watch(service: string, w: HealthWatcher): () => void {
+    w.write({ status: this.of(service) });
+    if (this.shuttingDown) {
+      w.end();
+      return () => undefined;
+    }
+    if (this.of(service) !== 'SERVICE_UNKNOWN') this.watchers.set(w, service);
+    return () => this.watchers.delete(w);
   }
 
   handlers(): grpc.UntypedServiceImplementation {
@@ -60,15 +86,10 @@ export class HealthState {
       else callback(null, { status: s });
     };
     const watch: grpc.handleServerStreamingCall<{ service: string }, unknown> = (call) => {
-      call.write({ status: this.of(call.request.service) });
-      if (this.shuttingDown) {
-        call.end();
-        return;
-      }
       // Unknown names stay SERVICE_UNKNOWN; known ones get every change.
-      if (this.of(call.request.service) !== 'SERVICE_UNKNOWN') this.watchers.set(call, call.request.service);
-      call.on('cancelled', () => this.watchers.delete(call));
-      call.on('close', () => this.watchers.delete(call));
+      const stop = this.watch(call.request.service, call);
+      call.on('cancelled', stop);
+      call.on('close', stop);
     };
     const list: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
       const statuses: Record<string, unknown> = {};

@@ -21,7 +21,8 @@ export interface LoadedProtos {
   readonly rls: grpc.ServiceDefinition;
   /**
    * The RLS service as the server registers it: the request is handed over as raw bytes, decoded by
-   * decode-request.ts (a throwing grpc-js deserializer would answer INTERNAL, not INVALID_ARGUMENT).
+   * decode-request.ts (a throwing grpc-js deserializer would answer INTERNAL, not INVALID_ARGUMENT); the
+   * response is handed over already encoded (encode-response.ts).
    */
   readonly rlsServer: grpc.ServiceDefinition;
   readonly health: grpc.ServiceDefinition;
@@ -45,7 +46,7 @@ export function loadProtos(): LoadedProtos {
   const rls = service(defs, 'envoy.service.ratelimit.v3.RateLimitService');
   cached = {
     rls,
-    rlsServer: { ShouldRateLimit: { ...rls.ShouldRateLimit!, requestDeserialize: (bytes: Buffer) => bytes } },
+    rlsServer: { ShouldRateLimit: { ...rls.ShouldRateLimit!, requestDeserialize: (bytes: Buffer) => bytes, responseSerialize: (bytes: Buffer) => bytes } },
     health: service(defs, 'grpc.health.v1.Health'),
   };
   return cached;

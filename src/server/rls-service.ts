@@ -5,7 +5,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
 import { decodeRateLimitRequest } from './decode-request.js';
 import { toGrpcError } from './grpc-errors.js';
-import { responseToWire } from './wire.js';
+import { encodeRateLimitResponse } from './encode-response.js';
 
 export interface RlsServiceOptions {
   readonly limiter: RateLimiter;
@@ -59,7 +59,7 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
     options.limiter
       .decide(request, { deadlineMs: deadlineOf(call, typeof margin === 'number' ? margin : margin(), options.defaultTimeoutMs, options.clock) })
       .then(
-        (decision) => callback(null, responseToWire(decision)),
+        (decision) => callback(null, encodeRateLimitResponse(decision)),
         fail,
       );
   };

@@ -21,7 +21,9 @@ export interface TestService {
 }
 
 export function testSettings(overrides: Partial<Settings> = {}): Settings {
-  const { settings } = loadSettings({}, []);
+  // GRPC_TRANSPORT: set per vitest project (vitest.config.ts) so the transport tests run on both.
+  const transport = process.env['GRPC_TRANSPORT'];
+  const { settings } = loadSettings(transport === undefined ? {} : { GRPC_TRANSPORT: transport }, []);
   return { ...settings, grpcHost: '127.0.0.1', grpcPort: 0, httpHost: '127.0.0.1', httpPort: 0, configWatch: false, logLevel: 'error', shutdownDrainMs: 0, ...overrides };
 }
 

@@ -1,0 +1,80 @@
+/**
+ * grpc.health.v1.Health (Check, Watch, List) on the lean transport, over the same HealthState as the
+ * grpc-js service (health.ts), with the three messages encoded and decoded here (proto/grpc/health/v1).
+ */
+import type { HealthState, ServingStatus } from '../health.js';
+import { lenFieldSize, ProtoWriter, utf8Length } from '../proto-writer.js';
+import { Code, GrpcStatusError } from './grpc-wire.js';
+import type { RouteTable } from './routes.js';
+
+const STATUS_NUMBER: Readonly<Record<ServingStatus, number>> = { SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
+const PREFIX = '/grpc.health.v1.Health/';
+
+/** HealthCheckRequest.service (field 1); other fields skipped; malformed → INVALID_ARGUMENT. */
+export function decodeHealthRequest(bytes: Buffer): string {
+  let service = '';
+  let pos = 0;
+  const varint = (): number => {
+    let result = 0;
+    let scale = 1;
+    for (let i = 0; i < 10 && pos < bytes.length; i++) {
+      const b = bytes[pos++]!;
+      result += (b & 0x7f) * scale;
+      if (b < 0x80) return result;
+      scale *= 128;
+    }
+    throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
+  };
+  while (pos < bytes.length) {
+    const tag = varint();
+    const type = tag % 8;
+    if (type === 0) varint();
+    else if (type === 2) {
+      const len = varint();
+      if (len > bytes.length - pos) throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
+      if (Math.floor(tag / 8) === 1) service = bytes.toString('utf8', pos, pos + len);
+      pos += len;
+    } else if (type === 1 || type === 5) pos += type === 1 ? 8 : 4;
+    else throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
+  }
+  if (pos > bytes.length) throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
+  return service;
+}
+
+export function encodeHealthResponse(status: ServingStatus): Buffer {
+  return Buffer.from([0x08, STATUS_NUMBER[status]]);
+}
+
+function encodeList(entries: readonly [string, ServingStatus][]): Buffer {
+  let size = 0;
+  const sizes = entries.map(([name]) => {
+    const n = utf8Length(name);
+    size += lenFieldSize(lenFieldSize(n) + lenFieldSize(2));
+    return n;
+  });
+  const w = new ProtoWriter(size);
+  entries.forEach(([name, status], i) => {
+    const n = sizes[i]!;
+    w.header(1, lenFieldSize(n) + lenFieldSize(2));
+    w.string(1, name, n);
+    w.header(2, 2);
+    w.tag(1, 0);
+    w.varint(STATUS_NUMBER[status]);
+  });
+  return w.buf;
+}
+
+export function addHealthRoutes(routes: RouteTable, health: HealthState): void {
+  routes.unary.set(`${PREFIX}Check`, (bytes) => {
+    const service = decodeHealthRequest(bytes);
+    const s = health.of(service);
+    if (s === 'SERVICE_UNKNOWN') return Promise.reject(new GrpcStatusError(Code.NOT_FOUND, `unknown service '${service}'`));
+    return Promise.resolve(encodeHealthResponse(s));
+  });
+  routes.unary.set(`${PREFIX}List`, () => Promise.resolve(encodeList(health.entries())));
+  routes.streaming.set(`${PREFIX}Watch`, (bytes, sink, call) => {
+    const service = decodeHealthRequest(bytes);
+    const stop = health.watch(service, { write: (m) => sink.write(encodeHealthResponse(m.status)), end: () => sink.end() });
+    call.signal.addEventListener('abort', stop, { once: true });
+  });
+}

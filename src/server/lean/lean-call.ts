@@ -1,0 +1,211 @@
+/**
+ * One gRPC call on the lean transport: reads the single request message from the HTTP/2 stream (gRPC
+ * framing, size limit, no compression), runs the route under the caller's deadline, and ends the stream with
+ * the answer and its trailers, or with a trailers-only error. Every path ends the stream exactly once; a
+ * cancelled (RST_STREAM) or expired call aborts the route's signal and is never answered twice.
+ */
+import * as http2 from 'node:http2';
+import { Code, encodeGrpcMessage, frame, GrpcStatusError } from './grpc-wire.js';
+import type { CallSignal, StreamRoute, UnaryRoute } from './routes.js';
+
+const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE, NGHTTP2_NO_ERROR } = http2.constants;
+const OK_HEADERS = { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc' };
+const OK_TRAILERS = { 'grpc-status': '0' };
+const RESPOND_OPTIONS = { waitForTrailers: true, sendDate: false };
+const END_OPTIONS = { endStream: true, sendDate: false };
+
+export interface CallHooks {
+  /** Largest request message accepted, bytes. */
+  readonly maxMessageBytes: number;
+  /** Maps a route's error to a status (GrpcStatusError is taken as it is). */
+  readonly toStatus: (err: unknown) => { code: number; details: string };
+  /** The call ended with a status; `method` is the path's last part. */
+  readonly onFinished?: (method: string, code: number, seconds: number, err?: unknown) => void;
+  /** A unary answer was handed over after the deadline (less `unseenWaitMs`). */
+  readonly onLate?: (method: string) => void;
+  /** An answer took this long to be written, ms. */
+  readonly onSendDelay?: (ms: number) => void;
+  readonly unseenWaitMs?: () => number;
+}
+
+/** Ends `stream` at once with a status and no message (a trailers-only response). */
+export function answerError(stream: http2.ServerHttp2Stream, code: number, details: string, extra?: Record<string, string>): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ...OK_HEADERS, 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details), ...extra }, END_OPTIONS);
+}
+
+export class LeanCall implements CallSignal {
+  private chunks: Buffer | undefined;
+  private expected = -1;
+  private done = false;
+  private expired = false;
+  private lateCounted = false;
+  private timer: NodeJS.Timeout | undefined;
+  private controller: AbortController | undefined;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly method: string,
+    private readonly route: { unary: UnaryRoute } | { streaming: StreamRoute },
+    private readonly deadlineMs: number | undefined,
+    private readonly hooks: CallHooks,
+  ) {
+    stream.on('data', (chunk: Buffer) => this.onData(chunk));
+    stream.on('end', () => this.onEnd());
+    stream.on('close', () => this.cancel());
+    stream.on('error', () => this.cancel());
+    if (deadlineMs !== undefined) {
+      const left = deadlineMs - Date.now();
+      this.timer = setTimeout(() => this.expire(), left > 0 ? left : 0);
+    }
+  }
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.done) return;
+    const buf = (this.chunks = this.chunks === undefined ? chunk : Buffer.concat([this.chunks, chunk]));
+    if (this.expected < 0 && buf.length >= 5) {
+      if (buf[0] !== 0) {
+        this.fail(Code.INTERNAL, buf[0] === 1 ? 'compressed message received without grpc-encoding; compression is not supported' : `invalid message flag ${buf[0]}`);
+        return;
+      }
+      const len = buf.readUInt32BE(1);
+      if (len > this.hooks.maxMessageBytes) {
+        this.fail(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${this.hooks.maxMessageBytes})`);
+        return;
+      }
+      this.expected = 5 + len;
+    }
+    if (this.expected >= 0 && buf.length > this.expected) this.fail(Code.INTERNAL, 'received more than one message for a unary request');
+  }
+
+  private onEnd(): void {
+    if (this.done) return;
+    const buf = this.chunks;
+    if (buf === undefined || this.expected < 0 || buf.length < this.expected) {
+      this.fail(Code.INTERNAL, buf === undefined ? 'no request message received' : 'incomplete request message');
+      return;
+    }
+    const request = buf.subarray(5, this.expected);
+    this.chunks = undefined;
+    if ('unary' in this.route) {
+      let pending: Promise<Uint8Array>;
+      try {
+        pending = this.route.unary(request, this.deadlineMs, this);
+      } catch (err) {
+        this.failWith(err);
+        return;
+      }
+      pending.then(
+        (bytes) => this.answer(bytes),
+        (err: unknown) => this.failWith(err),
+      );
+    } else this.startStream(this.route.streaming, request);
+  }
+
+  private answer(bytes: Uint8Array): void {
+    if (this.done) {
+      this.lateAfterExpiry();
+      return;
+    }
+    this.finish(Code.OK);
+    const stream = this.stream;
+    if (stream.destroyed) return;
+    this.checkLate();
+    const handed = performance.now();
+    stream.respond(OK_HEADERS, RESPOND_OPTIONS);
+    stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+    const onSent = this.hooks.onSendDelay;
+    stream.end(frame(bytes), onSent === undefined ? undefined : () => onSent(performance.now() - handed));
+  }
+
+  private startStream(route: StreamRoute, request: Buffer): void {
+    const stream = this.stream;
+    const open = () => {
+      if (stream.headersSent) return;
+      stream.respond(OK_HEADERS, RESPOND_OPTIONS);
+      stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
+    };
+    const sink = {
+      write: (message: Uint8Array) => {
+        if (this.done || stream.destroyed) return;
+        open();
+        stream.write(frame(message));
+      },
+      end: () => {
+        if (this.done) return;
+        this.finish(Code.OK);
+        if (stream.destroyed) return;
+        open();
+        stream.end();
+      },
+    };
+    try {
+      route(request, sink, this);
+    } catch (err) {
+      this.failWith(err);
+    }
+  }
+
+  /**
+   * The route answered after the deadline timer had already ended the call (e.g. the event loop was blocked
+   * past the deadline): still a late answer, counted as grpc-js's interceptor counts it.
+   */
+  private lateAfterExpiry(): void {
+    if (this.expired && !this.lateCounted) this.checkLate();
+  }
+
+  private checkLate(): void {
+    this.lateCounted = true;
+    if (this.deadlineMs !== undefined && this.hooks.onLate !== undefined && Date.now() > this.deadlineMs - (this.hooks.unseenWaitMs?.() ?? 0)) this.hooks.onLate(this.method);
+  }
+
+  private failWith(err: unknown): void {
+    if (this.done) {
+      this.lateAfterExpiry();
+      return;
+    }
+    const s = err instanceof GrpcStatusError ? { code: err.code, details: err.message } : this.hooks.toStatus(err);
+    this.checkLate();
+    this.fail(s.code, s.details, err);
+  }
+
+  /** Answers with an error status; stops reading the rest of the request, if any. */
+  private fail(code: number, details: string, err?: unknown): void {
+    if (this.done) return;
+    this.finish(code, err);
+    const stream = this.stream;
+    if (stream.destroyed) return;
+    if (stream.headersSent) {
+      stream.sendTrailers({ 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) });
+      return;
+    }
+    answerError(stream, code, details);
+    // The caller may still be sending (e.g. an oversized message): stop it once the status is out.
+    if (!stream.readableEnded) setImmediate(() => stream.destroyed || stream.close(NGHTTP2_NO_ERROR));
+  }
+
+  private expire(): void {
+    if (this.done) return;
+    this.expired = true;
+    this.controller?.abort(new GrpcStatusError(Code.DEADLINE_EXCEEDED, 'Deadline exceeded'));
+    this.fail(Code.DEADLINE_EXCEEDED, 'Deadline exceeded');
+  }
+
+  /** RST_STREAM from the caller, or the stream closed under us. */
+  private cancel(): void {
+    if (this.done) return;
+    this.finish(Code.CANCELLED);
+    this.controller?.abort(new GrpcStatusError(Code.CANCELLED, 'call cancelled'));
+  }
+
+  private finish(code: number, err?: unknown): void {
+    this.done = true;
+    clearTimeout(this.timer);
+    this.hooks.onFinished?.(this.method, code, (performance.now() - this.started) / 1000, err);
+  }
+}

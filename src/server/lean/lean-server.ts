@@ -1,0 +1,145 @@
+/**
+ * The lean gRPC transport (GRPC_TRANSPORT=lean): gRPC over node:http2 directly, for the hot unary RPCs,
+ * without grpc-js's per-call machinery. It serves a route table (routes.ts) on TCP or a Unix socket,
+ * plaintext or TLS (the same ReloadingServerCredentials as grpc-js, certificate reloads included).
+ *
+ * What a call gets (lean-call.ts): gRPC framing with one message per unary call, `grpc-timeout` deadlines
+ * (DEADLINE_EXCEEDED), cancellation by RST_STREAM (the route's signal aborts), trailers with grpc-status and a
+ * percent-encoded grpc-message, RESOURCE_EXHAUSTED past the message size limit, compressed messages and
+ * grpc-encoding other than identity refused, unknown paths UNIMPLEMENTED, a content-type other than
+ * application/grpc answered HTTP 415.
+ */
+import * as http2 from 'node:http2';
+import type { ServerCredentials } from '@grpc/grpc-js';
+import { metricMethodName } from '../call-timing.js';
+import { prepareSocketPath, setSocketMode, unixSocketPath } from '../unix-socket.js';
+import { Code, parseGrpcTimeout } from './grpc-wire.js';
+import { answerError, LeanCall, type CallHooks } from './lean-call.js';
+import type { RouteTable } from './routes.js';
+
+export interface LeanServerOptions {
+  /** An IP or name, or `unix:/path/to.sock`. */
+  readonly host: string;
+  readonly port: number;
+  readonly routes: RouteTable;
+  readonly hooks: CallHooks;
+  /** TLS: grpc-js server credentials (e.g. ReloadingServerCredentials); default plaintext. */
+  readonly credentials?: ServerCredentials;
+  /** Permissions of the Unix socket file (default 0o660). */
+  readonly socketMode?: number;
+  /** Most concurrent streams per connection (default 10,000, as the grpc-js server). */
+  readonly maxConcurrentStreams?: number;
+}
+
+export interface RunningLeanServer {
+  readonly port: number;
+  readonly address: string;
+  /** Refuses new connections and calls (GOAWAY), lets in-flight calls finish for at most graceMs, then cuts the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+const { HTTP2_HEADER_PATH, HTTP2_HEADER_METHOD, HTTP2_HEADER_CONTENT_TYPE, HTTP2_HEADER_STATUS } = http2.constants;
+
+function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: RouteTable, hooks: CallHooks, closing: () => boolean): void {
+  stream.on('error', () => undefined); // a reset stream: the call sees 'close'
+  const rawPath = headers[HTTP2_HEADER_PATH];
+  const path = typeof rawPath === 'string' ? rawPath : '';
+  const contentType = headers[HTTP2_HEADER_CONTENT_TYPE];
+  if (headers[HTTP2_HEADER_METHOD] !== 'POST' || typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+    stream.respond({ [HTTP2_HEADER_STATUS]: headers[HTTP2_HEADER_METHOD] !== 'POST' ? 405 : 415 }, { endStream: true });
+    return;
+  }
+  if (closing()) {
+    answerError(stream, Code.UNAVAILABLE, 'the server is shutting down');
+    return;
+  }
+  const unary = routes.unary.get(path);
+  const streaming = unary === undefined ? routes.streaming.get(path) : undefined;
+  if (unary === undefined && streaming === undefined) {
+    answerError(stream, Code.UNIMPLEMENTED, `The server does not implement the method ${path}`);
+    return;
+  }
+  const encoding = headers['grpc-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') {
+    answerError(stream, Code.UNIMPLEMENTED, `grpc-encoding '${String(encoding)}' is not supported; send uncompressed messages`, { 'grpc-accept-encoding': 'identity' });
+    return;
+  }
+  const timeout = parseGrpcTimeout(headers['grpc-timeout']);
+  if (timeout !== undefined && Number.isNaN(timeout)) {
+    answerError(stream, Code.INTERNAL, `malformed grpc-timeout '${String(headers['grpc-timeout'])}'`);
+    return;
+  }
+  const method = metricMethodName(path);
+  new LeanCall(stream, method, unary !== undefined ? { unary } : { streaming: streaming! }, timeout === undefined ? undefined : Date.now() + timeout, hooks);
+}
+
+export async function startLeanServer(options: LeanServerOptions): Promise<RunningLeanServer> {
+  const settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 10_000 };
+  // Node refuses new streams once a session buffers more than maxSessionMemory (default 10 MB); the
+  // stream cap above bounds what a peer can make us hold instead, as grpc-js does.
+  const base = { settings, maxSessionMemory: 1024 };
+  const creds = options.credentials;
+  const secure = creds?._isSecure() === true;
+  const server = secure
+    ? http2.createSecureServer({ ...base, ...creds._getConstructorOptions(), ...creds._getSecureContextOptions(), ALPNProtocols: ['h2'] })
+    : http2.createServer(base);
+  const onContext = (ctx: unknown) => {
+    if (ctx !== null) (server as http2.Http2SecureServer).setSecureContext(ctx as Parameters<http2.Http2SecureServer['setSecureContext']>[0]);
+  };
+  if (secure) creds._addWatcher(onContext);
+  let closing = false;
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('close', () => sessions.delete(session));
+    session.on('error', () => undefined); // the session closes; its calls see their streams close
+    if (closing) session.close();
+  });
+  // Answers are small and latency matters: no Nagle delay on the connection.
+  server.on(secure ? 'secureConnection' : 'connection', (socket: { setNoDelay(on: boolean): void }) => socket.setNoDelay(true));
+  server.on('stream', (stream, headers) => onStream(stream, headers, options.routes, options.hooks, () => closing));
+  // A TLS handshake that fails, or a client speaking HTTP/1: drop that connection, keep serving.
+  server.on('tlsClientError', () => undefined);
+
+  const socketPath = unixSocketPath(options.host);
+  if (socketPath !== undefined) await prepareSocketPath(socketPath);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    const ready = () => {
+      server.off('error', reject);
+      resolve();
+    };
+    if (socketPath !== undefined) server.listen(socketPath, ready);
+    else server.listen(options.port, options.host.replace(/^\[(.*)\]$/, '$1'), ready);
+  });
+  server.on('error', () => undefined);
+  if (socketPath !== undefined) {
+    try {
+      setSocketMode(socketPath, options.socketMode ?? 0o660);
+    } catch (err) {
+      server.close();
+      throw err;
+    }
+  }
+  const addr = server.address();
+  const port = socketPath !== undefined || addr === null || typeof addr === 'string' ? 0 : addr.port;
+  const host = options.host.includes(':') && !options.host.startsWith('[') && socketPath === undefined ? `[${options.host}]` : options.host;
+  return {
+    port,
+    address: socketPath !== undefined ? `unix:${socketPath}` : `${host}:${port}`,
+    close: (graceMs) =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        if (secure) creds._removeWatcher(onContext);
+        const timer = setTimeout(() => {
+          for (const s of sessions) s.destroy();
+        }, graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        for (const s of sessions) s.close(); // GOAWAY: in-flight streams finish, new ones are refused
+      }),
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * The gRPC port, served by one of two transports (GRPC_TRANSPORT): `lean` (node:http2 with a route table,
+ * lean/lean-server.ts) or `grpc-js` (grpc-server.ts). Both serve ShouldRateLimit, ext_authz Check (when given)
+ * and grpc.health.v1 on the same listener, with the same decode, engine, error mapping, deadline handling and call metrics; they differ
+ * only in the HTTP/2 / gRPC machinery.
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { Clock } from '../core/clock.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
+import type { RequestLimits } from '../core/request-limits.js';
+import { callTimingInterceptor, metricMethodName } from './call-timing.js';
+import { CHECK_PATH, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
+import { toGrpcError } from './grpc-errors.js';
+import { startGrpcServer } from './grpc-server.js';
+import type { HealthState } from './health.js';
+import { GrpcStatusError } from './lean/grpc-wire.js';
+import { addHealthRoutes } from './lean/health-routes.js';
+import { startLeanServer } from './lean/lean-server.js';
+import { leanCheckRoute } from './lean/check-route.js';
+import { leanRlsRoute, RLS_PATH } from './lean/rls-route.js';
+import { routeTable } from './lean/routes.js';
+import { rlsHandlers } from './rls-service.js';
+
+export const TRANSPORTS = ['lean', 'grpc-js'] as const;
+const CHECK_NAME = metricMethodName(CHECK_PATH);
+export type Transport = (typeof TRANSPORTS)[number];
+
+export interface TransportOptions {
+  readonly transport: Transport;
+  readonly host: string;
+  readonly port: number;
+  readonly limiter: RateLimiter;
+  readonly clock: Clock;
+  readonly health: HealthState;
+  readonly requestLimits: RequestLimits;
+  readonly deadlineMarginMs: () => number;
+  readonly defaultTimeoutMs: number;
+  readonly credentials?: grpc.ServerCredentials;
+  readonly socketMode?: number;
+  /** A call answered with an error status (from the route or engine): the cause and the status name. */
+  readonly onError: (err: unknown, status: string) => void;
+  readonly onFinished: (method: string, seconds: number) => void;
+  readonly onLate: (method: string) => void;
+  readonly onSendDelay: (ms: number) => void;
+  readonly unseenWaitMs: () => number;
+  /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
+  readonly authz?: ExtAuthzServiceOptions;
+}
+
+export interface RunningTransport {
+  readonly port: number;
+  readonly address: string;
+  close(graceMs: number): Promise<void>;
+}
+
+export function startTransport(o: TransportOptions): Promise<RunningTransport> {
+  const common = { host: o.host, port: o.port, ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
+  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs };
+  if (o.transport === 'grpc-js') {
+    return startGrpcServer({
+      ...common,
+      rls: rlsHandlers({ ...rls, onError: o.onError }),
+      ...(o.authz === undefined ? {} : { authz: extAuthzHandlers(o.authz) }),
+      health: o.health,
+      serverOptions: { 'grpc.max_receive_message_length': o.requestLimits.maxMessageBytes, interceptors: [callTimingInterceptor(o)] },
+    });
+  }
+  const routes = routeTable();
+  routes.unary.set(RLS_PATH, leanRlsRoute(rls));
+  addHealthRoutes(routes, o.health);
+  if (o.authz !== undefined) routes.unary.set(CHECK_PATH, leanCheckRoute(o.authz));
+  const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
+  return startLeanServer({
+    ...common,
+    routes,
+    hooks: {
+      maxMessageBytes: o.requestLimits.maxMessageBytes,
+      toStatus: toGrpcError,
+      onFinished: (method, code, seconds, err) => {
+        if (err !== undefined && !(err instanceof GrpcStatusError)) onError(method)(err, grpc.status[code] ?? String(code));
+        if (method !== 'Watch') o.onFinished(method, seconds);
+      },
+      onLate: o.onLate,
+      onSendDelay: o.onSendDelay,
+      unseenWaitMs: o.unseenWaitMs,
+    },
+  });
+}
