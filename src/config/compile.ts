@@ -221,6 +221,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       algorithm: l.algorithm,
       burst: l.burst,
       softRequestsPerUnit: l.softRequestsPerUnit,
+      ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
     }),
   );
   return Object.freeze({

@@ -17,6 +17,8 @@ export interface DescribedLimit {
   readonly algorithm: string;
   /** Only for token_bucket and leaky_bucket. */
   readonly burst?: number;
+  /** Quota leases: units claimed at a time and how long they are kept (ms). */
+  readonly lease?: { readonly size: number; readonly ttl_ms: number };
   /** Only when set. */
   readonly soft_requests_per_unit?: number;
 }
@@ -77,6 +79,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       algorithm: l.algorithm,
       ...(l.algorithm === 'token_bucket' || l.algorithm === 'leaky_bucket' ? { burst: l.burst } : {}),
       ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
+      ...(l.lease !== undefined ? { lease: { size: l.lease.size, ttl_ms: l.lease.ttlMs } } : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

@@ -1,5 +1,6 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { Unit } from '../core/types.js';
 import type { JsonValue } from './yaml-nodes.js';
 
@@ -19,6 +20,8 @@ export interface RawLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset): accepted, validated and reported. */
   readonly softRequestsPerUnit: number;
+  /** `lease:` (quota leases, validate-lease.ts); absent = none. */
+  readonly lease?: LeaseSpec;
 }
 
 export interface RawRule {

@@ -32,6 +32,7 @@ export const RATE_LIMIT_KEYS = [
   'replaces',
   'algorithm',
   'burst',
+  'lease',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

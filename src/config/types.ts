@@ -1,4 +1,5 @@
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 
 /**
@@ -18,6 +19,8 @@ export interface CompiledLimit {
   readonly burst: number;
   /** envoyproxy/ratelimit's `soft_requests_per_unit` (0 = unset); reported at /rules, no effect on decisions. */
   readonly softRequestsPerUnit: number;
+  /** `lease:`: with the Redis backend, replicas decide from leased units of this limit (src/lease/). */
+  readonly lease?: LeaseSpec;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

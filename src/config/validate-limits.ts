@@ -9,6 +9,7 @@ import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../core/types.js';
 import type { Unit } from '../core/types.js';
 import { paramsError } from '../algorithms/registry.js';
 import { parseWindow } from './duration.js';
+import { readLease } from './validate-lease.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from './raw.js';
@@ -78,7 +79,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst'] as const) {
+    for (const extension of ['window', 'algorithm', 'burst', 'lease'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -240,6 +241,7 @@ function readLimit(
       burst = readInt(ctx, burstField.value, join(path, 'burst'), 1, UINT32_MAX, undefined);
     }
   }
+  const lease = readLease(ctx, fields.get('lease'), path, effective, requestsPerUnit ?? 0);
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
@@ -265,6 +267,7 @@ function readLimit(
     algorithm: effective,
     burst: burst ?? fallbackBurst,
     softRequestsPerUnit: softRequestsPerUnit ?? 0,
+    ...(lease !== undefined ? { lease } : {}),
   };
 }
 

@@ -105,6 +105,7 @@ export class RateLimiter {
           burst: limit.burst,
           hits: r.hits,
           enforce,
+          ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
         });
       }
     }

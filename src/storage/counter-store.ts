@@ -1,4 +1,5 @@
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
@@ -21,6 +22,11 @@ export interface LimitCheck {
    * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
    */
   readonly keyFormat?: 'envoy';
+  /**
+   * The limit's `lease:`: a store that supports leases (src/lease/lease-store.ts, over Redis) may decide this
+   * check from units leased to this replica. Others ignore it.
+   */
+  readonly lease?: LeaseSpec;
 }
 
 /** What the store reports for one LimitCheck after the batch was decided. */
