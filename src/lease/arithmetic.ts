@@ -26,6 +26,7 @@ export interface ClaimResult {
   readonly granted: number;
   readonly remainingBefore: number;
   readonly resetMs: number;
+  readonly againMs: number;
   /** The state after the claim (the input when nothing was granted). */
   readonly next: unknown;
 }
@@ -49,7 +50,8 @@ export function claimUnits(algorithm: LeaseAlgorithm, state: unknown, nowMs: num
     }
   }
   if (granted < need) resetMs = alg.evaluate(next, nowMs, params, need).outcome.resetMs;
-  return { granted, remainingBefore: before, resetMs, next };
+  const againMs = granted < want ? alg.evaluate(next, nowMs, params, want).outcome.resetMs : 0;
+  return { granted, remainingBefore: before, resetMs, againMs, next };
 }
 
 export interface GiveBackResult {

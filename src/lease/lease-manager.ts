@@ -131,7 +131,7 @@ export class LeaseManager {
     const claim = this.options.backend.claim(args, claimedAt).then(
       (reply) => {
         this.counts.leased += reply.granted;
-        const lease = new Lease(key, terms, claimedAt, want, reply.granted, reply.remainingBefore, reply.resetMs);
+        const lease = new Lease(key, terms, claimedAt, want, reply.granted, reply.remainingBefore, reply.resetMs, reply.againMs);
         const previous = this.leases.get(key);
         if (previous !== undefined) this.retire(previous, this.options.clock.nowMs());
         this.makeRoom();

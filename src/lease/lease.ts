@@ -40,6 +40,8 @@ export class Lease {
     readonly remainingBefore: number,
     /** The claim's reset (ms from claimedAt): when granted, the algorithm's; else until a request's hits fit. */
     readonly resetMs: number,
+    /** When fewer than wanted were granted: ms from claimedAt until a whole claim could be granted. */
+    againMs = 0,
   ) {
     const { algorithm, windowMs, limit, burst, spec } = terms;
     this.windowStart = claimedAt - (claimedAt % windowMs);
@@ -49,14 +51,14 @@ export class Lease {
       // tokens short of full: without the claim it would not be full again before that many refills.
       const short = Math.max(0, burst - remainingBefore - 1);
       this.decayFrom = limit === 0 ? Infinity : claimedAt + Math.floor((short * windowMs) / limit);
-      // A bucket that could not give all we asked refills meanwhile: ask again once the shortfall has come back.
-      if (granted < wanted && limit > 0) end = Math.min(end, claimedAt + Math.max(1, Math.ceil(((wanted - granted) * windowMs) / limit)));
     } else {
       end = Math.min(end, this.windowStart + windowMs);
       this.decayFrom = Infinity;
-      // Nothing granted: nothing comes back before the claim's reset (the time until the request's hits fit).
-      if (granted === 0) end = Math.min(end, claimedAt + Math.max(1, resetMs));
     }
+    // Spent (fewer granted than wanted): a bucket refills and a sliding window's previous count fades, so ask
+    // again when a whole claim would be granted; with nothing granted, as soon as the request's hits fit.
+    if (granted < wanted) end = Math.min(end, claimedAt + Math.max(1, againMs));
+    if (granted === 0) end = Math.min(end, claimedAt + Math.max(1, resetMs));
     this.expiresAt = end;
   }
 

@@ -22,6 +22,8 @@ export interface ClaimReply {
   readonly remainingBefore: number;
   /** ms: the algorithm's reset after the claim when granted >= need, else until `need` hits could be admitted. */
   readonly resetMs: number;
+  /** ms: 0 when all `want` units were granted, else until `want` hits could be admitted (after the claim). */
+  readonly againMs: number;
 }
 
 export interface ClaimArgs {
@@ -80,8 +82,8 @@ export class LeaseScripts {
 
   async claim(a: ClaimArgs, nowMs: number): Promise<ClaimReply> {
     const reply = await this.claimCommand.call(1, [a.key, nowMs, a.algorithm, a.limit, a.windowMs, a.burst, a.want, a.need]);
-    const [granted, remainingBefore, resetMs] = integers(reply, 3, 'claim');
-    return { granted: granted!, remainingBefore: remainingBefore!, resetMs: resetMs! };
+    const [granted, remainingBefore, resetMs, againMs] = integers(reply, 4, 'claim');
+    return { granted: granted!, remainingBefore: remainingBefore!, resetMs: resetMs!, againMs: againMs! };
   }
 
   /** Units actually returned (0 when the window is over or the state is another's). */

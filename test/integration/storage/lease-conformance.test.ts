@@ -80,7 +80,7 @@ describe('lease claim/give-back: TypeScript and Lua agree on random traces', () 
         else if (expected.granted > 0) seen.partial++;
         for (const s of stores) {
           const got = await s.scripts.claim({ key: spec.key, algorithm: spec.algorithm, ...p, want: op.want, need: op.need }, now);
-          expect(got, where).toEqual({ granted: expected.granted, remainingBefore: expected.remainingBefore, resetMs: expected.resetMs });
+          expect(got, where).toEqual({ granted: expected.granted, remainingBefore: expected.remainingBefore, resetMs: expected.resetMs, againMs: expected.againMs });
         }
       } else if (op.kind === 'give') {
         const expected = giveBackUnits(spec.algorithm, state, now, p, op.units, op.windowStart);

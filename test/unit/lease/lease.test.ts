@@ -15,7 +15,7 @@ describe('Lease', () => {
   });
 
   it('with nothing granted, answers "no quota" until the claim reset, then asks again', () => {
-    const empty = new Lease('k', fixed, T0 + 10_000, 10, 0, 0, 50_000);
+    const empty = new Lease('k', fixed, T0 + 10_000, 10, 0, 0, 50_000, 50_000);
     expect(empty.spent()).toBe(true);
     expect(empty.take(1, T0 + 10_000)).toBe(false);
     expect(empty.retryAfter(T0 + 10_000)).toBe(50_000);
@@ -35,8 +35,10 @@ describe('Lease', () => {
 
   it('token_bucket: keeps every token while the bucket is still refilling', () => {
     // 0 tokens left before the claim: the bucket is not full again before 100 tokens of refill (1 s).
-    const lease = new Lease('k', bucket, T0, 10, 0, 0, 1000); // nothing granted
-    expect(lease.expiresAt).toBe(T0 + 100); // the 10 missing tokens come back in 100 ms: ask again then
+    // Nothing granted: one token (the request's) is back in 10 ms, a whole claim of 10 in 100 ms.
+    expect(new Lease('k', bucket, T0, 10, 0, 0, 10, 100).expiresAt).toBe(T0 + 10);
+    // Some granted: ask again when a whole claim would be granted.
+    expect(new Lease('k', bucket, T0, 10, 4, 4, 1000, 60).expiresAt).toBe(T0 + 60);
     const full = new Lease('k', bucket, T0, 10, 10, 10, 1000);
     expect(full.usable(T0 + 800)).toBe(10); // 10 left before: ≥ 89 short of full, so no decay until 890 ms
   });

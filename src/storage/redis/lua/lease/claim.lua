@@ -17,8 +17,9 @@ ARGV[7]   need: hits of the request that asked (>= 1), for the retry time when f
 The claim takes `want` units when the algorithm admits `want` hits now; otherwise it takes what remains
 (the algorithm's remaining-if-not-committed, which it always admits), possibly nothing.
 
-Reply: { granted, remaining before the claim, reset ms }; reset is the algorithm's reset after the claim
-when granted >= need, else the time until `need` hits could be admitted.
+Reply: { granted, remaining before the claim, reset ms, again ms }; reset is the algorithm's reset after the
+claim when granted >= need, else the time until `need` hits could be admitted; again is 0 when all `want`
+units were granted, else the time until `want` hits could be admitted (when a full claim is worth trying).
 ]]
 
 local ALGORITHMS = {}
@@ -49,4 +50,9 @@ if granted < need then
   local _, _, _, reset_need = algorithm(key, now, limit, window, burst, need)
   reset = reset_need
 end
-return { granted, before, reset }
+local again = 0
+if granted < want then
+  local _, _, _, reset_want = algorithm(key, now, limit, window, burst, want)
+  again = reset_want
+end
+return { granted, before, reset, again }
