@@ -49,7 +49,7 @@ export class LeaseStore implements CounterStore {
     let leases: (Lease | undefined)[];
     try {
       leases = await Promise.all(
-        checks.map((c, i) => {
+        checks.map(async (c, i) => {
           const t = terms[i];
           if (t === undefined) return undefined;
           if (c.hits === 0) return this.leases.held(c.key, t, this.options.clock.nowMs());
