@@ -34,6 +34,8 @@ export interface LeaseManagerOptions {
 export interface LeaseStats {
   /** Claims sent to the store. */
   readonly claims: number;
+  /** Give-backs sent to the store. */
+  readonly giveBacks: number;
   /** Units counted in the store for leases. */
   readonly leased: number;
   /** Units given back into the window (or bucket) they came from. */
@@ -52,7 +54,7 @@ export class LeaseManager {
   private readonly claiming = new Map<string, Promise<void>>();
   private readonly giving = new Set<Promise<void>>();
   private readonly maxLeases: number;
-  private counts = { claims: 0, leased: 0, returned: 0, unused: 0 };
+  private counts = { claims: 0, giveBacks: 0, leased: 0, returned: 0, unused: 0 };
 
   constructor(private readonly options: LeaseManagerOptions) {
     this.maxLeases = options.maxLeases ?? 100_000;
@@ -164,6 +166,7 @@ export class LeaseManager {
     }
     const { terms } = lease;
     const args: GiveBackArgs = { key: lease.key, algorithm: terms.algorithm, limit: terms.limit, windowMs: terms.windowMs, units: usable, windowStart: lease.windowStart };
+    this.counts.giveBacks++;
     const giving = this.options.backend.giveBack(args, nowMs).then(
       (returned) => {
         this.counts.returned += returned;
