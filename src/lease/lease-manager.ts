@@ -46,8 +46,18 @@ export interface LeaseStats {
   readonly held: number;
 }
 
-/** How many times a request waits for a claim before it gives up on the lease and asks the store directly. */
-const MAX_ROUNDS = 4;
+/** What reserve() got: units taken from `lease`, or a spent lease to reject from. */
+export interface Reservation {
+  readonly lease: Lease;
+  readonly taken: boolean;
+}
+
+/**
+ * How many claims a request waits for at most (a burst of n requests on a lease of size s waits for about n / s
+ * claims, one at a time) before it gives up on the lease and asks the store directly; its deadline ends the
+ * wait sooner.
+ */
+const MAX_ROUNDS = 64;
 
 export class LeaseManager {
   private readonly leases = new Map<string, Lease>();
@@ -78,15 +88,21 @@ export class LeaseManager {
   }
 
   /**
-   * A lease for `need` hits of `key`: one with that many usable units, or one that shows the limit is spent
-   * (nothing left to claim: the caller rejects from it). Undefined when no lease could be had in time (the
-   * store failed, is not connected, or the deadline came): the caller then asks the store as usual.
+   * Takes `need` units of `key` from this replica's lease, claiming one first if needed: `taken` true (the
+   * caller puts them back if the request is rejected after all), or false when the lease shows the limit is
+   * spent (nothing left to claim: the caller rejects). Undefined when no lease could be had in time (the store
+   * failed, is not connected, or the deadline came): the caller then asks the store as usual. Units are taken
+   * here, at once, so concurrent requests never count the same unit twice.
    */
-  async acquire(key: string, terms: LeaseTerms, need: number, deadline: Promise<void> | undefined): Promise<Lease | undefined> {
+  async reserve(key: string, terms: LeaseTerms, need: number, deadline: Promise<void> | undefined): Promise<Reservation | undefined> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const nowMs = this.options.clock.nowMs();
       const lease = this.held(key, terms, nowMs);
-      if (lease !== undefined && (lease.usable(nowMs) >= need || lease.spent())) return lease;
+      if (lease !== undefined && lease.take(need, nowMs)) {
+        this.maybeTopUp(key, lease, nowMs);
+        return { lease, taken: true };
+      }
+      if (lease !== undefined && lease.spent()) return { lease, taken: false };
       let claim = this.claiming.get(key);
       if (claim === undefined) {
         if (!this.options.backend.connected()) return undefined;
@@ -123,6 +139,51 @@ export class LeaseManager {
     return { ...this.counts, held: this.leases.size };
   }
 
+  /**
+   * Window algorithms: when a lease falls below half its size, claim what brings it back to `size` while the
+   * rest is still being used, so requests need not wait for the claim. A replica still never holds more than
+   * `size` unused units. (A token bucket's lease shrinks as the bucket refills, so it is claimed anew instead.)
+   */
+  private maybeTopUp(key: string, lease: Lease, nowMs: number): void {
+    const { terms } = lease;
+    if (terms.algorithm === 'token_bucket' || lease.spent() || this.claiming.has(key) || !this.options.backend.connected()) return;
+    const left = lease.usable(nowMs);
+    if (left * 2 >= terms.spec.size) return;
+    const want = terms.spec.size - left;
+    if (want < 1) return;
+    const usedAtSend = lease.used;
+    const grantedAtSend = lease.granted;
+    this.counts.claims++;
+    const args: ClaimArgs = { key, algorithm: terms.algorithm, limit: terms.limit, windowMs: terms.windowMs, burst: terms.burst, want, need: 1 };
+    const claim = this.options.backend.claim(args, nowMs).then(
+      (reply) => {
+        this.counts.leased += reply.granted;
+        const now = this.options.clock.nowMs();
+        if (this.leases.get(key) === lease && !lease.windowOver(now) && nowMs - (nowMs % terms.windowMs) === lease.windowStart) {
+          lease.topUp(nowMs, want, reply.granted, reply.remainingBefore, reply.resetMs, reply.againMs, usedAtSend, grantedAtSend);
+          return;
+        }
+        // The lease ended meanwhile: these units make a lease of their own, or go straight back.
+        const fresh = new Lease(key, terms, nowMs, want, reply.granted, reply.remainingBefore, reply.resetMs, reply.againMs);
+        if (this.leases.has(key)) this.retire(fresh, now);
+        else {
+          this.makeRoom();
+          this.leases.set(key, fresh);
+        }
+      },
+      (error: unknown) => this.options.log?.('lease top-up claim failed', error),
+    );
+    void this.track(key, claim);
+  }
+
+  private track(key: string, claim: Promise<void>): Promise<void> {
+    const tracked = claim.finally(() => {
+      if (this.claiming.get(key) === tracked) this.claiming.delete(key);
+    });
+    this.claiming.set(key, tracked);
+    return tracked;
+  }
+
   private startClaim(key: string, terms: LeaseTerms, need: number, old: Lease | undefined): Promise<void> {
     // Leftovers too few for this request go back first, in the same pipeline and so before the claim.
     if (old !== undefined) this.retire(old, this.options.clock.nowMs());
@@ -141,11 +202,7 @@ export class LeaseManager {
       },
       (error: unknown) => this.options.log?.('lease claim failed; deciding by the store (and its failure mode)', error),
     );
-    const tracked = claim.finally(() => {
-      if (this.claiming.get(key) === tracked) this.claiming.delete(key);
-    });
-    this.claiming.set(key, tracked);
-    return tracked;
+    return this.track(key, claim);
   }
 
   private makeRoom(): void {

@@ -15,8 +15,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from '../storage/counter-store.js';
-import type { Lease } from './lease.js';
-import { LeaseManager, type LeaseStats } from './lease-manager.js';
+import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager.js';
 
 export interface LeaseStoreOptions {
   readonly clock: Clock;
@@ -46,14 +45,15 @@ export class LeaseStore implements CounterStore {
     if (terms.every((t) => t === undefined)) return this.inner.apply(checks, nowMs, options);
 
     const deadline = new DeadlineSignal(options?.deadlineMs, this.options.clock);
-    let leases: (Lease | undefined)[];
+    let reserved: (Reservation | undefined)[];
     try {
-      leases = await Promise.all(
-        checks.map(async (c, i) => {
+      reserved = await Promise.all(
+        checks.map(async (c, i): Promise<Reservation | undefined> => {
           const t = terms[i];
           if (t === undefined) return undefined;
-          if (c.hits === 0) return this.leases.held(c.key, t, this.options.clock.nowMs());
-          return this.leases.acquire(c.key, t, c.hits, deadline.promise());
+          if (c.hits > 0) return this.leases.reserve(c.key, t, c.hits, deadline.promise());
+          const lease = this.leases.held(c.key, t, this.options.clock.nowMs());
+          return lease === undefined ? undefined : { lease, taken: true };
         }),
       );
     } finally {
@@ -61,19 +61,15 @@ export class LeaseStore implements CounterStore {
     }
 
     const now = this.options.clock.nowMs();
-    const taken: { lease: Lease; hits: number }[] = [];
-    const allowed: boolean[] = new Array<boolean>(checks.length).fill(false);
+    const leases = reserved.map((r) => r?.lease);
+    const allowed = reserved.map((r) => r?.taken === true);
     const rest: number[] = [];
     let admitted = true;
     checks.forEach((c, i) => {
-      const lease = leases[i];
-      if (lease === undefined) return void rest.push(i);
-      if (c.hits === 0 || lease.take(c.hits, now)) {
-        allowed[i] = true;
-        if (c.hits > 0) taken.push({ lease, hits: c.hits });
-      } else if (c.enforce) admitted = false;
+      if (reserved[i] === undefined) rest.push(i);
+      else if (!allowed[i] && c.enforce) admitted = false;
     });
-    const putBack = () => taken.forEach((t) => t.lease.putBack(t.hits));
+    const putBack = () => checks.forEach((c, i) => allowed[i] && c.hits > 0 && leases[i]!.putBack(c.hits));
 
     let restOutcomes: LimitOutcome[] = [];
     if (rest.length > 0) {

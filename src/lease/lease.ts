@@ -23,48 +23,81 @@ export class Lease {
   used = 0;
   /** Start of the window the units were counted in (window algorithms). */
   readonly windowStart: number;
-  /** When the lease ends: claim + ttl, and no later than the window's end (window algorithms). */
-  readonly expiresAt: number;
+  /** Units counted in Redis for this lease (all its claims). */
+  granted: number;
+  /** When the lease ends: last claim + ttl, and no later than the window's end (window algorithms). */
+  expiresAt = 0;
+  /** The last claim: when, and its reset (ms from then). */
+  claimedAt: number;
+  resetMs: number;
+  /** The last claim got fewer units than it asked for: the limit had no more. */
+  private short = false;
+  /** `remaining` = base − (used − usedAtBase): the shared remaining at the last claim plus the units held then. */
+  private remainingBase: number;
+  private usedAtBase = 0;
   /** token_bucket: from this instant the bucket would have been full without the claim; the lease shrinks after it. */
   private readonly decayFrom: number;
 
   constructor(
     readonly key: string,
     readonly terms: LeaseTerms,
-    readonly claimedAt: number,
+    claimedAt: number,
     /** Units asked for; fewer granted means the limit had no more (the lease is `spent` once they are used). */
-    readonly wanted: number,
-    /** Units counted in Redis for this lease. */
-    readonly granted: number,
+    wanted: number,
+    granted: number,
     /** The limit's remaining before the claim: what `remaining` is reported from (less local use). */
-    readonly remainingBefore: number,
+    remainingBefore: number,
     /** The claim's reset (ms from claimedAt): when granted, the algorithm's; else until a request's hits fit. */
-    readonly resetMs: number,
+    resetMs: number,
     /** When fewer than wanted were granted: ms from claimedAt until a whole claim could be granted. */
     againMs = 0,
   ) {
-    const { algorithm, windowMs, limit, burst, spec } = terms;
+    const { algorithm, windowMs, limit, burst } = terms;
     this.windowStart = claimedAt - (claimedAt % windowMs);
-    let end = claimedAt + spec.ttlMs;
+    this.granted = granted;
+    this.claimedAt = claimedAt;
+    this.resetMs = resetMs;
+    this.remainingBase = remainingBefore;
     if (algorithm === 'token_bucket') {
       // The bucket held fewer than remainingBefore + 1 tokens, so it was at least (burst - remainingBefore - 1)
       // tokens short of full: without the claim it would not be full again before that many refills.
-      const short = Math.max(0, burst - remainingBefore - 1);
-      this.decayFrom = limit === 0 ? Infinity : claimedAt + Math.floor((short * windowMs) / limit);
+      const shortOfFull = Math.max(0, burst - remainingBefore - 1);
+      this.decayFrom = limit === 0 ? Infinity : claimedAt + Math.floor((shortOfFull * windowMs) / limit);
     } else {
-      end = Math.min(end, this.windowStart + windowMs);
       this.decayFrom = Infinity;
     }
-    // Spent (fewer granted than wanted): a bucket refills and a sliding window's previous count fades, so ask
+    this.setEnd(claimedAt, wanted, granted, resetMs, againMs);
+  }
+
+  /**
+   * Adds the units of a further claim made while this lease still held units (window algorithms only, same
+   * window: see LeaseManager). `usedAtSend`: `used` when the claim was sent; the units held then count as
+   * remaining for this replica.
+   */
+  topUp(claimedAt: number, wanted: number, granted: number, remainingBefore: number, resetMs: number, againMs: number, usedAtSend: number, grantedAtSend: number): void {
+    this.granted += granted;
+    this.claimedAt = claimedAt;
+    this.resetMs = resetMs;
+    this.remainingBase = remainingBefore + (grantedAtSend - usedAtSend);
+    this.usedAtBase = usedAtSend;
+    this.setEnd(claimedAt, wanted, granted, resetMs, againMs);
+  }
+
+  private setEnd(claimedAt: number, wanted: number, granted: number, resetMs: number, againMs: number): void {
+    const { algorithm, windowMs, spec } = this.terms;
+    let end = claimedAt + spec.ttlMs;
+    if (algorithm !== 'token_bucket') end = Math.min(end, this.windowStart + windowMs);
+    // Short (fewer granted than wanted): a bucket refills and a sliding window's previous count fades, so ask
     // again when a whole claim would be granted; with nothing granted, as soon as the request's hits fit.
+    this.short = granted < wanted;
     if (granted < wanted) end = Math.min(end, claimedAt + Math.max(1, againMs));
     if (granted === 0) end = Math.min(end, claimedAt + Math.max(1, resetMs));
     this.expiresAt = end;
   }
 
-  /** The limit had fewer units than asked for at the claim: once these are used, asking again is pointless until expiry. */
+  /** The last claim found fewer units than it asked for: once these are used, asking again is pointless until expiry. */
   spent(): boolean {
-    return this.granted < this.wanted;
+    return this.short;
   }
 
   /** The window the units were counted in is over (window algorithms): they can be neither used nor given back. */
@@ -101,9 +134,9 @@ export class Lease {
     this.used = Math.max(0, this.used - hits);
   }
 
-  /** Reported remaining: the shared remaining at the claim less local use. */
+  /** Reported remaining: the shared remaining at the last claim (plus the units held then) less local use since. */
   remaining(): number {
-    return Math.max(0, this.remainingBefore - this.used);
+    return Math.max(0, this.remainingBase - (this.used - this.usedAtBase));
   }
 
   /**
