@@ -61,7 +61,8 @@ const MAX_ROUNDS = 64;
 
 export class LeaseManager {
   private readonly leases = new Map<string, Lease>();
-  private readonly claiming = new Map<string, Promise<void>>();
+  /** Claims in flight by key; each resolves to whether it succeeded. */
+  private readonly claiming = new Map<string, Promise<boolean>>();
   private readonly giving = new Set<Promise<void>>();
   private readonly maxLeases: number;
   private counts = { claims: 0, giveBacks: 0, leased: 0, returned: 0, unused: 0 };
@@ -99,7 +100,6 @@ export class LeaseManager {
       const nowMs = this.options.clock.nowMs();
       const lease = this.held(key, terms, nowMs);
       if (lease !== undefined && lease.take(need, nowMs)) {
-        this.maybeTopUp(key, lease, nowMs);
         return { lease, taken: true };
       }
       if (lease !== undefined && lease.spent()) return { lease, taken: false };
@@ -108,8 +108,9 @@ export class LeaseManager {
         if (!this.options.backend.connected()) return undefined;
         claim = this.startClaim(key, terms, need, lease);
       }
-      const done = await (deadline === undefined ? claim.then(() => true) : Promise.race([claim.then(() => true), deadline.then(() => false)]));
-      if (!done || !this.leases.has(key)) return undefined;
+      // false: the claim failed, or the deadline came first.
+      const claimed = await (deadline === undefined ? claim : Promise.race([claim, deadline.then(() => false)]));
+      if (!claimed) return undefined;
     }
     return undefined;
   }
@@ -139,44 +140,7 @@ export class LeaseManager {
     return { ...this.counts, held: this.leases.size };
   }
 
-  /**
-   * Window algorithms: when a lease falls below half its size, claim what brings it back to `size` while the
-   * rest is still being used, so requests need not wait for the claim. A replica still never holds more than
-   * `size` unused units. (A token bucket's lease shrinks as the bucket refills, so it is claimed anew instead.)
-   */
-  private maybeTopUp(key: string, lease: Lease, nowMs: number): void {
-    const { terms } = lease;
-    if (terms.algorithm === 'token_bucket' || lease.spent() || this.claiming.has(key) || !this.options.backend.connected()) return;
-    const left = lease.usable(nowMs);
-    if (left * 2 >= terms.spec.size) return;
-    const want = terms.spec.size - left;
-    if (want < 1) return;
-    const usedAtSend = lease.used;
-    const grantedAtSend = lease.granted;
-    this.counts.claims++;
-    const args: ClaimArgs = { key, algorithm: terms.algorithm, limit: terms.limit, windowMs: terms.windowMs, burst: terms.burst, want, need: 1 };
-    const claim = this.options.backend.claim(args, nowMs).then(
-      (reply) => {
-        this.counts.leased += reply.granted;
-        const now = this.options.clock.nowMs();
-        if (this.leases.get(key) === lease && !lease.windowOver(now) && nowMs - (nowMs % terms.windowMs) === lease.windowStart) {
-          lease.topUp(nowMs, want, reply.granted, reply.remainingBefore, reply.resetMs, reply.againMs, usedAtSend, grantedAtSend);
-          return;
-        }
-        // The lease ended meanwhile: these units make a lease of their own, or go straight back.
-        const fresh = new Lease(key, terms, nowMs, want, reply.granted, reply.remainingBefore, reply.resetMs, reply.againMs);
-        if (this.leases.has(key)) this.retire(fresh, now);
-        else {
-          this.makeRoom();
-          this.leases.set(key, fresh);
-        }
-      },
-      (error: unknown) => this.options.log?.('lease top-up claim failed', error),
-    );
-    void this.track(key, claim);
-  }
-
-  private track(key: string, claim: Promise<void>): Promise<void> {
+  private track(key: string, claim: Promise<boolean>): Promise<boolean> {
     const tracked = claim.finally(() => {
       if (this.claiming.get(key) === tracked) this.claiming.delete(key);
     });
@@ -184,7 +148,7 @@ export class LeaseManager {
     return tracked;
   }
 
-  private startClaim(key: string, terms: LeaseTerms, need: number, old: Lease | undefined): Promise<void> {
+  private startClaim(key: string, terms: LeaseTerms, need: number, old: Lease | undefined): Promise<boolean> {
     // Leftovers too few for this request go back first, in the same pipeline and so before the claim.
     if (old !== undefined) this.retire(old, this.options.clock.nowMs());
     const claimedAt = this.options.clock.nowMs();
@@ -199,8 +163,12 @@ export class LeaseManager {
         if (previous !== undefined) this.retire(previous, this.options.clock.nowMs());
         this.makeRoom();
         this.leases.set(key, lease);
+        return true;
       },
-      (error: unknown) => this.options.log?.('lease claim failed; deciding by the store (and its failure mode)', error),
+      (error: unknown) => {
+        this.options.log?.('lease claim failed; deciding by the store (and its failure mode)', error);
+        return false;
+      },
     );
     return this.track(key, claim);
   }

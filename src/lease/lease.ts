@@ -23,18 +23,17 @@ export class Lease {
   used = 0;
   /** Start of the window the units were counted in (window algorithms). */
   readonly windowStart: number;
-  /** Units counted in Redis for this lease (all its claims). */
-  granted: number;
-  /** When the lease ends: last claim + ttl, and no later than the window's end (window algorithms). */
+  /** Units counted in Redis for this lease. */
+  readonly granted: number;
+  /** When the lease ends: claim + ttl, and no later than the window's end (window algorithms). */
   expiresAt = 0;
-  /** The last claim: when, and its reset (ms from then). */
-  claimedAt: number;
-  resetMs: number;
-  /** The last claim got fewer units than it asked for: the limit had no more. */
+  /** The claim: when, and its reset (ms from then). */
+  readonly claimedAt: number;
+  readonly resetMs: number;
+  /** The claim got fewer units than it asked for: the limit had no more. */
   private short = false;
-  /** `remaining` = base − (used − usedAtBase): the shared remaining at the last claim plus the units held then. */
-  private remainingBase: number;
-  private usedAtBase = 0;
+  /** The shared remaining at the claim: `remaining` is this less local use. */
+  private readonly remainingBefore: number;
   /** token_bucket: from this instant the bucket would have been full without the claim; the lease shrinks after it. */
   private readonly decayFrom: number;
 
@@ -57,7 +56,7 @@ export class Lease {
     this.granted = granted;
     this.claimedAt = claimedAt;
     this.resetMs = resetMs;
-    this.remainingBase = remainingBefore;
+    this.remainingBefore = remainingBefore;
     if (algorithm === 'token_bucket') {
       // The bucket held fewer than remainingBefore + 1 tokens, so it was at least (burst - remainingBefore - 1)
       // tokens short of full: without the claim it would not be full again before that many refills.
@@ -66,20 +65,6 @@ export class Lease {
     } else {
       this.decayFrom = Infinity;
     }
-    this.setEnd(claimedAt, wanted, granted, resetMs, againMs);
-  }
-
-  /**
-   * Adds the units of a further claim made while this lease still held units (window algorithms only, same
-   * window: see LeaseManager). `usedAtSend`: `used` when the claim was sent; the units held then count as
-   * remaining for this replica.
-   */
-  topUp(claimedAt: number, wanted: number, granted: number, remainingBefore: number, resetMs: number, againMs: number, usedAtSend: number, grantedAtSend: number): void {
-    this.granted += granted;
-    this.claimedAt = claimedAt;
-    this.resetMs = resetMs;
-    this.remainingBase = remainingBefore + (grantedAtSend - usedAtSend);
-    this.usedAtBase = usedAtSend;
     this.setEnd(claimedAt, wanted, granted, resetMs, againMs);
   }
 
@@ -95,7 +80,7 @@ export class Lease {
     this.expiresAt = end;
   }
 
-  /** The last claim found fewer units than it asked for: once these are used, asking again is pointless until expiry. */
+  /** The claim found fewer units than it asked for: once these are used, asking again is pointless until expiry. */
   spent(): boolean {
     return this.short;
   }
@@ -134,9 +119,9 @@ export class Lease {
     this.used = Math.max(0, this.used - hits);
   }
 
-  /** Reported remaining: the shared remaining at the last claim (plus the units held then) less local use since. */
+  /** Reported remaining: the shared remaining at the claim less local use since. */
   remaining(): number {
-    return Math.max(0, this.remainingBase - (this.used - this.usedAtBase));
+    return Math.max(0, this.remainingBefore - this.used);
   }
 
   /**
