@@ -10,7 +10,8 @@
  *   the bucket would have refilled to full without the claim (see lease.ts), so that leased tokens and the
  *   refilled bucket never add up to more than the capacity.
  *
- * A claim takes `want` units when the algorithm admits `want` hits now, else what remains (possibly none).
+ * A claim takes `want` units when the algorithm admits `want` hits now, else what remains if that covers the
+ * request's `need` (else none: a request that cannot be admitted takes no units from other replicas).
  * A give-back lowers the window's count (never below 0) only in the window the units came from; a bucket
  * gets the tokens back (never beyond full) only while it is counted under the same L.
  */
@@ -41,7 +42,7 @@ export function claimUnits(algorithm: LeaseAlgorithm, state: unknown, nowMs: num
   if (first.outcome.allowed) {
     granted = want;
     next = first.next;
-  } else if (before > 0) {
+  } else if (before >= need) {
     const rest = alg.evaluate(state, nowMs, params, before);
     if (rest.outcome.allowed) {
       granted = before;

@@ -137,6 +137,16 @@ for (const shape of ['single', 'sentinel', 'cluster'] as RedisShape[]) {
       expect(await sharedRemaining(redis, other, clock.nowMs())).toBe(20);
     });
 
+    it('takes no units for a request whose hits do not fit (a rejected request consumes nothing)', async () => {
+      const { store, redis, clock } = await make();
+      const c = check('toobig', { hits: 8, lease: { size: 5, ttlMs: 1000 } });
+      await store.apply([{ ...check('toobig'), hits: 13, lease: { size: 13, ttlMs: 1000 } }], clock.nowMs()); // 7 left
+      const before = await sharedRemaining(redis, c, clock.nowMs());
+      const other = await make(clock); // another replica asks for 8: it cannot have them
+      expect((await other.store.apply([c], clock.nowMs()))[0]!.allowed).toBe(false);
+      expect(await sharedRemaining(redis, c, clock.nowMs())).toBe(before);
+    });
+
     it('gives unused units back when the lease expires, into its own window only', async () => {
       const { store, redis, manager, clock } = await make();
       const c = check('expiry');

@@ -15,7 +15,8 @@ ARGV[6]   want: units to claim (the lease size, or more for a request of more hi
 ARGV[7]   need: hits of the request that asked (>= 1), for the retry time when fewer are granted
 
 The claim takes `want` units when the algorithm admits `want` hits now; otherwise it takes what remains
-(the algorithm's remaining-if-not-committed, which it always admits), possibly nothing.
+(the algorithm's remaining-if-not-committed, which it always admits) if that covers `need`, else nothing:
+a request that cannot be admitted takes no units away from the other replicas.
 
 Reply: { granted, remaining before the claim, reset ms, again ms }; reset is the algorithm's reset after the
 claim when granted >= need, else the time until `need` hits could be admitted; again is 0 when all `want`
@@ -39,7 +40,7 @@ local allowed, _, before, reset, commit = algorithm(key, now, limit, window, bur
 local granted = 0
 if allowed == 1 then
   granted = want
-elseif before > 0 then
+elseif before >= need then
   local allowed_rest, _, _, reset_rest, commit_rest = algorithm(key, now, limit, window, burst, before)
   if allowed_rest == 1 then
     granted, reset, commit = before, reset_rest, commit_rest
