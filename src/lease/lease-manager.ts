@@ -117,8 +117,14 @@ export class LeaseManager {
 
   /** Give back every lease now (reload, shutdown) and wait for the give-backs (at most `timeoutMs`). */
   async giveBackAll(timeoutMs = 2000): Promise<void> {
-    const nowMs = this.options.clock.nowMs();
-    for (const lease of [...this.leases.values()]) this.retire(lease, nowMs);
+    const retireAll = () => {
+      const nowMs = this.options.clock.nowMs();
+      for (const lease of [...this.leases.values()]) this.retire(lease, nowMs);
+    };
+    retireAll();
+    await this.settle(timeoutMs);
+    // A claim that was in flight has installed its lease by now: give that back too.
+    retireAll();
     await this.settle(timeoutMs);
   }
 

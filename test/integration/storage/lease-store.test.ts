@@ -180,6 +180,15 @@ for (const shape of ['single', 'sentinel', 'cluster'] as RedisShape[]) {
       expect(await sharedRemaining(observer.redis, c, first.clock.nowMs())).toBe(18);
     });
 
+    it('gives back a lease whose claim was still in flight when everything was given back (shutdown, reload)', async () => {
+      const { store, redis, clock } = await make();
+      const c = check('inflight');
+      const pending = store.apply([c], clock.nowMs()); // its claim is on the wire
+      await store.giveBackAll();
+      expect((await pending)[0]!.allowed).toBe(true);
+      expect(await sharedRemaining(redis, c, clock.nowMs())).toBe(19);
+    });
+
     it('claims anew under changed terms (a reload that changes the limit)', async () => {
       const { store, redis, clock } = await make();
       const c = check('terms');
