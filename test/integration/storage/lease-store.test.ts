@@ -193,11 +193,15 @@ for (const shape of ['single', 'sentinel', 'cluster'] as RedisShape[]) {
       const { store, redis, clock } = await make();
       const c = check('terms');
       await store.apply([c], clock.nowMs());
+      // Once first: Redis then has the give-back script, so the give-back is not retried (EVAL after
+      // NOSCRIPT) behind the claim that follows it on the connection.
+      await store.giveBackAll();
+      await store.apply([c], clock.nowMs()); // 2 used in all
       const raised = { ...c, limit: 40 };
       const o = await store.apply([raised], clock.nowMs());
-      expect(o[0]).toMatchObject({ allowed: true, remaining: 38 }); // 4 returned: 39 before the new claim
+      expect(o[0]).toMatchObject({ allowed: true, remaining: 37 }); // 4 returned: 38 before the new claim
       await store.giveBackAll();
-      expect(await sharedRemaining(redis, raised, clock.nowMs())).toBe(38);
+      expect(await sharedRemaining(redis, raised, clock.nowMs())).toBe(37);
     });
 
     it('leases from token_bucket and sliding_window_counter', async () => {
