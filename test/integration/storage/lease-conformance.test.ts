@@ -6,6 +6,8 @@
  *   standalone and Cluster.
  * Give-backs name the window of an earlier claim, often one that is over, to reach the "only into the window
  * it came from" paths; limits change now and then (a reload) to reach the bucket's "same L only" path.
+ * Each step's time is seeded, plus the real time the previous step took (see the loop), so a failure prints
+ * the exact operation and time but may not replay step for step.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterKey } from '../../../src/core/keys.js';
@@ -58,9 +60,15 @@ describe('lease claim/give-back: TypeScript and Lua agree on random traces', () 
     const states = new Map<string, unknown>();
     const claimedWindows: number[] = [];
     let now = 1_700_000_000_000 + random.int(0, 86_400_000);
+    let lastReal = Date.now();
     const seen = { granted: 0, partial: 0, returned: 0, refused: 0 };
     for (let step = 0; step < STEPS; step++) {
-      now += random.pick([0, 1, random.int(0, 100), random.int(0, 400), random.int(0, 400), random.int(0, 3000), random.int(0, 90_000)]);
+      // Plus the real time since the last step: Redis expires keys in real time (a full bucket's key after
+      // as little as 1 ms), so fake time must never run slower than real time, or a key would vanish before
+      // its state says it should (on a loaded machine a step can take several ms).
+      const real = Date.now();
+      now += random.pick([0, 1, random.int(0, 100), random.int(0, 400), random.int(0, 400), random.int(0, 3000), random.int(0, 90_000)]) + (real - lastReal);
+      lastReal = real;
       const spec = random.pick(specs);
       const p = params(random, spec);
       const roll = random.int(0, 9);
