@@ -41,6 +41,8 @@ export class LeaseStore implements CounterStore {
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
+    // Rules without `lease` pass straight through (no allocation on the ordinary path).
+    if (!checks.some((c) => c.lease !== undefined)) return this.inner.apply(checks, nowMs, options);
     const terms = checks.map((c) => LeaseManager.termsOf(c));
     if (terms.every((t) => t === undefined)) return this.inner.apply(checks, nowMs, options);
 
