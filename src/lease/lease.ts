@@ -18,6 +18,9 @@ export function sameTerms(a: LeaseTerms, b: LeaseTerms): boolean {
   return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.burst === b.burst && a.spec.size === b.spec.size && a.spec.ttlMs === b.spec.ttlMs;
 }
 
+/** How long a spent lease (the limit had fewer units than asked) answers "no quota" before asking again. */
+export const SPENT_RECHECK_MS = 100;
+
 export class Lease {
   /** Units admitted from this lease (taken and not put back). */
   used = 0;
@@ -75,7 +78,9 @@ export class Lease {
     // Short (fewer granted than wanted): a bucket refills and a sliding window's previous count fades, so ask
     // again when a whole claim would be granted; with nothing granted, as soon as the request's hits fit.
     this.short = granted < wanted;
-    if (granted < wanted) end = Math.min(end, claimedAt + Math.max(1, againMs));
+    // Other replicas give units back when their leases end; a spent replica looks again every SPENT_RECHECK_MS
+    // (a claim, not a trip per rejected request) so that returned units are not left unused for a whole ttl.
+    if (granted < wanted) end = Math.min(end, claimedAt + Math.max(1, againMs), claimedAt + SPENT_RECHECK_MS);
     if (granted === 0) end = Math.min(end, claimedAt + Math.max(1, resetMs));
     this.expiresAt = end;
   }

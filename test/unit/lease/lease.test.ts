@@ -19,7 +19,7 @@ describe('Lease', () => {
     expect(empty.spent()).toBe(true);
     expect(empty.take(1, T0 + 10_000)).toBe(false);
     expect(empty.retryAfter(T0 + 10_000)).toBe(50_000);
-    expect(empty.expiresAt).toBe(T0 + 11_000); // the ttl comes first: another replica may have given units back
+    expect(empty.expiresAt).toBe(T0 + 10_100); // asks again after 100 ms: another replica may have given units back
   });
 
   it('takes, puts back and reports the shared remaining at the claim less local use', () => {
@@ -39,6 +39,7 @@ describe('Lease', () => {
     expect(new Lease('k', bucket, T0, 10, 0, 0, 10, 100).expiresAt).toBe(T0 + 10);
     // Some granted: ask again when a whole claim would be granted.
     expect(new Lease('k', bucket, T0, 10, 4, 4, 1000, 60).expiresAt).toBe(T0 + 60);
+    expect(new Lease('k', bucket, T0, 10, 4, 4, 1000, 600).expiresAt).toBe(T0 + 100); // spent: asks again after 100 ms
     const full = new Lease('k', bucket, T0, 10, 10, 10, 1000);
     expect(full.usable(T0 + 800)).toBe(10); // 10 left before: ≥ 89 short of full, so no decay until 890 ms
   });
