@@ -27,6 +27,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchRedis(() => ({ requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 }));
   metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
   metrics.watchMemory(() => ({ keys: 0, bytes: 0, protectedKeys: 0, expired: 0, evicted: 0, unstored: 0 }));
+  metrics.watchLeases(() => ({ claims: 0, leased: 0, returned: 0, unused: 0, held: 0 }));
   return metrics;
 }
 

@@ -25,6 +25,8 @@ import type { RequestLimits } from './core/request-limits.js';
 import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
+import { leaseRulesHook } from './lease/rules-hook.js';
+import type { CompiledConfig } from './config/types.js';
 import { VERSION } from './version.js';
 
 export { StartupError };
@@ -60,7 +62,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
-  const late: { rules?: RulesHolder } = {}; // set once the first load succeeded
+  const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void> } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
@@ -86,6 +88,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
     metrics.configLastReloadTime.set(clock.nowMs() / 1000);
     if (status.ok && changed) metrics.setRules(rulesSnapshot(holder.config));
+    if (status.ok && changed) void late.leases?.(holder.config, false);
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
     if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
@@ -100,6 +103,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     watcher?.close();
     throw err;
   });
+  late.leases = leaseRulesHook({ backend: settings.backend, store, warn: (message, fields) => log.warn(message, fields) });
+  await late.leases(holder.config, true);
   const requestLimits: RequestLimits = {
     maxMessageBytes: settings.maxRequestBytes,
     maxDescriptors: settings.maxRequestDescriptors,

@@ -47,6 +47,8 @@ export interface Metrics {
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
   /** Exports the memory store's size, its protected (over-limit) keys, evictions and unstored decisions. */
   watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
+  /** Exports the quota leases' counters (src/lease/). */
+  watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
@@ -217,6 +219,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       counter('ratelimit_redis_failures_total', 'Requests Redis could not answer (then FAILURE_MODE decides).', (s) => s.failures);
       counter('ratelimit_redis_expired_calls_total', 'Script calls that reached Redis after the caller gave up, so did nothing (not counted).', (s) => s.expiredCalls);
       counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
+    },
+    watchLeases(stats) {
+      scrapedCounter(registers, 'ratelimit_lease_claims_total', 'Lease claims sent to Redis (one per burst on a key, not one per request).', () => stats().claims);
+      scrapedCounter(registers, 'ratelimit_lease_units_leased_total', 'Units claimed for leases (counted in Redis at the claim).', () => stats().leased);
+      scrapedCounter(registers, 'ratelimit_lease_units_returned_total', 'Unused leased units given back into the window (or bucket) they came from.', () => stats().returned);
+      scrapedCounter(registers, 'ratelimit_lease_units_unused_total', 'Leased units neither admitted nor given back (window over, bucket refilled, give-back failed): the under-admission.', () => stats().unused);
+      scrapedGauge(registers, 'ratelimit_lease_keys', 'Counter keys this replica holds a lease on.', () => stats().held);
     },
     watchOverLimitCache(stats) {
       scrapedCounter(registers, 'ratelimit_over_limit_cache_hits_total', 'Requests answered from the local over-limit cache without Redis.', () => stats().hits);

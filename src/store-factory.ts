@@ -3,7 +3,8 @@
  * knows which concrete stores exist.
  *  - memory: the embedded MemoryStore.
  *  - redis:  RedisStore, behind the local over-limit cache (LOCAL_CACHE_SIZE > 0), behind the failure-mode
- *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
+ *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS),
+ *            behind the quota leases (src/lease/: limits with `lease:` decide from units leased to this replica).
  */
 import type { Clock } from './core/clock.js';
 import { counterKey } from './core/keys.js';
@@ -17,6 +18,9 @@ import { parseHostPorts } from './storage/redis/options.js';
 import { redactUrl } from './core/redact.js';
 import { createRedisStore, type RedisStoreOptions } from './storage/redis/redis-store.js';
 import { ResilientStore } from './storage/resilient.js';
+import { LeaseManager } from './lease/lease-manager.js';
+import { LeaseStore } from './lease/lease-store.js';
+import { RedisLeaseBackend } from './lease/redis-backend.js';
 import { StartupError } from './startup-error.js';
 import { throttledLog } from './storage/throttled-log.js';
 
@@ -85,7 +89,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     primary = cache;
   }
   const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
-  return new ResilientStore(primary, {
+  const resilient = new ResilientStore(primary, {
     mode: settings.failureMode,
     expectedReplicas: settings.expectedReplicas,
     clock,
@@ -96,6 +100,12 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
       fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
     },
   });
+  // Quota leases (rules with `lease:`) sit outside the failure-mode guard: a valid lease keeps deciding
+  // while Redis is unreachable; the checks it cannot decide take the ordinary path above.
+  const leaseLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
+  const manager = new LeaseManager({ backend: new RedisLeaseBackend(redis), clock, log: leaseLog });
+  metrics.watchLeases(() => manager.stats());
+  return new LeaseStore(resilient, manager, { clock });
 }
 
 function describeError(error: unknown): string {

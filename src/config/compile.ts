@@ -229,6 +229,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.throttling !== undefined ? { throttling: Object.freeze({ ...l.throttling }) } : {}),
       ...(l.banMs !== undefined ? { banMs: l.banMs } : {}),
       ...(l.shares !== undefined ? { shares: Object.freeze({ ...l.shares }) } : {}),
+      ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
     }),
   );
   return Object.freeze({

@@ -19,6 +19,8 @@ export interface DescribedLimit {
   readonly algorithm: string;
   /** Only for token_bucket and leaky_bucket. */
   readonly burst?: number;
+  /** Quota leases: units claimed at a time and how long they are kept (ms). */
+  readonly lease?: { readonly size: number; readonly ttl_ms: number };
   /** Only when set. */
   readonly soft_requests_per_unit?: number;
   /** Only when set (on-limit-types.ts describeOnLimit). */
@@ -86,6 +88,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...(l.softRequestsPerUnit > 0 ? { soft_requests_per_unit: l.softRequestsPerUnit } : {}),
       ...(l.onLimit !== undefined ? { on_limit: describeOnLimit(l.onLimit) } : {}),
       ...describeThrottling(l),
+      ...(l.lease !== undefined ? { lease: { size: l.lease.size, ttl_ms: l.lease.ttlMs } } : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

@@ -1,5 +1,6 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { Unit } from '../core/types.js';
 import type { RawAuthz } from './authz-types.js';
 import type { Shares, Throttling } from '../throttling/types.js';
@@ -28,6 +29,8 @@ export interface RawLimit {
   readonly throttling?: Throttling;
   readonly banMs?: number;
   readonly shares?: Shares;
+  /** `lease:` (quota leases, validate-lease.ts); absent = none. */
+  readonly lease?: LeaseSpec;
 }
 
 export interface RawRule {

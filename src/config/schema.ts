@@ -36,6 +36,7 @@ export const RATE_LIMIT_KEYS = [
   'throttling',
   'ban',
   'shares',
+  'lease',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -1,4 +1,5 @@
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
@@ -29,6 +30,8 @@ export interface CompiledLimit {
   readonly banMs?: number;
   /** `shares:` per criticality class; absent = every class may fill the whole limit. */
   readonly shares?: Shares;
+  /** `lease:`: with the Redis backend, replicas decide from leased units of this limit (src/lease/). */
+  readonly lease?: LeaseSpec;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

@@ -10,6 +10,7 @@ import type { Unit } from '../core/types.js';
 import { paramsError } from '../algorithms/registry.js';
 import { parseWindow } from './duration.js';
 import { readOnLimit } from './on-limit.js';
+import { checkBesideLease, readLease } from './validate-lease.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from './raw.js';
@@ -80,7 +81,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares'] as const) {
+    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -245,6 +246,8 @@ function readLimit(
   const onLimit = readOnLimit(ctx, fields.get('on_limit'), join(path, 'on_limit'), effective);
   const throttling = readThrottlingFields(ctx, fields, path, effective, requestsPerUnit);
   checkBesideDegrade(ctx, fields, path, onLimit?.action, throttling);
+  const lease = readLease(ctx, fields.get('lease'), path, effective, requestsPerUnit ?? 0);
+  if (lease !== undefined) checkBesideLease(ctx, fields, path, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling });
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
@@ -272,6 +275,7 @@ function readLimit(
     softRequestsPerUnit: softRequestsPerUnit ?? 0,
     ...(onLimit !== undefined ? { onLimit } : {}),
     ...throttling,
+    ...(lease !== undefined ? { lease } : {}),
   };
 }
 

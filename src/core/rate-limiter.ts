@@ -125,6 +125,7 @@ export class RateLimiter {
           hits: r.hits,
           enforce,
           onLimit: storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
+          ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
         }, limit, { keyPrefix: this.options.keyPrefix, domain: request.domain, ruleStatsKey: r.rule?.statsKey, criticality }));
       }
     }

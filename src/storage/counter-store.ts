@@ -1,4 +1,5 @@
 import type { AlgorithmName } from '../algorithms/types.js';
+import type { LeaseSpec } from '../algorithms/lease-support.js';
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
@@ -40,6 +41,11 @@ export interface LimitCheck {
    * algorithm rejects starts a ban of `ms` (written even when the batch is a dry run or rejected).
    */
   readonly ban?: { readonly ms: number; readonly key: string };
+  /**
+   * The limit's `lease:`: a store that supports leases (src/lease/lease-store.ts, over Redis) may decide this
+   * check from units leased to this replica. Others ignore it.
+   */
+  readonly lease?: LeaseSpec;
 }
 
 /**

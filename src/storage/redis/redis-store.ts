@@ -146,6 +146,11 @@ export class RedisStore implements CounterStore {
     }
   }
 
+  /** The client, for the lease scripts (src/lease/), which share its connection and its round-trip count. */
+  get connection(): RedisClient {
+    return this.client;
+  }
+
   stats(): RedisStoreStats {
     return { ...this.counters };
   }

@@ -368,6 +368,33 @@ const EXPECTED: Record<string, string[]> = {
   'on-limit-with-unlimited.yaml': [
     "on-limit-with-unlimited.yaml:6:7: descriptors[0].rate_limit.on_limit: 'on_limit' has no meaning when unlimited",
   ],
+  'lease-with-ban.yaml': [
+    'lease-with-ban.yaml:8:14: descriptors[0].rate_limit.lease: a leased limit is decided from local units, without the store, so it cannot have ban (bans are kept in the store): drop the lease or these',
+  ],
+  'lease-with-shares-and-backoff.yaml': [
+    "lease-with-shares-and-backoff.yaml:9:14: descriptors[0].rate_limit.lease: a leased limit is decided from local units, without the store, so it cannot have shares (the ceiling changes with each request's class), on_limit retry exponential_backoff (its count is kept in the store): drop the lease or these",
+  ],
+  'lease-on-sliding-window-log.yaml': [
+    "lease-on-sliding-window-log.yaml:8:7: descriptors[0].rate_limit.lease: lease is not available with sliding_window_log: sliding_window_log records the time of every admitted hit, and leased units are counted when claimed, not when used, so it would stop being exact (use sliding_window_counter)",
+  ],
+  'lease-on-leaky-bucket.yaml': [
+    "lease-on-leaky-bucket.yaml:8:7: descriptors[0].rate_limit.lease: lease is not available with leaky_bucket: leaky_bucket spaces requests evenly, and a replica holding leased units would admit them in a burst (use token_bucket)",
+  ],
+  'lease-bad-size.yaml': [
+    "lease-bad-size.yaml:7:21: descriptors[0].rate_limit.lease.size: must be a count from 1 to 4294967295 (e.g. 50) or a percentage of requests_per_unit above 0% and at most 100% (e.g. 5%), not '150%'",
+  ],
+  'lease-bad-ttl.yaml': [
+    "lease-bad-ttl.yaml:7:30: descriptors[0].rate_limit.lease.ttl: must be a duration from 1ms to 1h like 250ms, 1s or 2m, not '2 seconds'",
+  ],
+  'lease-with-unlimited.yaml': [
+    "lease-with-unlimited.yaml:6:7: descriptors[0].rate_limit.lease: 'lease' has no meaning when unlimited",
+  ],
+  'lease-unknown-key.yaml': [
+    "lease-unknown-key.yaml:7:15: descriptors[0].rate_limit.lease.sise: unknown key 'sise' (did you mean 'size'?)",
+  ],
+  'lease-not-a-mapping.yaml': [
+    "lease-not-a-mapping.yaml:7:14: descriptors[0].rate_limit.lease: must be a mapping, not the string '5%'",
+  ],
 };
 
 describe('invalid rules fixtures', () => {
