@@ -20,6 +20,13 @@ export const TRANSPORT_TESTS = [
   'test/e2e/ext-authz-malformed.test.ts',
 ];
 
+/**
+ * Tests that assert answers within tight deadlines (tens of ms). They run after everything else (vitest
+ * `sequence.groupOrder`), so the rest of the suite's load (several service processes, Redis clusters, 500-client
+ * loops) does not starve them on a small shared machine; they still run on both transports.
+ */
+export const TIMING_TESTS = ['test/e2e/deadlines.test.ts', 'test/integration/storage/resilient.test.ts'];
+
 const common = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
@@ -31,8 +38,18 @@ export default defineConfig({
   test: {
     reporters: ['default'],
     projects: [
-      { test: { ...common, name: 'default', include: ['test/**/*.test.ts'] } },
-      { test: { ...common, name: 'grpc-js', include: TRANSPORT_TESTS, env: { GRPC_TRANSPORT: 'grpc-js' } } },
+      { test: { ...common, name: 'default', include: ['test/**/*.test.ts'], exclude: TIMING_TESTS } },
+      { test: { ...common, name: 'grpc-js', include: TRANSPORT_TESTS, exclude: TIMING_TESTS, env: { GRPC_TRANSPORT: 'grpc-js' } } },
+      { test: { ...common, name: 'timing', include: TIMING_TESTS, sequence: { groupOrder: 1 } } },
+      {
+        test: {
+          ...common,
+          name: 'timing-grpc-js',
+          include: TIMING_TESTS.filter((f) => TRANSPORT_TESTS.includes(f)),
+          env: { GRPC_TRANSPORT: 'grpc-js' },
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
   },
 });

@@ -2,7 +2,8 @@
  * The decision engine: one decision per RateLimitRequest (DESIGN.md §4).
  *
  * 1. Resolve every descriptor to a rule (or a per-request override), drop limits named in any
- *    matched rule's `replaces`, and turn the remaining limits into store checks.
+ *    matched rule's `replaces`, and turn the remaining limits into store checks (resolve.ts, with the seams of
+ *    throttling, on_limit and leases).
  * 2. Ask the store once, atomically: the request is admitted iff every enforced limit allows it, and a
  *    rejected request consumes no quota from any limit. (One exception, as in envoyproxy/ratelimit: a
  *    request is also rejected when every one of its quota_mode descriptors is over; ordinary limits that
@@ -11,29 +12,22 @@
  *
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
  */
-import type { CompiledConfig, CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
-import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
+import type { CompiledConfig } from '../config/types.js';
+import type { CounterStore, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from './clock.js';
 import { InvalidRequestError } from './errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
-import { counterKey, envoyCounterKey } from './keys.js';
-import { storeOnLimit, withBackoff } from './on-limit/checks.js';
+import { withBackoff } from './on-limit/checks.js';
 import { AtLimit, checkOwners } from './on-limit/respond.js';
 import { clockTimer, type Timer } from './timer.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js';
-import { hasThrottling, planCheck, reportedRemaining } from '../throttling/plan.js';
+import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
+import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
-import {
-  UNIT_SECONDS,
-  type DescriptorEntry,
-  type DescriptorStatus,
-  type RateLimitDecision,
-  type RateLimitRequest,
-  type RequestDescriptor,
-} from './types.js';
+import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from './types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
 
@@ -65,18 +59,6 @@ export interface DecideOptions {
   readonly checkOnly?: boolean;
 }
 
-/** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
-interface Resolved {
-  readonly rule: CompiledRule | undefined;
-  /** The rule's limits, less those another matched rule `replaces`. */
-  limits: readonly CompiledLimit[];
-  readonly counterEntries: readonly DescriptorEntry[];
-  readonly statsKey: string;
-  readonly hits: number;
-  /** Index of this descriptor's first check in the batch. */
-  firstCheck: number;
-}
-
 export class RateLimiter {
   private readonly observer: DecisionObserver;
   private readonly atLimit: AtLimit;
@@ -100,35 +82,17 @@ export class RateLimiter {
     applyReplaces(resolved);
 
     const nowMs = this.options.clock.nowMs();
-    const envoyKeys = this.options.keyFormat === 'envoy';
     const checkOnly = decideOptions.checkOnly === true;
-    const checks: LimitCheck[] = [];
-    let hasOnLimit = false; // some limit has an on_limit
-    const checkLimits: CompiledLimit[] = [];
-    for (const r of resolved) {
-      r.firstCheck = checks.length;
-      const enforce = enforced(r, this.options.shadowMode);
-      for (const limit of r.limits) {
-        const envoy = envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
-        const key = envoy
-          ? envoyCounterKey(this.options.keyPrefix, request.domain, r.counterEntries, nowMs - (nowMs % limit.windowMs))
-          : counterKey(this.options.keyPrefix, request.domain, r.counterEntries, limit.algorithm, limit.windowMs);
-        if (limit.onLimit !== undefined) hasOnLimit = true;
-        checkLimits.push(limit);
-        checks.push(planCheck({
-          key,
-          ...(envoy ? { keyFormat: 'envoy' as const } : {}),
-          algorithm: limit.algorithm,
-          limit: limit.requestsPerUnit,
-          windowMs: limit.windowMs,
-          burst: limit.burst,
-          hits: r.hits,
-          enforce,
-          onLimit: storeOnLimit(limit, key, enforce, nowMs, decideOptions.deadlineMs, checkOnly),
-          ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
-        }, limit, { keyPrefix: this.options.keyPrefix, domain: request.domain, ruleStatsKey: r.rule?.statsKey, criticality }));
-      }
-    }
+    const { checks, checkLimits, hasOnLimit } = planChecks(resolved, {
+      keyPrefix: this.options.keyPrefix,
+      domain: request.domain,
+      envoyKeys: this.options.keyFormat === 'envoy',
+      shadowMode: this.options.shadowMode === true,
+      criticality,
+      nowMs,
+      ...(decideOptions.deadlineMs !== undefined ? { deadlineMs: decideOptions.deadlineMs } : {}),
+      checkOnly,
+    });
 
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const stored = checkOnly ? previewOutcomes(checks, observed) : observed;
@@ -227,53 +191,9 @@ export class RateLimiter {
   }
 }
 
-/** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
-function isEnvoyCompatible(limit: CompiledLimit): boolean {
-  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
-}
-
-/** Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report). */
-function enforced(r: Resolved, shadowAll = false): boolean {
-  return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
-}
-
 function validate(request: RateLimitRequest): void {
   if (request.domain === '') throw new InvalidRequestError('rate limit domain must not be empty');
   if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
-}
-
-function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
-  const hits = d.hitsAddend ?? requestHits;
-  // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
-  // does); an override whose unit Envoy sent as UNKNOWN is ignored.
-  if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
-    const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
-    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit, softRequestsPerUnit: 0 };
-    return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
-  }
-  const match = domain?.lookup(d.entries);
-  if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
-  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
-}
-
-/** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */
-function applyReplaces(resolved: Resolved[]): void {
-  const replaced = new Set<string>();
-  for (const r of resolved) for (const name of r.rule?.replaces ?? []) replaced.add(name);
-  if (replaced.size === 0) return;
-  for (const r of resolved) {
-    r.limits = r.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
-  }
-}
-
-function overrideStatsKey(domain: string, entries: readonly DescriptorEntry[]): string {
-  return `${domain}.${entries.map((e) => (e.value === '' ? e.key : `${e.key}_${e.value}`)).join('.')}`;
-}
-
-function policyName(r: Resolved, limit: CompiledLimit): string {
-  if (limit.name !== undefined) return limit.name;
-  const base = r.statsKey;
-  return r.limits.length > 1 ? `${base}/${limit.algorithm}/${limit.windowMs / 1000}s` : base;
 }
 
 /** envoyproxy/ratelimit's quota_mode metadata: which descriptors went over a quota-mode limit. */

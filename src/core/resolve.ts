@@ -1,0 +1,123 @@
+/**
+ * From a request's descriptors to store checks, the first half of a decision (rate-limiter.ts composes it):
+ * each descriptor resolved to its rule or per-request override, `replaces` applied, and each remaining limit
+ * turned into a LimitCheck with its key and the seams of the rooms beside the engine: throttling's ceilings,
+ * bans and elastic fields (throttling/plan.ts), on_limit's store part (on-limit/checks.ts) and a lease.
+ */
+import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
+import type { LimitCheck } from '../storage/counter-store.js';
+import type { Criticality } from '../throttling/types.js';
+import { hasThrottling, planCheck } from '../throttling/plan.js';
+import { counterKey, envoyCounterKey } from './keys.js';
+import { storeOnLimit } from './on-limit/checks.js';
+import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from './types.js';
+
+export interface PlanContext {
+  readonly keyPrefix: string;
+  readonly domain: string;
+  /** REDIS_KEY_FORMAT=envoy: plain one-unit fixed windows use envoyproxy/ratelimit's keys. */
+  readonly envoyKeys: boolean;
+  /** SHADOW_MODE. */
+  readonly shadowMode: boolean;
+  readonly criticality: Criticality;
+  readonly nowMs: number;
+  readonly deadlineMs?: number;
+  readonly checkOnly: boolean;
+}
+
+export interface PlannedChecks {
+  readonly checks: LimitCheck[];
+  /** checkLimits[i]: the configured limit behind checks[i] (whose `limit` a soft or share ceiling may change). */
+  readonly checkLimits: CompiledLimit[];
+  /** Some limit has an `on_limit`. */
+  readonly hasOnLimit: boolean;
+}
+
+/** The checks of the resolved descriptors, in order; sets each descriptor's `firstCheck`. */
+export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): PlannedChecks {
+  const checks: LimitCheck[] = [];
+  const checkLimits: CompiledLimit[] = [];
+  let hasOnLimit = false;
+  for (const r of resolved) {
+    r.firstCheck = checks.length;
+    const enforce = enforced(r, ctx.shadowMode);
+    for (const limit of r.limits) {
+      const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
+      const key = envoy
+        ? envoyCounterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, ctx.nowMs - (ctx.nowMs % limit.windowMs))
+        : counterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, limit.algorithm, limit.windowMs);
+      if (limit.onLimit !== undefined) hasOnLimit = true;
+      checkLimits.push(limit);
+      checks.push(planCheck({
+        key,
+        ...(envoy ? { keyFormat: 'envoy' as const } : {}),
+        algorithm: limit.algorithm,
+        limit: limit.requestsPerUnit,
+        windowMs: limit.windowMs,
+        burst: limit.burst,
+        hits: r.hits,
+        enforce,
+        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
+        ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
+      }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
+    }
+  }
+  return { checks, checkLimits, hasOnLimit };
+}
+
+/** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
+export interface Resolved {
+  readonly rule: CompiledRule | undefined;
+  /** The rule's limits, less those another matched rule `replaces`. */
+  limits: readonly CompiledLimit[];
+  readonly counterEntries: readonly DescriptorEntry[];
+  readonly statsKey: string;
+  readonly hits: number;
+  /** Index of this descriptor's first check in the batch. */
+  firstCheck: number;
+}
+
+/** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
+function isEnvoyCompatible(limit: CompiledLimit): boolean {
+  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
+}
+
+/** Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report). */
+export function enforced(r: Resolved, shadowAll = false): boolean {
+  return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
+}
+
+export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
+  const hits = d.hitsAddend ?? requestHits;
+  // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
+  // does); an override whose unit Envoy sent as UNKNOWN is ignored.
+  if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
+    const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
+    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit, softRequestsPerUnit: 0 };
+    return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
+  }
+  const match = domain?.lookup(d.entries);
+  if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
+  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
+}
+
+/** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */
+export function applyReplaces(resolved: Resolved[]): void {
+  const replaced = new Set<string>();
+  for (const r of resolved) for (const name of r.rule?.replaces ?? []) replaced.add(name);
+  if (replaced.size === 0) return;
+  for (const r of resolved) {
+    r.limits = r.limits.filter((l) => l.name === undefined || !replaced.has(l.name));
+  }
+}
+
+function overrideStatsKey(domain: string, entries: readonly DescriptorEntry[]): string {
+  return `${domain}.${entries.map((e) => (e.value === '' ? e.key : `${e.key}_${e.value}`)).join('.')}`;
+}
+
+export function policyName(r: Resolved, limit: CompiledLimit): string {
+  if (limit.name !== undefined) return limit.name;
+  const base = r.statsKey;
+  return r.limits.length > 1 ? `${base}/${limit.algorithm}/${limit.windowMs / 1000}s` : base;
+}
+
