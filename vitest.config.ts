@@ -21,11 +21,19 @@ export const TRANSPORT_TESTS = [
 ];
 
 /**
- * Tests that assert answers within tight deadlines (tens of ms). They run after everything else (vitest
- * `sequence.groupOrder`), so the rest of the suite's load (several service processes, Redis clusters, 500-client
- * loops) does not starve them on a small shared machine; they still run on both transports.
+ * Tests that assert answers within tight deadlines (tens of ms) or drive several service processes with hundreds
+ * of concurrent clients. They run after everything else (vitest `sequence.groupOrder`), one file at a time, so
+ * they neither starve each other nor the rest of the suite on a small shared machine; the rest runs two files at
+ * once (most of its time is spent waiting on sockets, Redis and child processes).
  */
-export const TIMING_TESTS = ['test/e2e/deadlines.test.ts', 'test/integration/storage/resilient.test.ts'];
+export const TIMING_TESTS = [
+  'test/e2e/deadlines.test.ts',
+  'test/integration/storage/resilient.test.ts',
+  'test/e2e/traffic.test.ts',
+  'test/e2e/lease-replicas.test.ts',
+  'test/e2e/redis-replicas.test.ts',
+  'test/e2e/throttling-replicas.test.ts',
+];
 
 const common = {
   testTimeout: 30_000,
@@ -37,16 +45,19 @@ const common = {
 export default defineConfig({
   test: {
     reporters: ['default'],
+    maxWorkers: 2,
     projects: [
       { test: { ...common, name: 'default', include: ['test/**/*.test.ts'], exclude: TIMING_TESTS } },
-      { test: { ...common, name: 'grpc-js', include: TRANSPORT_TESTS, exclude: TIMING_TESTS, env: { GRPC_TRANSPORT: 'grpc-js' } } },
-      { test: { ...common, name: 'timing', include: TIMING_TESTS, sequence: { groupOrder: 1 } } },
+      // The fuzz sends its full 100,000 requests on the default transport; a quarter checks grpc-js.
+      { test: { ...common, name: 'grpc-js', include: TRANSPORT_TESTS, exclude: TIMING_TESTS, env: { GRPC_TRANSPORT: 'grpc-js', FUZZ_REQUESTS: '25000' } } },
+      { test: { ...common, name: 'timing', include: TIMING_TESTS, fileParallelism: false, sequence: { groupOrder: 1 } } },
       {
         test: {
           ...common,
           name: 'timing-grpc-js',
           include: TIMING_TESTS.filter((f) => TRANSPORT_TESTS.includes(f)),
           env: { GRPC_TRANSPORT: 'grpc-js' },
+          fileParallelism: false,
           sequence: { groupOrder: 2 },
         },
       },
