@@ -146,8 +146,8 @@ export class MemoryStore implements CounterStore {
         const codec = CODECS[check.algorithm];
         const bytes = entryBytes(key, check.algorithm, state);
         const list: ListId = exhausted ? PROTECTED : ORDINARY;
-        let slot = t.index.get(key);
-        if (slot !== undefined) {
+        let slot = t.find(key);
+        if (slot >= 0) {
           // An update is always kept (dropping it would hand the key fresh quota); room is made if it grew.
           this.bytes -= t.bytes[slot]!;
           this.makeRoom(nowMs, 0, bytes, slot);
@@ -159,8 +159,8 @@ export class MemoryStore implements CounterStore {
           }
           slot = t.add(key, list);
         }
+        if (t.algorithm[slot] === CODECS.sliding_window_log.code) t.objects.delete(slot);
         t.algorithm[slot] = codec.code;
-        t.objects[slot] = undefined;
         codec.write(t, slot, state);
         t.expiresAt[slot] = nowMs + ttlMs;
         t.bytes[slot] = bytes;
@@ -175,8 +175,8 @@ export class MemoryStore implements CounterStore {
 
   /** The slot of `key` if it holds an unexpired entry; an expired one is freed. */
   private live(key: string, nowMs: number): number | undefined {
-    const slot = this.table.index.get(key);
-    if (slot === undefined) return undefined;
+    const slot = this.table.find(key);
+    if (slot < 0) return undefined;
     if (this.table.expiresAt[slot]! > nowMs) return slot;
     this.expire(slot);
     return undefined;
