@@ -1,6 +1,6 @@
 /**
- * The memory store's entries as columns of typed arrays indexed by a slot number, with a Map from key to
- * slot. Compared with one object per entry this keeps no per-entry object, no boxed numbers and no
+ * The memory store's entries as columns of typed arrays indexed by a slot number, with a key index (key-index.ts)
+ * from key to slot. Compared with one object per entry this keeps no per-entry object, no boxed numbers and no
  * Map re-insertion per access (measured in bench/memory-per-key.ts; see docs/memory.md).
  *
  * Every used slot is on exactly one of two doubly linked recency lists (least recently used at the head):
