@@ -52,10 +52,13 @@ export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * Bytes of one entry besides its key's characters and its state's extra bytes: the key string's header,
- * the Map entry with its share of the hash table, and the slot columns with their growth slack. Measured
- * with bench/memory-per-key.ts (heapUsed after GC / keys, minus the key length); see docs/memory.md.
+ * its slot in the key index (hash, buckets, key array) and the slot columns, with their growth slack.
+ * Measured with bench/memory-per-key.ts: about 90 bytes at 1M keys (heap + buffers after GC / keys, minus
+ * the key length), about 100 in the worst layout (columns sized for the byte bound, short keys); 144 keeps
+ * the accounting above the heap (64 MiB accounted = 53 MiB of heap + buffers with the defaults), see
+ * docs/memory.md.
  */
-export const ENTRY_BYTES = 208;
+export const ENTRY_BYTES = 144;
 
 /** Slots the sweep examines per apply() call. */
 const SWEEP_STEP = 16;
@@ -146,8 +149,8 @@ export class MemoryStore implements CounterStore {
         const codec = CODECS[check.algorithm];
         const bytes = entryBytes(key, check.algorithm, state);
         const list: ListId = exhausted ? PROTECTED : ORDINARY;
-        let slot = t.index.get(key);
-        if (slot !== undefined) {
+        let slot = t.find(key);
+        if (slot >= 0) {
           // An update is always kept (dropping it would hand the key fresh quota); room is made if it grew.
           this.bytes -= t.bytes[slot]!;
           this.makeRoom(nowMs, 0, bytes, slot);
@@ -159,8 +162,8 @@ export class MemoryStore implements CounterStore {
           }
           slot = t.add(key, list);
         }
+        if (t.algorithm[slot] === CODECS.sliding_window_log.code) t.objects.delete(slot);
         t.algorithm[slot] = codec.code;
-        t.objects[slot] = undefined;
         codec.write(t, slot, state);
         t.expiresAt[slot] = nowMs + ttlMs;
         t.bytes[slot] = bytes;
@@ -175,8 +178,8 @@ export class MemoryStore implements CounterStore {
 
   /** The slot of `key` if it holds an unexpired entry; an expired one is freed. */
   private live(key: string, nowMs: number): number | undefined {
-    const slot = this.table.index.get(key);
-    if (slot === undefined) return undefined;
+    const slot = this.table.find(key);
+    if (slot < 0) return undefined;
     if (this.table.expiresAt[slot]! > nowMs) return slot;
     this.expire(slot);
     return undefined;

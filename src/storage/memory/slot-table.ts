@@ -1,6 +1,6 @@
 /**
- * The memory store's entries as columns of typed arrays indexed by a slot number, with a Map from key to
- * slot. Compared with one object per entry this keeps no per-entry object, no boxed numbers and no
+ * The memory store's entries as columns of typed arrays indexed by a slot number, with a key index (key-index.ts)
+ * from key to slot. Compared with one object per entry this keeps no per-entry object, no boxed numbers and no
  * Map re-insertion per access (measured in bench/memory-per-key.ts; see docs/memory.md).
  *
  * Every used slot is on exactly one of two doubly linked recency lists (least recently used at the head):
@@ -10,8 +10,12 @@
  * Moving a slot to the tail or between lists is O(1).
  *
  * A state is kept packed in up to three float64 columns when its algorithm has a fixed-size state
- * (state-codec.ts); other states (sliding_window_log's log) stay objects in `objects`.
+ * (state-codec.ts); other states (sliding_window_log's log) stay objects in `objects`, a Map holding only
+ * those slots (a dense array of them cost 8-12 bytes per key for nothing when no key has a log).
+ * Keys are found through a KeyIndex (key-index.ts) rather than a Map: about 25 bytes less per key.
  */
+import { KeyIndex } from './key-index.js';
+
 export const FREE = 0;
 export const ORDINARY = 1;
 export const PROTECTED = 2;
@@ -21,9 +25,9 @@ const NONE = -1;
 const INITIAL_CAPACITY = 1024;
 
 export class SlotTable {
-  readonly index = new Map<string, number>();
-  keys: (string | undefined)[] = [];
-  objects: unknown[] = [];
+  private readonly index = new KeyIndex();
+  /** States that are not packed into the columns (sliding_window_log), by slot. */
+  readonly objects = new Map<number, unknown>();
   /** Epoch ms from which the entry is dead. */
   expiresAt = new Float64Array(0);
   s0 = new Float64Array(0);
@@ -48,6 +52,11 @@ export class SlotTable {
 
   get size(): number {
     return this.index.size;
+  }
+
+  /** The slot holding `key`, or -1. */
+  find(key: string): number {
+    return this.index.find(key);
   }
 
   /** Slots the columns hold (used or not). */
@@ -75,8 +84,7 @@ export class SlotTable {
     if (this.freeHead === NONE) this.grow();
     const slot = this.freeHead;
     this.freeHead = this.next[slot]!;
-    this.keys[slot] = key;
-    this.index.set(key, slot);
+    this.index.insert(key, slot);
     this.append(slot, list);
     return slot;
   }
@@ -89,9 +97,8 @@ export class SlotTable {
 
   remove(slot: number): void {
     this.unlink(slot);
-    this.index.delete(this.keys[slot]!);
-    this.keys[slot] = undefined;
-    this.objects[slot] = undefined;
+    this.index.delete(slot);
+    this.objects.delete(slot);
     this.algorithm[slot] = 0;
     this.bytes[slot] = 0;
     this.list[slot] = FREE;
@@ -101,8 +108,7 @@ export class SlotTable {
 
   clear(): void {
     this.index.clear();
-    this.keys = [];
-    this.objects = [];
+    this.objects.clear();
     for (const list of [ORDINARY, PROTECTED]) {
       this.head[list] = NONE;
       this.tail[list] = NONE;
@@ -158,6 +164,7 @@ export class SlotTable {
     this.bytes = grown(Uint32Array, this.bytes, capacity);
     this.prev = grown(Int32Array, this.prev, capacity);
     this.next = grown(Int32Array, this.next, capacity);
+    this.index.resize(capacity);
   }
 }
 

@@ -65,9 +65,9 @@ const LOG_OBJECT_BYTES = 160;
 const slidingWindowLog: Codec = {
   code: 2,
   write(t, slot, state) {
-    t.objects[slot] = state;
+    t.objects.set(slot, state);
   },
-  read: (t, slot) => t.objects[slot],
+  read: (t, slot) => t.objects.get(slot),
   extraBytes(state) {
     const s = state as SlidingWindowLogState;
     // The arrays may hold a dead prefix and spare capacity beyond `end`: count what they hold, not the view.
