@@ -7,7 +7,7 @@
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS } from '../ext-authz-decode.js';
 import { encodeCheckResponse } from '../ext-authz-encode.js';
 import type { ExtAuthzServiceOptions } from '../ext-authz-service.js';
-import { MAX_BUDGET_MS } from '../rls-service.js';
+import { decisionDeadline } from './rls-route.js';
 import type { UnaryRoute } from './routes.js';
 
 export function leanCheckRoute(options: ExtAuthzServiceOptions): UnaryRoute {
@@ -16,7 +16,6 @@ export function leanCheckRoute(options: ExtAuthzServiceOptions): UnaryRoute {
   const { authorizer, clock, defaultTimeoutMs } = options;
   return (bytes, deadlineMs) => {
     const attrs = decodeCheckRequest(bytes, limits); // throws synchronously: answered as a status
-    const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
-    return authorizer.check(attrs, clock.nowMs() + Math.min(budget, MAX_BUDGET_MS)).then(encodeCheckResponse);
+    return authorizer.check(attrs, decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock)).then(encodeCheckResponse);
   };
 }

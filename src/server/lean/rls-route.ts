@@ -27,7 +27,15 @@ export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
   const { limiter, clock, defaultTimeoutMs } = options;
   return (bytes, deadlineMs) => {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
-    const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
-    return limiter.decide(request, { deadlineMs: clock.nowMs() + Math.min(budget, MAX_BUDGET_MS) }).then(encodeRateLimitResponse);
+    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock) }).then(encodeRateLimitResponse);
   };
+}
+
+/**
+ * The deadline a lean route gives the engine, on the engine's clock: the caller's `grpc-timeout` less the
+ * margin for sending the answer, or the default when the caller set none; never more than MAX_BUDGET_MS.
+ */
+export function decisionDeadline(deadlineMs: number | undefined, margin: number | (() => number), defaultTimeoutMs: number, clock: Clock): number {
+  const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
+  return clock.nowMs() + Math.min(budget, MAX_BUDGET_MS);
 }
