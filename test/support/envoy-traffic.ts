@@ -139,18 +139,21 @@ export interface TrafficStats {
    * deadline timer may have run before an answer already waiting in the socket (timers run before I/O).
    */
   deadlineExceededClientLagging: number;
+  /** Rejection bodies sent with a JSON content type (each must parse). */
+  jsonBodies: number;
 }
 
 export function emptyStats(): TrafficStats {
-  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0, skipped: 0, deadlineExceededClientLagging: 0 };
+  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0, skipped: 0, deadlineExceededClientLagging: 0, jsonBodies: 0 };
 }
 
 const OVERALL = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
 const BAD_STATUS = new Set(['INTERNAL', 'UNKNOWN', 'UNDECODABLE_ANSWER', 'UNEXPECTED_ANSWER', 'UNIMPLEMENTED', 'DATA_LOSS']);
 
 /** A rejection body sent as JSON must parse (on_limit bodies substitute client-controlled descriptor values). */
-function badBody(o: CallOutcome): string | undefined {
+function badBody(stats: TrafficStats, o: CallOutcome): string | undefined {
   if (o.body === undefined || !(o.contentType ?? '').includes('json')) return undefined;
+  stats.jsonBodies++;
   try {
     JSON.parse(o.body);
     return undefined;
@@ -167,7 +170,7 @@ export function record(stats: TrafficStats, o: CallOutcome): void {
   stats.maxMs = Math.max(stats.maxMs, o.ms);
   if (o.status === 'DEADLINE_EXCEEDED' && o.ms > o.deadlineMs + 10) stats.deadlineExceededClientLagging++;
   const bad = BAD_STATUS.has(o.status) || (o.status === 'OK' && o.verdict === undefined && o.overallCode !== 1 && o.overallCode !== 2);
-  const why = bad ? `${o.status}${verdict !== undefined ? ` ${verdict}` : ''}: ${o.message ?? ''}` : badBody(o);
+  const why = bad ? `${o.status}${verdict !== undefined ? ` ${verdict}` : ''}: ${o.message ?? ''}` : badBody(stats, o);
   if (why !== undefined && stats.bad.length < 20) stats.bad.push(why.slice(0, 300));
 }
 

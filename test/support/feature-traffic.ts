@@ -89,7 +89,7 @@ export function checkOutcome(o: RawOutcome, storeFailureAllowed: boolean): CallO
   if (o.body === undefined) return { ...base, status: o.status, ...(o.message === undefined ? {} : { message: o.message }) };
   let d: DecodedCheck;
   try {
-    d = authzType('CheckResponse').toObject(authzType('CheckResponse').decode(o.body), { defaults: false }) as DecodedCheck;
+    d = authzType('CheckResponse').toObject(authzType('CheckResponse').decode(o.body), { defaults: false });
   } catch (error) {
     return { ...base, status: 'UNDECODABLE_ANSWER', message: String(error) };
   }
