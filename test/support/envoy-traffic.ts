@@ -49,13 +49,29 @@ export interface CallOutcome {
   readonly status: string;
   /** overall_code of an OK answer (1 OK, 2 OVER_LIMIT, 0 UNKNOWN); undefined otherwise. */
   readonly overallCode?: number;
+  /** What an OK Check answer said (allowed, denied 429, ...); undefined for ShouldRateLimit. */
+  readonly verdict?: string;
   /** Field 2 of the answer (statuses), each decoded to [code, limit_remaining]; OK answers only. */
   readonly statuses?: [number, number][];
   readonly ms: number;
   /** The call's deadline, ms after it was sent. */
   readonly deadlineMs: number;
   readonly message?: string;
+  /** The rejection body (RLS raw_body, Check denied body) and the content-type header sent with it, if any. */
+  readonly body?: string;
+  readonly contentType?: string;
 }
+
+/** A call's outcome before decoding: the reply's bytes when the status is OK. */
+export interface RawOutcome {
+  readonly status: string;
+  readonly body?: Buffer;
+  readonly ms: number;
+  readonly deadlineMs: number;
+  readonly message?: string;
+}
+
+const text = (b: unknown) => (b instanceof Uint8Array ? Buffer.from(b).toString('utf8') : '');
 
 /** A pool of raw clients, each on its own HTTP/2 connection. */
 export class RawClientPool {
@@ -65,26 +81,43 @@ export class RawClientPool {
     this.clients = Array.from({ length: connections }, () => new grpc.Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
   }
 
-  /** Sends encoded bytes; never rejects: every outcome, errors included, is returned. */
-  send(bytes: Uint8Array, deadlineMs: number): Promise<CallOutcome> {
+  /** Sends encoded bytes to `path`; never rejects: every outcome, errors included, is returned with the reply's bytes. */
+  call(path: string, bytes: Uint8Array, deadlineMs: number): Promise<RawOutcome> {
     const client = this.clients[this.next++ % this.clients.length]!;
     const t0 = performance.now();
     return new Promise((resolve) => {
-      client.makeUnaryRequest<Uint8Array, Buffer>(RLS_PATH, (b) => Buffer.from(b), (b) => b, bytes, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (e, body) => {
+      client.makeUnaryRequest<Uint8Array, Buffer>(path, (b) => Buffer.from(b), (b) => b, bytes, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (e, body) => {
         const ms = performance.now() - t0;
-        if (e) return resolve({ status: grpc.status[e.code] ?? String(e.code), ms, deadlineMs, message: e.details });
-        try {
-          const f = fields(body!);
-          const statuses = (f.get(2) ?? []).map((s) => {
-            const d = fields(s as Uint8Array);
-            return [(d.get(1)?.[0] as number | undefined) ?? 0, (d.get(3)?.[0] as number | undefined) ?? 0] as [number, number];
-          });
-          resolve({ status: 'OK', overallCode: (f.get(1)?.[0] as number | undefined) ?? 0, statuses, ms, deadlineMs });
-        } catch (error) {
-          resolve({ status: 'UNDECODABLE_ANSWER', ms, deadlineMs, message: String(error) });
-        }
+        if (e) resolve({ status: grpc.status[e.code] ?? String(e.code), ms, deadlineMs, message: e.details });
+        else resolve({ status: 'OK', body: body!, ms, deadlineMs });
       });
     });
+  }
+
+  /** A ShouldRateLimit call with encoded bytes; never rejects: every outcome, errors included, is returned. */
+  async send(bytes: Uint8Array, deadlineMs: number): Promise<CallOutcome> {
+    const o = await this.call(RLS_PATH, bytes, deadlineMs);
+    if (o.body === undefined) return { status: o.status, ms: o.ms, deadlineMs, ...(o.message === undefined ? {} : { message: o.message }) };
+    try {
+      const f = fields(o.body);
+      const statuses = (f.get(2) ?? []).map((s) => {
+        const d = fields(s as Uint8Array);
+        return [(d.get(1)?.[0] as number | undefined) ?? 0, (d.get(3)?.[0] as number | undefined) ?? 0] as [number, number];
+      });
+      const contentType = (f.get(3) ?? []).map((h) => fields(h as Uint8Array)).find((h) => text(h.get(1)?.[0]) === 'content-type');
+      const rawBody = f.get(5)?.[0] as Uint8Array | undefined;
+      return {
+        status: 'OK',
+        overallCode: (f.get(1)?.[0] as number | undefined) ?? 0,
+        statuses,
+        ms: o.ms,
+        deadlineMs,
+        ...(rawBody ? { body: Buffer.from(rawBody).toString('utf8') } : {}),
+        ...(contentType ? { contentType: text(contentType.get(2)?.[0]) } : {}),
+      };
+    } catch (error) {
+      return { status: 'UNDECODABLE_ANSWER', ms: o.ms, deadlineMs, message: String(error) };
+    }
   }
 
   close(): void {
@@ -106,26 +139,39 @@ export interface TrafficStats {
    * deadline timer may have run before an answer already waiting in the socket (timers run before I/O).
    */
   deadlineExceededClientLagging: number;
+  /** Rejection bodies sent with a JSON content type (each must parse). */
+  jsonBodies: number;
 }
 
 export function emptyStats(): TrafficStats {
-  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0, skipped: 0, deadlineExceededClientLagging: 0 };
+  return { calls: 0, byStatus: {}, byOverall: {}, bad: [], maxMs: 0, skipped: 0, deadlineExceededClientLagging: 0, jsonBodies: 0 };
 }
 
 const OVERALL = ['UNKNOWN', 'OK', 'OVER_LIMIT'];
-const BAD_STATUS = new Set(['INTERNAL', 'UNKNOWN', 'UNDECODABLE_ANSWER', 'UNIMPLEMENTED', 'DATA_LOSS']);
+const BAD_STATUS = new Set(['INTERNAL', 'UNKNOWN', 'UNDECODABLE_ANSWER', 'UNEXPECTED_ANSWER', 'UNIMPLEMENTED', 'DATA_LOSS']);
+
+/** A rejection body sent as JSON must parse (on_limit bodies substitute client-controlled descriptor values). */
+function badBody(stats: TrafficStats, o: CallOutcome): string | undefined {
+  if (o.body === undefined || !(o.contentType ?? '').includes('json')) return undefined;
+  stats.jsonBodies++;
+  try {
+    JSON.parse(o.body);
+    return undefined;
+  } catch (error) {
+    return `JSON body does not parse (${String(error)}): ${o.body}`;
+  }
+}
 
 export function record(stats: TrafficStats, o: CallOutcome): void {
   stats.calls++;
   stats.byStatus[o.status] = (stats.byStatus[o.status] ?? 0) + 1;
-  if (o.overallCode !== undefined) {
-    const name = OVERALL[o.overallCode] ?? `code ${o.overallCode}`;
-    stats.byOverall[name] = (stats.byOverall[name] ?? 0) + 1;
-  }
+  const verdict = o.verdict ?? (o.overallCode === undefined ? undefined : (OVERALL[o.overallCode] ?? `code ${o.overallCode}`));
+  if (verdict !== undefined) stats.byOverall[verdict] = (stats.byOverall[verdict] ?? 0) + 1;
   stats.maxMs = Math.max(stats.maxMs, o.ms);
   if (o.status === 'DEADLINE_EXCEEDED' && o.ms > o.deadlineMs + 10) stats.deadlineExceededClientLagging++;
-  const bad = BAD_STATUS.has(o.status) || (o.status === 'OK' && o.overallCode !== 1 && o.overallCode !== 2);
-  if (bad && stats.bad.length < 20) stats.bad.push(`${o.status}${o.overallCode !== undefined ? ` overall=${o.overallCode}` : ''}: ${o.message ?? ''}`.slice(0, 300));
+  const bad = BAD_STATUS.has(o.status) || (o.status === 'OK' && o.verdict === undefined && o.overallCode !== 1 && o.overallCode !== 2);
+  const why = bad ? `${o.status}${verdict !== undefined ? ` ${verdict}` : ''}: ${o.message ?? ''}` : badBody(stats, o);
+  if (why !== undefined && stats.bad.length < 20) stats.bad.push(why.slice(0, 300));
 }
 
 export interface TrafficOptions {
@@ -140,6 +186,25 @@ export interface TrafficOptions {
   readonly stats: TrafficStats;
   /** Deadline range in ms (default 20–50, as an Envoy rate limit filter's timeout). */
   readonly deadlineMs?: readonly [number, number];
+  /** Other kinds of calls, each sent instead of an envoyRequest() for its share of the calls, counted in its own stats. */
+  readonly mix?: readonly TrafficShare[];
+}
+
+export interface TrafficShare {
+  /** Fraction of all calls (the shares of a mix add up to at most 1). */
+  readonly share: number;
+  readonly stats: TrafficStats;
+  send(pool: RawClientPool, r: Prng, deadlineMs: number): Promise<CallOutcome>;
+}
+
+function sendOne(o: TrafficOptions, deadlineMs: number): [TrafficStats, Promise<CallOutcome>] {
+  let roll = o.mix === undefined || o.mix.length === 0 ? 1 : o.random.next();
+  for (const m of o.mix ?? []) {
+    if (roll < m.share) return [m.stats, m.send(o.pool, o.random, deadlineMs)];
+    roll -= m.share;
+  }
+  const req = envoyRequest(o.random);
+  return [o.stats, o.pool.send(encodeRequest(req.domain, req.descriptors, req.hitsAddend), deadlineMs)];
 }
 
 /** Sends at `ratePerSecond` until `stop()`, in 5 ms ticks; resolves when every call has ended. */
@@ -156,9 +221,9 @@ export async function runTraffic(o: TrafficOptions): Promise<void> {
         o.stats.skipped++;
         continue;
       }
-      const req = envoyRequest(o.random);
-      const p: Promise<void> = o.pool.send(encodeRequest(req.domain, req.descriptors, req.hitsAddend), o.random.int(lo, hi)).then((outcome) => {
-        record(o.stats, outcome);
+      const [stats, sent] = sendOne(o, o.random.int(lo, hi));
+      const p: Promise<void> = sent.then((outcome) => {
+        record(stats, outcome);
         pending.delete(p);
       });
       pending.add(p);
