@@ -175,11 +175,35 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Runs a start-up that binds ports from freePort() again, on fresh ports, when a server exits while starting
+ * (at most 3 tries): between asking the OS for a free port and redis-server binding it, another test file
+ * running at the same time may have taken it (redis-server then exits 1, logging "Address already in use").
+ */
+async function onFreshPorts<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt >= 3 || !/redis-server :\d+ exited \(1\)/.test(String(error))) throw error;
+    }
+  }
+}
+
 /** A standalone server; `extraArgs` are further redis-server options (e.g. `--repl-diskless-sync-delay 0`). */
-export async function startRedis(extraArgs: readonly string[] = []): Promise<RedisServer> {
+export function startRedis(extraArgs: readonly string[] = []): Promise<RedisServer> {
+  return onFreshPorts(() => startRedisOnce(extraArgs));
+}
+
+async function startRedisOnce(extraArgs: readonly string[]): Promise<RedisServer> {
   const port = await freePort();
   const proc = new RedisProcess(port, extraArgs);
-  await proc.start();
+  try {
+    await proc.start();
+  } catch (error) {
+    await proc.destroy();
+    throw error;
+  }
   return {
     url: `redis://${HOST}:${port}`,
     port,
@@ -232,7 +256,11 @@ export interface ClusterSetup {
 }
 
 /** Three masters (no replicas) sharing the 16384 slots, ready when every node says cluster_state:ok. */
-export async function startCluster(): Promise<ClusterSetup> {
+export function startCluster(): Promise<ClusterSetup> {
+  return onFreshPorts(startClusterOnce);
+}
+
+async function startClusterOnce(): Promise<ClusterSetup> {
   const procs: RedisProcess[] = [];
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
