@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { encodeRequest, RawRlsClient } from '../test/support/raw-rls.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { spawnService, type ServiceProcess } from '../test/support/service-process.js';
+import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
 
 const run = promisify(execFile);
 const args = process.argv.slice(2);
@@ -44,15 +45,7 @@ descriptors:
     rate_limits:
       - {unit: second, requests_per_unit: 1000000000, algorithm: token_bucket}
       - {unit: day, requests_per_unit: 4000000000, algorithm: sliding_window_counter}
-  - key: hard
-    rate_limit: {unit: second, requests_per_unit: 1000000000}
-  - key: soft
-    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {soft: 10%}}
-  - key: elastic
-    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {elastic: {capacity: 4000000000, max: 2000000000}}}
-  - key: borrowing
-    rate_limit: {unit: day, requests_per_unit: 1, throttling: {elastic: {capacity: 4000000000, max: 4000000000}}}
-`;
+${THROTTLING_DESCRIPTORS}`;
 
 function grpcFrame(message: Uint8Array): Buffer {
   const head = Buffer.alloc(5);

@@ -13,6 +13,7 @@ import type { CounterStore } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
 import { createRedisStore } from '../src/storage/redis/redis-store.js';
 import { startCluster, startRedis } from '../test/support/redis.js';
+import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, def: string) => {
@@ -25,15 +26,7 @@ const ROUNDS = Number(opt('rounds', '3'));
 
 const RULES = `domain: bench
 descriptors:
-  - key: hard
-    rate_limit: {unit: second, requests_per_unit: 1000000000}
-  - key: soft
-    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {soft: 10%}}
-  - key: elastic
-    rate_limit: {unit: second, requests_per_unit: 1000000000, throttling: {elastic: {capacity: 4000000000, max: 2000000000}}}
-  - key: borrowing
-    rate_limit: {unit: day, requests_per_unit: 1, throttling: {elastic: {capacity: 4000000000, max: 4000000000}}}
-`;
+${THROTTLING_DESCRIPTORS}`;
 const SCENARIOS = [
   ['hard', 'hard (fixed_window)'],
   ['soft', 'soft 10%'],

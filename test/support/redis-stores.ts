@@ -51,3 +51,10 @@ export async function startRedisStore(shape: RedisShape, extra: Partial<RedisSto
   }
   return { store, options, port, stop };
 }
+
+/** Closes each store, then stops its servers (handles that never started are skipped). */
+export async function closeRedisStores(...handles: (RedisStoreHandle | undefined)[]): Promise<void> {
+  const started = handles.filter((h): h is RedisStoreHandle => h !== undefined);
+  await Promise.all(started.map((h) => h.store.close()));
+  await Promise.all(started.map((h) => h.stop()));
+}

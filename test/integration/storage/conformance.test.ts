@@ -16,7 +16,7 @@ import { getAlgorithm, paramsError } from '../../../src/algorithms/registry.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
-import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
+import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng, type Prng } from '../../support/prng.js';
 
 /** The batch contract, straight from counter-store.ts, over the pure algorithms (repeated keys in order). */
@@ -82,10 +82,7 @@ describe('conformance of the pure algorithms, MemoryStore and Redis on random tr
   beforeAll(async () => {
     [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
   });
-  afterAll(async () => {
-    await Promise.all([single?.store.close(), cluster?.store.close()]);
-    await Promise.all([single?.stop(), cluster?.stop()]);
-  });
+  afterAll(() => closeRedisStores(single, cluster));
 
   it.each(Array.from({ length: TRACES }, (_, i) => i))('trace %i', async (trace) => {
     const random = prng(`conformance-${trace}`);

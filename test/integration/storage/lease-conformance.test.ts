@@ -15,7 +15,7 @@ import { getAlgorithm } from '../../../src/algorithms/registry.js';
 import { LEASE_ALGORITHMS, type LeaseAlgorithm } from '../../../src/algorithms/lease-support.js';
 import { claimUnits, giveBackUnits } from '../../../src/lease/arithmetic.js';
 import { LeaseScripts } from '../../../src/storage/redis/lease-scripts.js';
-import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
+import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng, type Prng } from '../../support/prng.js';
 
 const STEPS = 500;
@@ -43,10 +43,7 @@ describe('lease claim/give-back: TypeScript and Lua agree on random traces', () 
   beforeAll(async () => {
     [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
   }, 60_000);
-  afterAll(async () => {
-    await Promise.all([single?.store.close(), cluster?.store.close()]);
-    await Promise.all([single?.stop(), cluster?.stop()]);
-  });
+  afterAll(() => closeRedisStores(single, cluster));
 
   it.each(Array.from({ length: TRACES }, (_, i) => i))('trace %i', async (trace) => {
     const random = prng(`lease-conformance-${trace}`);

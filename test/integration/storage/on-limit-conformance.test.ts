@@ -10,7 +10,7 @@ import { counterKey, onLimitKey } from '../../../src/core/keys.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
 import type { CounterStore, LimitCheck, StoreOnLimit } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
-import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
+import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng, type Prng } from '../../support/prng.js';
 
 interface Spec {
@@ -70,10 +70,7 @@ describe('on_limit store logic: MemoryStore (TypeScript) and Redis (Lua) agree o
   beforeAll(async () => {
     [single, sentinel, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('sentinel'), startRedisStore('cluster')]);
   });
-  afterAll(async () => {
-    await Promise.all([single?.store.close(), sentinel?.store.close(), cluster?.store.close()]);
-    await Promise.all([single?.stop(), sentinel?.stop(), cluster?.stop()]);
-  });
+  afterAll(() => closeRedisStores(single, sentinel, cluster));
 
   it.each([0, 1, 2])('trace %i', async (trace) => {
     const random = prng(`on-limit-conformance-${trace}`);

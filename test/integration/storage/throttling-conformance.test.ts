@@ -12,7 +12,7 @@ import { getAlgorithm } from '../../../src/algorithms/registry.js';
 import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/algorithms/types.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
-import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
+import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 import { prng, type Prng } from '../../support/prng.js';
 
 const AGG = PARAM_BOUNDS.maxLimit;
@@ -110,10 +110,7 @@ describe('throttling conformance: reference model, MemoryStore and Redis on rand
   beforeAll(async () => {
     [single, cluster] = await Promise.all([startRedisStore('single'), startRedisStore('cluster')]);
   }, 60_000);
-  afterAll(async () => {
-    await Promise.all([single?.store.close(), cluster?.store.close()]);
-    await Promise.all([single?.stop(), cluster?.stop()]);
-  });
+  afterAll(() => closeRedisStores(single, cluster));
 
   it.each([0, 1, 2])('trace %i', async (trace) => {
     const random = prng(`throttling-conformance-${trace}`);
