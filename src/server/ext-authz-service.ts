@@ -10,7 +10,7 @@ import type { Clock } from '../core/clock.js';
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS, type CheckRequestLimits } from './ext-authz-decode.js';
 import { encodeCheckResponse } from './ext-authz-encode.js';
 import { toGrpcError } from './grpc-errors.js';
-import { deadlineOf } from './rls-service.js';
+import { callDeadline, decisionDeadline } from './rls-service.js';
 
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 
@@ -39,24 +39,35 @@ export interface ExtAuthzServiceOptions {
   readonly onError?: (err: unknown, status: string) => void;
 }
 
-export function extAuthzHandlers(options: ExtAuthzServiceOptions): grpc.UntypedServiceImplementation {
+/**
+ * Check from bytes to bytes with the caller's deadline (epoch ms, undefined = none), for both transports: decode
+ * (throws synchronously for a malformed request), decide, encode.
+ */
+export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined) => Promise<Buffer> {
   const limits = options.limits ?? DEFAULT_CHECK_LIMITS;
+  const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs } = options;
+  return (request, deadlineMs) => {
+    const attrs = decodeCheckRequest(request, limits);
+    return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock)).then(encodeCheckResponse);
+  };
+}
+
+export function extAuthzHandlers(options: ExtAuthzServiceOptions): grpc.UntypedServiceImplementation {
+  const answer = checkCall(options);
   const check: grpc.handleUnaryCall<Buffer, Buffer> = (call, callback) => {
     const fail = (err: unknown) => {
       const e = toGrpcError(err);
       options.onError?.(err, grpc.status[e.code]);
       callback(e);
     };
-    let attrs;
+    let reply: Promise<Buffer>;
     try {
-      attrs = decodeCheckRequest(call.request, limits);
+      reply = answer(call.request, callDeadline(call));
     } catch (err) {
       fail(err);
       return;
     }
-    const margin = options.deadlineMarginMs;
-    const deadlineMs = deadlineOf(call, typeof margin === 'number' ? margin : margin(), options.defaultTimeoutMs, options.clock);
-    options.authorizer.check(attrs, deadlineMs).then((answer) => callback(null, encodeCheckResponse(answer)), fail);
+    reply.then((bytes) => callback(null, bytes), fail);
   };
   return { Check: check };
 }

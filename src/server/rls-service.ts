@@ -25,17 +25,23 @@ export interface RlsServiceOptions {
 export const MAX_BUDGET_MS = 10_000;
 
 /**
- * When the store must have answered, on the engine's clock: the time left before the gRPC deadline (Envoy
- * sends grpc-timeout; grpc-js gives it as wall-clock time) less a margin, or the default budget when the
- * caller set none. Converting the budget, not the instant, keeps an injected clock consistent.
+ * When the store must have answered, on the engine's clock: the time left before the gRPC deadline
+ * (`deadlineMs`, wall-clock epoch ms as both transports give it; undefined when the caller sent no grpc-timeout)
+ * less a margin, or the default budget when the caller set none. Converting the budget, not the instant, keeps
+ * an injected clock consistent.
  */
-export function deadlineOf(call: grpc.ServerUnaryCall<unknown, unknown>, marginMs: number, defaultTimeoutMs: number, clock: Clock): number {
-  const d = call.getDeadline();
-  const at = d instanceof Date ? d.getTime() : d;
-  const budget = Number.isFinite(at) ? at - Date.now() - marginMs : defaultTimeoutMs;
+export function decisionDeadline(deadlineMs: number | undefined, margin: number | (() => number), defaultTimeoutMs: number, clock: Clock): number {
+  const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
   // A caller may send any grpc-timeout (hours); no decision is worth waiting for that long, and timers
   // past 2^31 ms would fire at once.
   return clock.nowMs() + Math.min(budget, MAX_BUDGET_MS);
+}
+
+/** A grpc-js call's deadline as epoch ms, or undefined when the caller sent none. */
+export function callDeadline(call: grpc.ServerUnaryCall<unknown, unknown>): number | undefined {
+  const d = call.getDeadline();
+  const at = d instanceof Date ? d.getTime() : d;
+  return Number.isFinite(at) ? at : undefined;
 }
 
 export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImplementation {
@@ -57,7 +63,7 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
       return;
     }
     options.limiter
-      .decide(request, { deadlineMs: deadlineOf(call, typeof margin === 'number' ? margin : margin(), options.defaultTimeoutMs, options.clock) })
+      .decide(request, { deadlineMs: decisionDeadline(callDeadline(call), margin, options.defaultTimeoutMs, options.clock) })
       .then(
         (decision) => callback(null, encodeRateLimitResponse(decision)),
         fail,

@@ -9,14 +9,13 @@ import type { Clock } from '../core/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import type { RequestLimits } from '../core/request-limits.js';
 import { callTimingInterceptor, metricMethodName } from './call-timing.js';
-import { CHECK_PATH, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
+import { CHECK_PATH, checkCall, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
 import { toGrpcError } from './grpc-errors.js';
 import { startGrpcServer } from './grpc-server.js';
 import type { HealthState } from './health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
 import { addHealthRoutes } from './lean/health-routes.js';
 import { startLeanServer } from './lean/lean-server.js';
-import { leanCheckRoute } from './lean/check-route.js';
 import { leanRlsRoute, RLS_PATH } from './lean/rls-route.js';
 import { routeTable } from './lean/routes.js';
 import { rlsHandlers } from './rls-service.js';
@@ -68,7 +67,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   const routes = routeTable();
   routes.unary.set(RLS_PATH, leanRlsRoute(rls));
   addHealthRoutes(routes, o.health);
-  if (o.authz !== undefined) routes.unary.set(CHECK_PATH, leanCheckRoute(o.authz));
+  if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
   const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
   return startLeanServer({
     ...common,

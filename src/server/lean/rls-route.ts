@@ -8,7 +8,7 @@ import type { RateLimiter } from '../../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../core/request-limits.js';
 import { decodeRateLimitRequest } from '../decode-request.js';
 import { encodeRateLimitResponse } from '../encode-response.js';
-import { MAX_BUDGET_MS } from '../rls-service.js';
+import { decisionDeadline } from '../rls-service.js';
 import type { UnaryRoute } from './routes.js';
 
 export const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
@@ -29,13 +29,4 @@ export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
     return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock) }).then(encodeRateLimitResponse);
   };
-}
-
-/**
- * The deadline a lean route gives the engine, on the engine's clock: the caller's `grpc-timeout` less the
- * margin for sending the answer, or the default when the caller set none; never more than MAX_BUDGET_MS.
- */
-export function decisionDeadline(deadlineMs: number | undefined, margin: number | (() => number), defaultTimeoutMs: number, clock: Clock): number {
-  const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
-  return clock.nowMs() + Math.min(budget, MAX_BUDGET_MS);
 }
