@@ -9,6 +9,7 @@ import { startService, StartupError } from './main.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './workers.js';
 import { runQuery, QUERY_USAGE } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
+import { checkCombination } from './settings-checks.js';
 import { redactUrl } from './core/redact.js';
 import { VERSION } from './version.js';
 
@@ -38,7 +39,10 @@ async function serve(argv: string[]): Promise<number> {
     process.stdout.write(serveHelp());
     return 0;
   }
-  const { settings, rest, notices } = loadSettings(process.env, argv);
+  const { settings, rest, notices, given } = loadSettings(process.env, argv);
+  const combination = checkCombination(settings, given);
+  if (combination.errors.length > 0) throw new SettingsError(combination.errors);
+  notices.push(...combination.notices);
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);

@@ -187,12 +187,13 @@ export class SettingsError extends Error {
  * then env vars (ours, and envoyproxy/ratelimit's names translated by compat/translate.ts), then defaults.
  * A reference name and ours that disagree, unknown flags and bad values are all reported at once in a
  * SettingsError. Returns the settings, the arguments that are not flags (e.g. the directory of `check DIR`)
- * and the notices to log at start about reference settings (unsupported ones by name, with what to do).
+ * and the notices to log at start about reference settings (unsupported ones by name, with what to do), and
+ * which settings were given at all (flag, env var or a reference name), for settings-checks.ts.
  */
 export function loadSettings(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[] = [],
-): { settings: Settings; rest: string[]; notices: Notice[] } {
+): { settings: Settings; rest: string[]; notices: Notice[]; given: ReadonlySet<SettingName> } {
   const byFlag = new Map<string, SettingName>();
   for (const name of Object.keys(SETTINGS) as SettingName[]) byFlag.set(flagName(SETTINGS[name].env), name);
 
@@ -231,6 +232,7 @@ export function loadSettings(
   const reference = translateReferenceEnv(env);
   problems.push(...reference.problems);
   const settings: Record<string, unknown> = {};
+  const given = new Set<SettingName>();
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     const s = SETTINGS[name] as SettingSpec<unknown>;
     const own = fromFlags.get(name) ?? env[s.env];
@@ -252,6 +254,7 @@ export function loadSettings(
       settings[name] = s.default;
       continue;
     }
+    given.add(name);
     try {
       settings[name] = s.parse(raw);
     } catch (err) {
@@ -260,7 +263,7 @@ export function loadSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices };
+  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices, given };
 }
 
 /** Whether two raw values mean the same; undefined when one does not parse (loadSettings then reports it). */

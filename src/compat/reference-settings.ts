@@ -64,7 +64,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
   // rules
   row('CONFIG_TYPE', 'FILE', 'no-op', 'rules come from files only (FILE); xDS is not supported: mount the rules and keep CONFIG_TYPE=FILE', { accepts: is('file'), fatal: true }),
-  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules (an empty directory is valid); unset it', { accepts: off }),
+  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules, and a rules directory without any rules file is an error; unset it', { accepts: off }),
   row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'unsupported', XDS),
   row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'unsupported', XDS),
   row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'unsupported', XDS),
