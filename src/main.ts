@@ -127,6 +127,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     headers: {
       mode: settings.rateLimitHeaders,
       xRateLimit: settings.xRateLimitHeaders,
+      retryAfter: settings.retryAfterHeader,
       ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
@@ -134,6 +135,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     shadowMode: settings.shadowMode,
     ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
     criticalityKey: settings.criticalityKey,
+    responseDynamicMetadata: settings.responseDynamicMetadata,
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state

@@ -104,7 +104,7 @@ export const SETTINGS = {
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 100, 'Redis timeout for one decision when the caller sent no gRPC deadline.', 1),
-  redisStartup: oneOf('REDIS_STARTUP', ['background', 'wait', 'fail'] as const, 'background', 'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail).'),
+  redisStartup: oneOf('REDIS_STARTUP', ['background', 'wait', 'fail'] as const, 'background', 'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail). A refusal waiting cannot cure (WRONGPASS, NOAUTH, NOPERM) ends the wait at once.'),
   redisStartupTimeoutMs: int('REDIS_STARTUP_TIMEOUT_MS', 10_000, 'How long REDIS_STARTUP=wait|fail waits for Redis to decide successfully.', 1),
   failureMode: oneOf('FAILURE_MODE', ['open', 'closed', 'local'] as const, 'open', 'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.'),
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
@@ -120,7 +120,8 @@ export const SETTINGS = {
   authzRegionHeaders: list('AUTHZ_REGION_HEADERS', 'ext_authz `region` action: trusted request headers carrying the client\'s country (e.g. cf-ipcountry, x-country-code), first non-empty wins, when the action names none. Only list headers your edge sets and strips from clients.'),
   geoipDb: str('GEOIP_DB', '', 'ext_authz `region` action: a MaxMind-format (.mmdb) country or city database to look up the client address in (after the trusted headers); polled every 5 s, a changed file is used once it reads whole.'),
   authzMaxHeaders: int('AUTHZ_MAX_HEADERS', 256, 'ext_authz Check: most request headers (and context extensions) in one CheckRequest (RESOURCE_EXHAUSTED beyond).', 1),
-  rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
+  rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never (envoyproxy/ratelimit sends none: `none` answers as it does, with RETRY_AFTER_HEADER=false). retry-after is RETRY_AFTER_HEADER\'s.'),
+  retryAfterHeader: bool('RETRY_AFTER_HEADER', true, 'Add retry-after (seconds until the request would be admitted) to rejections; false leaves it out, as envoyproxy/ratelimit does (a rule\'s on_limit `retry: none` drops it for that rule alone).'),
   xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
   nearLimitRatio: spec('NEAR_LIMIT_RATIO', 'number in (0, 1]', 0.8, 'Hits above this share of a limit are counted as near_limit in metrics.', (s) => {
     const n = Number(s);
@@ -128,6 +129,7 @@ export const SETTINGS = {
     return n;
   }),
   metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
+  responseDynamicMetadata: bool('RESPONSE_DYNAMIC_METADATA', false, 'Add dynamic_metadata to every RateLimitResponse, as envoyproxy/ratelimit does with this setting: the request\'s domain, descriptors and hits_addend, and (ours) quotaModeEnabled / quotaModeViolations when quota_mode rules matched (docs/responses.md).'),
   jsonApi: oneOf('JSON_API', ['off', 'check', 'on'] as const, 'check', 'POST /json on the admin port: off (404), check (answers as ShouldRateLimit would, consuming no quota) or on (consumes quota like a gRPC call).'),
   shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 'On SIGTERM, report NOT_SERVING but keep answering for this long (so Envoy health checks notice), then refuse new calls.'),
   logLevel: spec<LogLevel>('LOG_LEVEL', 'trace \\| debug \\| info \\| warn \\| error (any case; also warning, fatal, panic)', 'info', 'Least severe log level written.', parseLogLevel),
