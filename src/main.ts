@@ -5,7 +5,8 @@
 import { systemClock, type Clock } from './core/clock.js';
 import type { Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
-import { configDirProblem, loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
+import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
+import { configDirProblem } from './config/loader.js';
 import type { ConfigDescription } from './config/describe.js';
 import { componentLogger, createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';

@@ -104,7 +104,7 @@ export const SETTINGS = {
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 100, 'Redis timeout for one decision when the caller sent no gRPC deadline.', 1),
-  redisStartup: oneOf('REDIS_STARTUP', ['background', 'wait', 'fail'] as const, 'background', 'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail). A refusal waiting cannot cure (WRONGPASS, NOAUTH, NOPERM) ends the wait at once.'),
+  redisStartup: oneOf('REDIS_STARTUP', ['background', 'wait', 'fail'] as const, 'background', 'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail).'),
   redisStartupTimeoutMs: int('REDIS_STARTUP_TIMEOUT_MS', 10_000, 'How long REDIS_STARTUP=wait|fail waits for Redis to decide successfully.', 1),
   failureMode: oneOf('FAILURE_MODE', ['open', 'closed', 'local'] as const, 'open', 'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.'),
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
