@@ -34,6 +34,8 @@ export interface TransportOptions {
   readonly requestLimits: RequestLimits;
   readonly deadlineMarginMs: () => number;
   readonly defaultTimeoutMs: number;
+  /** The longest a decision waits, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
+  readonly maxWaitMs?: number;
   readonly credentials?: grpc.ServerCredentials;
   readonly socketMode?: number;
   /** A call answered with an error status (from the route or engine): the cause and the status name. */
@@ -54,7 +56,7 @@ export interface RunningTransport {
 
 export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   const common = { host: o.host, port: o.port, ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
-  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs };
+  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs, ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }) };
   if (o.transport === 'grpc-js') {
     return startGrpcServer({
       ...common,
