@@ -4,6 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { AUTHORIZATION_SERVICE } from './ext-authz-service.js';
+import { http2ServersOf, malformedTimeoutInterceptor, normalizeTimeouts } from './grpc-js-http2.js';
 import type { HealthState } from './health.js';
 import { loadProtos } from './protos.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from './unix-socket.js';
@@ -40,6 +41,8 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     'grpc.keepalive_permit_without_calls': 1,
     'grpc.max_concurrent_streams': 10_000,
     ...options.serverOptions,
+    // First, so innermost: a call with a malformed grpc-timeout is answered before any handler runs.
+    interceptors: [malformedTimeoutInterceptor(), ...(options.serverOptions?.interceptors ?? [])],
   });
   server.addService(protos.rlsServer, options.rls);
   if (options.authz !== undefined) server.addService(AUTHORIZATION_SERVICE, options.authz);
@@ -51,6 +54,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const bound = await new Promise<number>((resolve, reject) => {
     server.bindAsync(target, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  for (const h2 of http2ServersOf(server)) normalizeTimeouts(h2);
   if (socketPath !== undefined) {
     try {
       setSocketMode(socketPath, options.socketMode ?? 0o660);

@@ -13,7 +13,7 @@ import * as http2 from 'node:http2';
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { metricMethodName } from '../call-timing.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from '../unix-socket.js';
-import { Code, parseGrpcTimeout } from './grpc-wire.js';
+import { Code, malformedTimeoutMessage, parseGrpcTimeout } from './grpc-wire.js';
 import { answerError, LeanCall, type CallHooks } from './lean-call.js';
 import type { RouteTable } from './routes.js';
 
@@ -66,7 +66,7 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
   }
   const timeout = parseGrpcTimeout(headers['grpc-timeout']);
   if (timeout !== undefined && Number.isNaN(timeout)) {
-    answerError(stream, Code.INTERNAL, `malformed grpc-timeout '${String(headers['grpc-timeout'])}'`);
+    answerError(stream, Code.INTERNAL, malformedTimeoutMessage(headers['grpc-timeout']));
     return;
   }
   const method = metricMethodName(path);
