@@ -14,6 +14,7 @@ import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import type { Listener } from './server/debug-http.js';
 import { startTransport } from './server/transport.js';
+import { ConnectionGuard } from './server/guard/connection-guard.js';
 import type { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { grpcCredentials, startExtraListeners } from './listeners.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
@@ -156,6 +157,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
+  const guard = new ConnectionGuard({
+    maxConnections: settings.grpcMaxConnections,
+    messageTimeoutMs: settings.grpcMessageTimeoutMs,
+    idleTimeoutMs: settings.grpcIdleTimeoutMs,
+    resetBurst: settings.grpcResetBurst,
+    resetRatePerS: settings.grpcResetRatePerS,
+    onAction: (action) => metrics.grpcGuard.inc({ action }),
+  });
+  health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));
+  metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
   let grpcServer: Awaited<ReturnType<typeof startTransport>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   const extra: Listener[] = [];
@@ -191,6 +202,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
       onSendDelay: (ms) => margin.recordSend(ms),
       unseenWaitMs: () => loopClock.unseenWaitMs(),
+      connections: { guard, maxConcurrentStreams: settings.grpcMaxStreamsPerConnection, maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb },
     }).catch((err: unknown) => {
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
