@@ -18,6 +18,8 @@ export const TRANSPORT_TESTS = [
   'test/e2e/redis-health.test.ts',
   'test/e2e/ext-authz-answers.test.ts',
   'test/e2e/ext-authz-malformed.test.ts',
+  'test/e2e/grpc-timeout.test.ts',
+  'test/e2e/grpc-guard.test.ts',
 ];
 
 /**

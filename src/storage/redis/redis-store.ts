@@ -53,6 +53,8 @@ export interface RedisStoreInit {
   readonly probeKey?: string;
   /** Health tick period (default 1000 ms). */
   readonly healthIntervalMs?: number;
+  /** A health probe not answered within this long counts as a timeout (default: the client's command timeout). */
+  readonly probeTimeoutMs?: number;
   /** Told (throttle it) while the store cannot decide, naming the cause. */
   readonly logProblem?: LogFn;
 }
@@ -78,7 +80,14 @@ export class RedisStore implements CounterStore {
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
     this.monitor = new RedisHealth(client, {
       clock: this.clock,
-      probe: async () => void (await runBatch(this.commands, [probeCheck], this.clock.nowMs(), false)),
+      probe: async () => {
+        const probe = () => runBatch(this.commands, [probeCheck], this.clock.nowMs(), false);
+        const within = init.probeTimeoutMs;
+        await withDeadline(probe, within === undefined ? undefined : this.clock.nowMs() + within, this.clock).catch((error: unknown) => {
+          // Worded as the client's own timeout, so that health counts it as one (several in a row fail).
+          throw error instanceof StoreError && error.code === 'STORE_TIMEOUT' ? new StoreError('STORE_TIMEOUT', `health probe timed out after ${within} ms`) : error;
+        });
+      },
       ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
       ...(init.logProblem === undefined ? {} : { logProblem: init.logProblem }),
     });
@@ -261,6 +270,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   readonly algorithmsDir?: string;
   /** Algorithms that must have a Lua fragment, else creation fails (default: every algorithm). */
   readonly requiredAlgorithms?: readonly AlgorithmName[];
+  /** A health probe not answered within this long counts as a timeout (default: commandTimeoutMs). */
+  readonly probeTimeoutMs?: number;
   /** Key the health probe evaluates (never written); give it the key prefix (ACLs may restrict keys). */
   readonly probeKey?: string;
   /** Reports good news about the connection ("connection ready"), unthrottled; default: `log`. */
@@ -288,6 +299,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     clock,
     script,
     ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),
+    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
     ...(logProblem === undefined ? {} : { logProblem }),
   });
 }
