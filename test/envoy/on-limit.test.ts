@@ -16,12 +16,17 @@ import { RlsTestClient } from '../support/rls-client.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const DOCS_TIME = Date.UTC(2026, 10, 23, 14, 0, 30);
-/** One slot every 500 ms, up to 2 s of delay: long enough for a loaded machine to step through the slots. */
+/** One slot every 250 ms (of the service's fake clock, which the test moves), up to 1 s of delay. */
 const SLOW_SHAPED = `
   - key: slow_shaped
-    rate_limit: {unit: second, requests_per_unit: 2, algorithm: leaky_bucket, on_limit: {action: delay, max_delay: 2s}}
+    rate_limit: {unit: second, requests_per_unit: 4, algorithm: leaky_bucket, on_limit: {action: delay, max_delay: 1s}}
 `;
-/** docs/on-limit.md: Envoy's filter timeout at least max_delay plus the decision time and margin. */
+/**
+ * docs/on-limit.md: Envoy's filter timeout at least max_delay plus the decision time and margin. The service
+ * holds a request only while its slot fits in the gRPC deadline as it arrives (real time): 2.5 s leaves 1.5 s
+ * for a loaded CI machine to get the call to the service (with 2 s for a 2 s max_delay, a call that arrived
+ * 400 ms late was rejected instead of held).
+ */
 const FILTER_TIMEOUT = '2.5s';
 
 const KEYS = ['backoff_client', 'fixed_client', 'daily_client', 'shaped_client', 'search_client', 'signup_client', 'slow_shaped'];
@@ -163,15 +168,15 @@ describeEnvoy('on_limit through Envoy (config/examples-on-limit.yaml)', () => {
     const atUpstream = (): string[] => stack.upstream.requests.filter((r) => r.url.startsWith('/slow_shaped')).map((r) => r.url);
     const heldCalls = async (): Promise<number> => (await stack.envoy.stats('^cluster\\.ratelimit\\.upstream_rq_active$')).get('cluster.ratelimit.upstream_rq_active') ?? 0;
     const errorsBefore = (await envoyRlsCounts(stack.envoy, 'app')).error;
-    // slots at +0, +500, +1000, +1500, +2000 ms of the service's clock; the request sent after them would wait 2.5 s
+    // slots at +0, +250, +500, +750, +1000 ms of the service's clock; the request sent after them would wait 1.25 s
     const answers: Promise<Answer>[] = [];
     for (let i = 0; i < 5; i++) {
       answers.push(send(path(i), 'gus'));
       await eventually(async () => atUpstream().length === 1 && (await heldCalls()) === i, { what: `request ${i} held`, timeoutMs: 10_000 });
     }
-    expect(await send(path(5), 'gus')).toMatchObject({ status: 429, headers: { 'retry-after': '3', 'x-envoy-ratelimited': 'true' } });
+    expect(await send(path(5), 'gus')).toMatchObject({ status: 429, headers: { 'retry-after': '2', 'x-envoy-ratelimited': 'true' } });
     for (let i = 1; i < 5; i++) {
-      stack.service.timer.advance(500);
+      stack.service.timer.advance(250);
       await eventually(() => atUpstream().length === i + 1, { what: `request ${i} at the upstream`, timeoutMs: 10_000 });
     }
     expect(atUpstream()).toEqual([0, 1, 2, 3, 4].map(path));

@@ -99,7 +99,7 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       expect(seen.map((r) => [r.headers['x-user'], r.headers['x-plan']])).toEqual(Array.from({ length: 30 }, () => ['alice', 'pro']));
       // a svc-* identity (200/s) would pass: the header the client sent is gone before the descriptors are built
       const over = await get('/api/items', { ...alice, 'x-user': 'svc-robot' });
-      expect(over.status).toBe(429);
+      expect(over.status, `service: ${JSON.stringify(await serviceRlsCounts(stack.service))}`).toBe(429);
       await over.text();
       expect(over.headers.get('x-envoy-ratelimited')).toBe('true');
       expect(over.headers.get('ratelimit')).toMatch(/"user_burst";r=0;t=1/);
@@ -155,6 +155,7 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       expect(envoy.error).toBe(0);
       expect(envoy.failureModeAllowed).toBe(0);
       expect(service.error).toBe(0);
+      expect(service.failureModeAllowed).toBe(0);
       expect(envoy.ok).toBeGreaterThan(50);
       expect(envoy.overLimit).toBeGreaterThanOrEqual(3);
       // the service also answered the test's direct calls

@@ -10,7 +10,7 @@ import { startEnvoy, type EnvoyOptions, type EnvoyProcess } from './envoy.js';
 import { startRlsRecorder, type RlsRecorder } from './envoy-recorder.js';
 import { startUpstream, type Upstream, type UpstreamHandler } from './envoy-upstream.js';
 import { startRedis, type RedisServer } from './redis.js';
-import { scrapeMetrics } from './scrape.js';
+import { scrapeMetrics, total } from './scrape.js';
 import { startTestService, type TestService } from './service.js';
 
 export type Backend = 'memory' | 'redis';
@@ -82,7 +82,10 @@ export async function envoyRlsCounts(envoy: EnvoyProcess, cluster: string): Prom
   return { ok: get('ok'), overLimit: get('over_limit'), error: get('error'), failureModeAllowed: get('failure_mode_allowed') };
 }
 
-/** The service's side: decisions by overall code (all domains), late answers, gRPC errors. */
+/**
+ * The service's side: decisions by overall code (all domains); `error`: gRPC errors and late answers;
+ * `failureModeAllowed`: decisions the service made by FAILURE_MODE because the store could not answer in time.
+ */
 export async function serviceRlsCounts(service: TestService): Promise<RlsCounts> {
   const samples = await scrapeMetrics(service.httpBase.replace('http://', ''));
   let ok = 0;
@@ -95,7 +98,7 @@ export async function serviceRlsCounts(service: TestService): Promise<RlsCounts>
     }
     if (key.startsWith('ratelimit_grpc_errors_total{') || key.startsWith('ratelimit_grpc_late_answers_total{')) error += value;
   }
-  return { ok, overLimit, error, failureModeAllowed: 0 };
+  return { ok, overLimit, error, failureModeAllowed: total(samples, 'ratelimit_store_fallbacks_total') };
 }
 
 export function minus(a: RlsCounts, b: RlsCounts): RlsCounts {
