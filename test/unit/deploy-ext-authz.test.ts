@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfigDir } from '../../src/config/index.js';
 import { EnvoyProtos } from '../support/envoy-protos.js';
-import { podSpec, renderKustomization, schemaErrors, type K8sObject } from '../support/kubernetes.js';
+import { podSpec, schemaErrors, type K8sObject } from '../support/kubernetes.js';
+import { describeKustomize, kustomizeBuild } from '../support/kustomize.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
@@ -75,10 +76,10 @@ describe('envoy-ext-authz.yaml', () => {
   });
 });
 
-describe('deploy/k8s/ext-authz', () => {
+describeKustomize('deploy/k8s/ext-authz', () => {
   let objects: K8sObject[];
   beforeAll(() => {
-    objects = renderKustomization(join(ROOT, 'deploy/k8s/ext-authz'));
+    objects = kustomizeBuild(join(ROOT, 'deploy/k8s/ext-authz'));
   });
 
   it('ships the same envoy-ext-authz.yaml and rules as the repository root', () => {
