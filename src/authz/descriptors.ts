@@ -8,6 +8,7 @@ import type { CompiledAuthz, CompiledAuthzAction } from '../config/authz-types.j
 import type { DescriptorEntry, RequestDescriptor } from '../core/types.js';
 import { formatIp, maskIp, parseIp, type IpAddress } from './ip.js';
 import { allHeadersMatch, allQueryParametersMatch } from './matchers.js';
+import { normalizePath } from './path.js';
 import { cookieValue, pathWithoutQuery, queryParameter } from './request-values.js';
 import type { CheckAttributes, RegionLookup } from './types.js';
 
@@ -76,8 +77,8 @@ function produce(action: CompiledAuthzAction, view: RequestView): Produced {
     case 'method':
       return http.method === '' ? 'drop' : { key: action.key, value: http.method };
     case 'path': {
-      const value = action.stripQuery ? pathWithoutQuery(http.path) : http.path;
-      return value === '' ? 'drop' : { key: action.key, value };
+      if (http.path === '') return 'drop';
+      return { key: action.key, value: normalizePath(action.stripQuery ? pathWithoutQuery(http.path) : http.path) };
     }
     case 'host':
       return http.host === '' ? 'drop' : { key: action.key, value: http.host.toLowerCase() };

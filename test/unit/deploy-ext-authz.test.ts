@@ -67,6 +67,10 @@ describe('envoy-ext-authz.yaml', () => {
     for (const d of domains) expect(result.config.authz?.get(d as string), `domain ${String(d)}`).toBeDefined();
   });
 
+  it('normalizes paths before ext_authz sees them, so a path limit has one spelling (issue 18 item 8)', () => {
+    expect(hcm(envoy)).toMatchObject({ normalize_path: true, merge_slashes: true, path_with_escaped_slashes_action: 'UNESCAPE_AND_REDIRECT' });
+  });
+
   it('strips the region headers the client could send before ext_authz reads them', () => {
     const filters = hcm(envoy).http_filters as Obj[];
     const names = filters.map((f) => f.name);
