@@ -3,28 +3,14 @@
  * (kubectl embeds kustomize). `.ci/run` installs a pinned kustomize when none is there; under CI=true a missing
  * kustomize fails the run instead of skipping the manifest tests.
  */
-import { accessSync, constants } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { delimiter, join } from 'node:path';
 import { describe } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { onPath } from './envoy.js';
 import type { K8sObject } from './kubernetes.js';
 
 /** The command that builds a kustomization: argv before the directory. */
 export type Kustomize = readonly [file: string, ...args: string[]];
-
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
-}
 
 /** The kustomize command, or why there is none. Under CI=true a missing kustomize throws. */
 export function findKustomize(): { command: Kustomize } | { reason: string } {
