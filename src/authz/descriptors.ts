@@ -15,6 +15,12 @@ import type { CheckAttributes, RegionLookup } from './types.js';
 export interface DescriptorOptions {
   /** Trusted region headers when an action names none (AUTHZ_REGION_HEADERS), lowercased. */
   readonly regionHeaders: readonly string[];
+  /**
+   * AUTHZ_CLIENT_ADDRESS_HEADER, lowercased: a header with the trusted client address; '' or absent → the
+   * source address. Envoy's ext_authz reports the TCP peer as the source even when xff_num_trusted_hops makes
+   * another address the client, so behind a load balancer Envoy must pass the client in a header.
+   */
+  readonly clientAddressHeader?: string;
   /** The GEOIP_DB lookup, when configured. */
   readonly region?: RegionLookup;
 }
@@ -29,7 +35,7 @@ interface RequestView {
 }
 
 export function buildDescriptors(authz: CompiledAuthz, attrs: CheckAttributes, options: DescriptorOptions): RequestDescriptor[] {
-  const view: RequestView = { attrs, ip: attrs.sourceAddress === undefined ? undefined : parseIp(attrs.sourceAddress), options };
+  const view: RequestView = { attrs, ip: clientIp(attrs, options.clientAddressHeader), options };
   const out: RequestDescriptor[] = [];
   for (const rl of authz.rateLimits) {
     const entries: DescriptorEntry[] = [];
@@ -45,6 +51,14 @@ export function buildDescriptors(authz: CompiledAuthz, attrs: CheckAttributes, o
     if (!dropped && entries.length > 0) out.push({ entries });
   }
   return out;
+}
+
+/** The header's address when configured and present as an IP, else the source address. */
+function clientIp(attrs: CheckAttributes, header: string | undefined): IpAddress | undefined {
+  const fromHeader = header ? attrs.http.headers.get(header)?.trim() : undefined;
+  const ip = fromHeader ? parseIp(fromHeader) : undefined;
+  if (ip !== undefined) return ip;
+  return attrs.sourceAddress === undefined ? undefined : parseIp(attrs.sourceAddress);
 }
 
 const absent = (skip: boolean): Produced => (skip ? 'skip' : 'drop');

@@ -34,7 +34,7 @@ describeEnvoy('envoy-ext-authz.yaml as shipped, through a real Envoy', () => {
   let port: number;
 
   beforeAll(async () => {
-    service = await startTestService(rules);
+    service = await startTestService(rules, { authzClientAddressHeader: 'x-client-address' }); // as deploy/k8s/ext-authz
     upstream = await startUpstream();
     envoy = await startEnvoy(
       shippedEnvoyConfig(join(ROOT, 'envoy-ext-authz.yaml'), {
