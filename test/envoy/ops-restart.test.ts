@@ -31,7 +31,8 @@ function steadyTraffic(port: number, clients: number): { stop(): Promise<number[
   const statuses: number[] = [];
   let running = true;
   const loops = Array.from({ length: clients }, async () => {
-    while (running && statuses.length < 100_000) statuses.push((await rawHttp(port, 'GET', '/steady')).status);
+    // a refused or reset connection counts as status 0 (a failure the test reports)
+    while (running && statuses.length < 100_000) statuses.push(await rawHttp(port, 'GET', '/steady').then((a) => a.status, () => 0));
   });
   return {
     stop: async () => {
@@ -59,7 +60,8 @@ describeEnvoy('operations with Envoy as the peer', () => {
     const ports = [await freePort(), await freePort()];
     const env = (port: number) => ({ CONFIG_DIR: dir, GRPC_PORT: String(port), SHUTDOWN_DRAIN_MS: '1500', SHUTDOWN_GRACE_MS: '2000' });
     const services: ServiceProcess[] = [];
-    for (const p of ports) services.push(await spawnService(env(p)));
+    // 60 s to start: four processes start in this test, on a machine that may be loaded
+    for (const p of ports) services.push(await spawnService(env(p), 60_000));
     const config = rlsBootstrap({ service: { address: '127.0.0.1', port: ports[0]! }, upstream: { address: '127.0.0.1', port: upstream.port }, domain: 'ops', routes: ROUTES });
     const cluster = 'static_resources.clusters[name=ratelimit]';
     setPath(config, `${cluster}.load_assignment.endpoints[0].lb_endpoints`, ports.map((port) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } })));
@@ -67,27 +69,30 @@ describeEnvoy('operations with Envoy as the peer', () => {
     setPath(config, `${cluster}.health_checks`, [{ timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} }]);
     setPath(config, `${cluster}.common_lb_config`, { healthy_panic_threshold: { value: 0 } });
     let envoy: EnvoyProcess | undefined;
+    let traffic: { stop(): Promise<number[]> } | undefined;
     try {
       envoy = await startEnvoy(config);
       const e = envoy;
       const port = await e.listenerPort('ingress');
       const healthy = (n: number) => eventually(async () => (await e.stat('cluster.ratelimit.membership_healthy')) === n, { timeoutMs: 20_000, intervalMs: 50, what: `${n} healthy replicas` });
       await healthy(2);
-      const traffic = steadyTraffic(port, 4);
+      traffic = steadyTraffic(port, 4);
       for (const i of [0, 1]) {
         const stopped = services[i]!.stop(); // SIGTERM: NOT_SERVING for the drain, then exit
         await healthy(1);
         await stopped;
-        services[i] = await spawnService(env(ports[i]!));
+        services[i] = await spawnService(env(ports[i]!), 60_000);
         await healthy(2);
       }
       const statuses = await traffic.stop();
+      traffic = undefined;
       expect(statuses.length).toBeGreaterThan(50);
       expect(statuses.filter((s) => s !== 200)).toEqual([]);
       const counts = await envoyRlsCounts(e, 'app');
       expect(counts).toEqual({ ok: statuses.length, overLimit: 0, error: 0, failureModeAllowed: 0 });
       expect(await e.stat('cluster.ratelimit.upstream_rq_5xx')).toBe(0);
     } finally {
+      await traffic?.stop();
       await envoy?.stop();
       await Promise.all(services.map((s) => s.stop()));
     }
