@@ -1,13 +1,13 @@
 /**
  * The throttling features as a client of a real Envoy sees them (docs/throttling.md): soft limits and their
  * headers, soft-limit warnings, elastic borrowing, bans (retry-after = what is left of the ban), criticality
- * shares from a request header, shadow mode (never a 429). One Envoy and one service (memory, fake clock) for
- * the file; each test moves the clock an hour and a half on, so every window and ban starts afresh.
+ * shares from a request header, shadow mode (never a 429). One Envoy and one service (fake clock) per store
+ * (memory, Redis); each test moves the clock an hour and a half on, so every window and ban starts afresh.
  */
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { rlsBootstrap } from '../support/envoy-bootstrap.js';
 import { describeEnvoy } from '../support/envoy.js';
-import { envoyRlsCounts, serviceRlsCounts, startEnvoyStack, warmUp, type EnvoyStack } from '../support/envoy-stack.js';
+import { envoyRlsCounts, serviceRlsCounts, startEnvoyStack, warmUp, type Backend, type EnvoyStack } from '../support/envoy-stack.js';
 import { scrapeMetrics, total } from '../support/scrape.js';
 
 const RULES = `domain: features
@@ -35,11 +35,11 @@ interface Seen {
   headers: Headers;
 }
 
-describeEnvoy('throttling features through Envoy', () => {
+for (const backend of ['memory', 'redis'] as Backend[]) describeEnvoy(`throttling features through Envoy (${backend})`, () => {
   let stack: EnvoyStack;
   beforeAll(async () => {
     stack = await startEnvoyStack({
-      backend: 'memory',
+      backend,
       rules: { 'features.yaml': RULES },
       config: ({ service, upstream }) =>
         rlsBootstrap({

@@ -12,6 +12,11 @@ export interface RlsRoute {
   prefix: string;
   /** The route's `rate_limits` (Envoy's config.route.v3.RateLimit list). */
   rateLimits: Obj[];
+  /**
+   * Put `rateLimits` in the route's `typed_per_filter_config` (RateLimitPerRoute) instead of `route.rate_limits`:
+   * Envoy 1.40 reads `hits_addend` only there (and in the filter's own `rate_limits`), not in route.rate_limits.
+   */
+  perRoute?: boolean;
   /** Further fields of the route's `route` action (e.g. `timeout`). */
   route?: Obj;
   /** Headers added to the request the upstream receives (`request_headers_to_add`). */
@@ -54,7 +59,10 @@ function staticCluster(name: string, http2: boolean): Obj {
 export function rlsBootstrap(o: RlsBootstrapOptions): Obj {
   const routes = o.routes.map((r) => ({
     match: { prefix: r.prefix },
-    route: { cluster: 'app', rate_limits: r.rateLimits, ...r.route },
+    route: { cluster: 'app', ...(r.perRoute ? {} : { rate_limits: r.rateLimits }), ...r.route },
+    ...(r.perRoute
+      ? { typed_per_filter_config: { 'envoy.filters.http.ratelimit': { '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute', rate_limits: r.rateLimits } } }
+      : {}),
     ...(r.requestHeadersToAdd ? { request_headers_to_add: r.requestHeadersToAdd.map((header) => ({ header, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' })) } : {}),
   }));
   const rateLimitFilter = {

@@ -7,7 +7,8 @@
 import type { Settings } from '../../src/settings.js';
 import type { EnvoyAddress } from './envoy-config.js';
 import { startEnvoy, type EnvoyOptions, type EnvoyProcess } from './envoy.js';
-import { startUpstream, type Upstream } from './envoy-upstream.js';
+import { startRlsRecorder, type RlsRecorder } from './envoy-recorder.js';
+import { startUpstream, type Upstream, type UpstreamHandler } from './envoy-upstream.js';
 import { startRedis, type RedisServer } from './redis.js';
 import { scrapeMetrics } from './scrape.js';
 import { startTestService, type TestService } from './service.js';
@@ -23,6 +24,10 @@ export interface StackOptions {
   envoy?: EnvoyOptions;
   /** The listener clients talk to (default `ingress`). */
   listener?: string;
+  /** How the upstream answers (default: 200 with a JSON echo). */
+  upstream?: UpstreamHandler;
+  /** Put a recording hop (envoy-recorder.ts) between Envoy and the service. */
+  record?: boolean;
 }
 
 export interface EnvoyStack {
@@ -30,6 +35,8 @@ export interface EnvoyStack {
   readonly upstream: Upstream;
   readonly service: TestService;
   readonly redis: RedisServer | undefined;
+  /** The calls Envoy made, when started with `record`. */
+  readonly recorder: RlsRecorder | undefined;
   /** `http://127.0.0.1:<port>` of the listener. */
   readonly url: string;
   close(): Promise<void>;
@@ -45,13 +52,16 @@ export async function startEnvoyStack(o: StackOptions): Promise<EnvoyStack> {
     if (redis) closers.push(() => redis.stop());
     const service = await startTestService(o.rules, { ...(redis ? { backend: 'redis', redisUrl: redis.url } : {}), ...o.settings });
     closers.push(() => service.close());
-    const upstream = await startUpstream();
+    const upstream = await startUpstream(o.upstream);
     closers.push(() => upstream.close());
+    const recorder = o.record ? await startRlsRecorder(service.grpcAddress) : undefined;
+    if (recorder) closers.push(() => recorder.close());
     const [host, port] = service.grpcAddress.split(':') as [string, string];
-    const envoy = await startEnvoy(o.config({ service: { address: host, port: Number(port) }, upstream: { address: '127.0.0.1', port: upstream.port } }), o.envoy);
+    const serviceAddress = recorder ? { address: '127.0.0.1', port: recorder.port } : { address: host, port: Number(port) };
+    const envoy = await startEnvoy(o.config({ service: serviceAddress, upstream: { address: '127.0.0.1', port: upstream.port } }), o.envoy);
     closers.push(() => envoy.stop());
     const url = await envoy.listenerUrl(o.listener ?? 'ingress');
-    return { envoy, upstream, service, redis, url, close };
+    return { envoy, upstream, service, redis, recorder, url, close };
   } catch (error) {
     await close();
     throw error;

@@ -25,10 +25,10 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-type Handler = (req: UpstreamRequest, res: ServerResponse) => void;
+export type UpstreamHandler = (req: UpstreamRequest, res: ServerResponse) => void;
 
 /** Answers 200 with a JSON echo of the path unless `handler` answers itself. */
-const ECHO: Handler = (req, res) => {
+const ECHO: UpstreamHandler = (req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ upstream: true, url: req.url }));
 };
@@ -45,7 +45,7 @@ function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-function recording(requests: UpstreamRequest[], handler: Handler): (req: IncomingMessage, res: ServerResponse) => void {
+function recording(requests: UpstreamRequest[], handler: UpstreamHandler): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -59,7 +59,7 @@ function recording(requests: UpstreamRequest[], handler: Handler): (req: Incomin
 }
 
 /** The upstream HTTP/1.1 server on 127.0.0.1 (a free port). */
-export async function startUpstream(handler: Handler = ECHO): Promise<Upstream> {
+export async function startUpstream(handler: UpstreamHandler = ECHO): Promise<Upstream> {
   const requests: UpstreamRequest[] = [];
   const server = createHttpServer(recording(requests, handler));
   const port = await listen(server);
