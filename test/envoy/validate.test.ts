@@ -64,7 +64,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 it('finds the shipped configs and whole-config blocks in Markdown', () => {
   expect(shippedFiles.map((f) => relative(ROOT, f))).toEqual(
-    expect.arrayContaining(['envoy.yaml', 'envoy-ext-authz.yaml', 'deploy/k8s/envoy.yaml', 'deploy/k8s/ext-authz/envoy-ext-authz.yaml']),
+    expect.arrayContaining(['envoy.yaml', 'envoy-ext-authz.yaml', 'deploy/k8s/base/envoy.yaml', 'deploy/k8s/ext-authz/envoy-ext-authz.yaml']),
   );
   const md = ['text', '```yaml', 'static_resources: {}', '```', '', '  ```yml', '  http_filters: []', '  ```', '```yaml', 'admin: {', '```'].join('\n');
   expect(yamlBlocks(md)).toEqual([

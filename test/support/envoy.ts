@@ -23,7 +23,7 @@ export interface EnvoyBinary {
   readonly version: string;
 }
 
-function onPath(name: string): string | undefined {
+export function onPath(name: string): string | undefined {
   for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
     const candidate = join(dir, name);
     try {
