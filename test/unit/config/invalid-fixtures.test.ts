@@ -331,6 +331,9 @@ const EXPECTED: Record<string, string[]> = {
   'on-limit-redirect-bad-status.yaml': [
     "on-limit-redirect-bad-status.yaml:7:78: descriptors[0].rate_limit.on_limit.status: a redirect status must be one of 302, 303, 307, not 301",
   ],
+  'on-limit-redirect-location-not-ascii.yaml': [
+    "on-limit-redirect-location-not-ascii.yaml:7:46: descriptors[0].rate_limit.on_limit.location: a location must be visible ASCII without spaces (percent-encode other characters)",
+  ],
   'on-limit-redirect-without-location.yaml': [
     "on-limit-redirect-without-location.yaml:8:9: descriptors[0].rate_limit.on_limit.location: action redirect needs a location",
   ],
