@@ -72,8 +72,8 @@ export class RateLimiter {
   async decide(original: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
     validate(original);
-    checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
-    const { request, criticality } = classify(original, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
+    const bounded = checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS, (field) => this.observer.onOversized?.(original.domain, field));
+    const { request, criticality } = classify(bounded, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;

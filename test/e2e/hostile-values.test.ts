@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MESSAGE_RULES } from '../support/on-limit-rules.js';
 import { RawRlsClient } from '../support/raw-rls.js';
+import { scrapeMetrics } from '../support/scrape.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const OK = 1;
@@ -54,6 +55,23 @@ for (const transport of ['lean', 'grpc-js'] as const) {
       expect(text.overallCode).toBe(OVER_LIMIT);
       expect(text.responseHeaders).toContainEqual(['x-limit-reason', 'user text=a? ??/']);
     });
+
+    it('values longer than MAX_VALUE_BYTES are limited, each under its own counter (item 2)', async () => {
+      const long = (last: string) => 'v'.repeat(5000) + last;
+      const codes = async (value: string) => (await client.call('big', [{ entries: [['user', value]] }])).overallCode;
+      expect([await codes(long('a')), await codes(long('a')), await codes(long('a'))]).toEqual([OK, OK, OVER_LIMIT]);
+      expect([await codes(long('b')), await codes(long('b')), await codes(long('b'))]).toEqual([OK, OK, OVER_LIMIT]);
+      const metrics = await scrapeMetrics(t.httpBase.slice('http://'.length));
+      expect(metrics.get('ratelimit_oversized_input_total{field="value"}')).toBe(6);
+    });
+
+    it('a hits_addend above 2^32 - 1 is over the limit, not an error (item 2)', async () => {
+      const over = await client.call('big', [{ entries: [['cost', 'c']], hitsAddend: 2 ** 40 }]);
+      expect(over.overallCode).toBe(OVER_LIMIT);
+      expect((await client.call('big', [{ entries: [['cost', 'c']], hitsAddend: 1000 }])).overallCode).toBe(OK);
+      const metrics = await scrapeMetrics(t.httpBase.slice('http://'.length));
+      expect(metrics.get('ratelimit_oversized_input_total{field="hits_addend"}')).toBe(1);
+    });
   });
 }
 
@@ -76,5 +94,12 @@ describe('hostile values over POST /json', () => {
     const over = await post(body);
     expect(over.status).toBe(429);
     expect(over.json.responseHeadersToAdd).toContainEqual({ key: 'location', value: 'https://example.com/busy?who=redirect%3Dx%EF%BF%BDy%80' });
+  });
+
+  it('a long value and a huge hitsAddend are limited (item 2)', async () => {
+    const body = (value: string, hits: number | string) => JSON.stringify({ domain: 'big', descriptors: [{ entries: [{ key: 'cost', value }], hitsAddend: hits }] });
+    expect((await post(body('x'.repeat(6000), 600))).status).toBe(200);
+    expect((await post(body('x'.repeat(6000), 600))).status).toBe(429);
+    expect((await post(body('y', '99999999999999999999'))).status).toBe(429);
   });
 });
