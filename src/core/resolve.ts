@@ -7,6 +7,7 @@
 import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
 import type { LimitCheck } from '../storage/counter-store.js';
 import type { Criticality } from '../throttling/types.js';
+import { COUNTING_ALGORITHMS } from '../config/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
 import { counterKey, envoyCounterKey } from './keys.js';
 import { storeOnLimit } from './on-limit/checks.js';
@@ -41,6 +42,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
   for (const r of resolved) {
     r.firstCheck = checks.length;
     const enforce = enforced(r, ctx.shadowMode);
+    const shadow = r.rule !== undefined && (ctx.shadowMode || r.rule.shadowMode);
     for (const limit of r.limits) {
       const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
       const key = envoy
@@ -57,12 +59,23 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         burst: limit.burst,
         hits: r.hits,
         enforce,
+        ...countOver(limit, shadow),
         onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
     }
   }
   return { checks, checkLimits, hasOnLimit };
+}
+
+/**
+ * When a limit's hits count past it (storage/counter-store.ts LimitCheck.countOver): every hit with
+ * count_every_hit; a shadow-mode limit's hits whenever the request is admitted, as envoyproxy/ratelimit counts
+ * them (only the algorithms whose count may run past the limit: a bucket or the exact log only counts what fits).
+ */
+function countOver(limit: CompiledLimit, shadow: boolean): { countOver?: 'admitted' | 'always' } {
+  if (limit.countEveryHit === true) return { countOver: 'always' };
+  return shadow && COUNTING_ALGORITHMS.includes(limit.algorithm) ? { countOver: 'admitted' } : {};
 }
 
 /** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */

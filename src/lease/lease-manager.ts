@@ -73,7 +73,8 @@ export class LeaseManager {
 
   /** The lease terms of a check, or undefined when it cannot use a lease. */
   static termsOf(check: LimitCheck): LeaseTerms | undefined {
-    if (check.lease === undefined || check.keyFormat === 'envoy' || !isLeaseAlgorithm(check.algorithm)) return undefined;
+    // A check counted past its limit (shadow mode) is decided by the store, where the count lives.
+    if (check.lease === undefined || check.keyFormat === 'envoy' || check.countOver !== undefined || !isLeaseAlgorithm(check.algorithm)) return undefined;
     return { algorithm: check.algorithm, limit: check.limit, windowMs: check.windowMs, burst: check.burst, spec: check.lease };
   }
 

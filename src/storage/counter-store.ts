@@ -17,6 +17,17 @@ export interface LimitCheck {
   /** False for shadow-mode limits: their rejection does not veto the batch. */
   readonly enforce: boolean;
   /**
+   * When the hits are counted beyond the usual "this check allows them and the batch is admitted"
+   * (fixed_window and sliding_window_counter only, whose state is a count that may run past the limit):
+   * - 'admitted': also when this check is over its limit, if the batch is admitted (shadow mode: counted and
+   *   reported, never enforced, as envoyproxy/ratelimit does);
+   * - 'always': whatever this check's or the batch's outcome (a rule's `count_every_hit`: a cost charged after
+   *   the response must count even when it crosses the limit). On a rejected batch these checks are counted
+   *   one after the other on the stored state, the batch's other checks writing nothing.
+   * A dry run (check-only) counts nothing.
+   */
+  readonly countOver?: 'admitted' | 'always';
+  /**
    * 'envoy': a fixed_window check whose key is envoyproxy/ratelimit's (keys.ts envoyCounterKey); on Redis its
    * state is the reference's plain integer counter (INCRBY + EXPIRE) instead of "<start>:<count>". Other stores
    * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
@@ -112,8 +123,9 @@ export interface StoreHealth {
 /**
  * Where counters live. One call decides one request atomically:
  * every check is evaluated at `nowMs` against the current state; the batch is admitted when every
- * check with `enforce` is allowed; only then is each allowed check with hits > 0 committed.
- * A rejected batch changes nothing (a rejected request consumes no quota).
+ * check with `enforce` is allowed; only then is each allowed check with hits > 0 committed (and each check
+ * whose `countOver` says so). A rejected batch changes nothing (a rejected request consumes no quota) but for
+ * the checks with countOver 'always'.
  *
  * Implementations: memory (embedded default) and Redis. Over limit is a result, never an exception;
  * a store that cannot answer rejects the promise with a StoreError (core/errors.ts).

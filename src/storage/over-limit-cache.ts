@@ -71,7 +71,7 @@ export class OverLimitCache implements CounterStore {
     for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
     checks.forEach((check, i) => {
       const o = outcomes[i];
-      if (o && check.hits === 1 && check.onLimit === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
+      if (o && check.hits === 1 && check.onLimit === undefined && check.countOver === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
         this.remember(entryKey(check), nowMs + o.resetMs, o.ban !== undefined);
       }
     });
@@ -116,7 +116,8 @@ export class OverLimitCache implements CounterStore {
     const outcomes: LimitOutcome[] = [];
     for (const check of checks) {
       // A check with on_limit store state may be delayed or degraded, and its rejections are counted: the store decides.
-      if (check.hits !== 1 || check.onLimit !== undefined) return undefined;
+      // A check counted past its limit (shadow mode, count_every_hit) must reach the store to be counted.
+      if (check.hits !== 1 || check.onLimit !== undefined || check.countOver !== undefined) return undefined;
       const key = entryKey(check);
       const until = this.until.get(key);
       if (until === undefined) return undefined;

@@ -199,6 +199,12 @@ export class RedisStore implements CounterStore {
       return { admitted, outcomes: admitted ? outcomes : outcomes.map(notAdmitted) };
     };
     const dry = await run(false);
+    if (!dry.admitted && !gaveUp()) {
+      // A rejected request still counts its checks counted whatever the outcome (count_every_hit), per slot.
+      const always = groups.map((g) => g.filter((i) => checks[i]!.countOver === 'always' && checks[i]!.hits > 0)).filter((g) => g.length > 0);
+      await Promise.all(always.map((g) => this.call(g.map((i) => checks[i]!), nowMs, true, expiresRedisMs)));
+      return { outcomes: dry.outcomes, committed: always.length > 0 };
+    }
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };
