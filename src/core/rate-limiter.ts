@@ -83,7 +83,7 @@ export class RateLimiter {
 
     const nowMs = this.options.clock.nowMs();
     const checkOnly = decideOptions.checkOnly === true;
-    const { checks, checkLimits, hasOnLimit } = planChecks(resolved, {
+    const { checks, refunds, checkLimits, hasOnLimit } = planChecks(resolved, {
       keyPrefix: this.options.keyPrefix,
       domain: request.domain,
       envoyKeys: this.options.keyFormat === 'envoy',
@@ -94,6 +94,8 @@ export class RateLimiter {
       checkOnly,
     });
 
+    // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
+    if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const stored = checkOnly ? previewOutcomes(checks, observed) : observed;
     const reported = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));

@@ -151,6 +151,9 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescri
           hits.value = h.varint();
         } else h.skip(t);
       }
+    } else if (field === 4) {
+      r.expect(VARINT, type, 'is_negative_hits');
+      out.is_negative_hits = r.varint() !== 0;
     } else r.skip(type);
   }
   return out;

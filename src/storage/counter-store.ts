@@ -1,5 +1,13 @@
 import type { AlgorithmName } from '../algorithms/types.js';
-import type { LeaseSpec } from '../algorithms/lease-support.js';
+import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
+
+/** The algorithms a refund applies to; leaky_bucket keeps token_bucket's state (giveBackAlgorithm). */
+export type RefundAlgorithm = LeaseAlgorithm | 'leaky_bucket';
+
+/** The give-back arithmetic (algorithms/give-back.ts, lua/lease/give_back.lua) of a refund's algorithm. */
+export function giveBackAlgorithm(algorithm: RefundAlgorithm): LeaseAlgorithm {
+  return algorithm === 'leaky_bucket' ? 'token_bucket' : algorithm;
+}
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
@@ -110,6 +118,21 @@ export interface ApplyOptions {
   readonly deadlineMs?: number;
 }
 
+/**
+ * Units given back to one limit (a refund: a descriptor sent with Envoy's `is_negative_hits`), as a lease gives
+ * units back (algorithms/give-back.ts): a count never below 0, only into the window starting at windowStart
+ * (window algorithms); a bucket never above full (token_bucket state, which leaky_bucket shares).
+ */
+export interface Refund {
+  readonly key: string;
+  readonly algorithm: RefundAlgorithm;
+  /** L the state is counted under (a bucket's state only takes tokens back under the same L). */
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly units: number;
+  readonly windowStart: number;
+}
+
 /** What a remote store knows about itself, for readiness and health (src/server/service-health.ts). */
 export interface StoreHealth {
   /** A connection is open. */
@@ -133,6 +156,8 @@ export interface StoreHealth {
 export interface CounterStore {
   readonly kind: string;
   apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]>;
+  /** Gives refunded units back, each atomically on its key; a store without it ignores refunds. */
+  refund?(refunds: readonly Refund[], nowMs: number): Promise<void>;
   /** True while the store can answer (Redis: connected and deciding successfully); memory is always ready. */
   isReady(): boolean;
   /** The store's own state (Redis); absent for stores that are always healthy (memory). */

@@ -20,7 +20,7 @@
  *   unless it is a ban. Soft and share ceilings arrive as the check's limit and burst, so are keyed apart.
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from './counter-store.js';
 
 export interface OverLimitCacheOptions {
   /** Most entries kept (integer >= 1). */
@@ -49,6 +49,12 @@ export class OverLimitCache implements CounterStore {
       throw new Error(`maxEntries must be an integer >= 1, got ${options.maxEntries}`);
     }
     this.kind = inner.kind;
+  }
+
+  /** A refund may make room on a key cached as over: it is forgotten, so the next request asks the store. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    for (const r of refunds) this.until.delete(r.key);
+    await this.inner.refund?.(refunds, nowMs);
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {

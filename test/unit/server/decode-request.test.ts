@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/core/errors.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/core/request-limits.js';
 import { decodeRateLimitRequest } from '../../../src/server/decode-request.js';
+import { requestFromJson } from '../../../src/server/json-api.js';
 import { loadProtos } from '../../../src/server/protos.js';
 import { requestFromWire, type WireRequest } from '../../../src/server/wire.js';
 import { prng } from '../../support/prng.js';
@@ -99,5 +100,13 @@ describe('decodeRateLimitRequest', () => {
     const hits = checkRequest({ ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] }, { ...limits, maxHitsAddend: 1000 }, (f) => seen.push(f));
     expect(hits.descriptors.map((d) => d.hitsAddend)).toEqual([undefined, 4_294_967_295]);
     expect(seen).toEqual(['value', 'value', 'hits_addend']);
+  });
+
+  it('reads is_negative_hits (RateLimitDescriptor field 4, Envoy 1.38+) as a refund, over gRPC and /json', () => {
+    const request = decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', 'v']], hitsAddend: 5, negative: true }, { entries: [['k', 'w']] }]), DEFAULT_REQUEST_LIMITS);
+    expect(request.descriptors.map((d) => [d.hitsAddend, d.negativeHits])).toEqual([[5, true], [undefined, undefined]]);
+    const json = requestFromJson('{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hitsAddend":5,"isNegativeHits":true}]}');
+    expect(json.descriptors[0]).toMatchObject({ hitsAddend: 5, negativeHits: true });
+    expect(() => requestFromJson('{"domain":"d","descriptors":[{"entries":[],"is_negative_hits":"yes"}]}')).toThrow('descriptors[0].isNegativeHits: expected true or false');
   });
 });
