@@ -33,7 +33,7 @@ try {
     rounds: Number(opt('rounds', '3')),
     rate: Number(opt('rate', '2000')),
     rateSeconds: Number(opt('rate-seconds', '10')),
-    youngGenCompare: args.includes('--young-gen'),
+    nodeOptionVariants: args.flatMap((a, i) => (args[i - 1] === '--node-options' ? [a] : [])),
     dir,
     env,
   });

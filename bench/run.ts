@@ -91,7 +91,7 @@ try {
       rounds: ROUNDS,
       rate: Number(opt('side-rate', smoke ? '400' : '2000')),
       rateSeconds: RATE_SECONDS,
-      youngGenCompare: flag('young-gen'),
+      nodeOptionVariants: flag('young-gen') ? [''] : [],
       dir,
     });
   }

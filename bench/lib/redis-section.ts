@@ -2,7 +2,7 @@
  * The Redis section of `npm run bench` (issue #20): starts envoyproxy/ratelimit and this service, each on a
  * redis-server of its own with the same rules, runs the side-by-side (redis-side-by-side.ts) and returns the
  * printed table, its notes and the raw samples. This service runs with the V8 options `npm start` ships
- * (START_NODE_OPTIONS); `youngGenCompare` adds it once more without them, to measure that lever alone.
+ * (START_NODE_OPTIONS); `nodeOptionVariants` add it again with other V8 options, to measure that lever alone.
  */
 import { startRedis, type RedisServer } from '../../test/support/redis.js';
 import { fmt, median, ratioText, table } from './stats.js';
@@ -24,7 +24,8 @@ export interface RedisSectionSpec {
   /** Fixed-rate p99: total req/s (over 2 connections) and seconds. */
   readonly rate: number;
   readonly rateSeconds: number;
-  readonly youngGenCompare: boolean;
+  /** More runs of this service with other NODE_OPTIONS ('' = V8's defaults), to measure the young generation alone. */
+  readonly nodeOptionVariants: readonly string[];
   readonly dir: string;
   /** Extra environment for this service (e.g. a setting under test). */
   readonly env?: Record<string, string>;
@@ -56,7 +57,7 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
     started.push(ref);
     targets.push({ key: 'reference', label: 'envoyproxy/ratelimit', address: ref.address, pid: ref.pid, redisPid: await redisPid(refRedis.port) });
     const variants: [string, string, string][] = [['ours', `this service (NODE_OPTIONS=${START_NODE_OPTIONS}, as npm start)`, START_NODE_OPTIONS]];
-    if (spec.youngGenCompare) variants.push(['ours-default-v8', 'this service (V8 default young generation)', '']);
+    for (const o of spec.nodeOptionVariants) variants.push([`ours ${o}`, `this service (NODE_OPTIONS=${o === '' ? "''" : o})`, o]);
     for (const [key, label, nodeOptions] of variants) {
       const r = await redisFor();
       const t = await startOurs(key, { CONFIG_DIR: spec.rulesDir, BACKEND: 'redis', REDIS_URL: r.url, NODE_OPTIONS: nodeOptions, ...spec.env });

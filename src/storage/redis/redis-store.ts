@@ -20,6 +20,7 @@ import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
 import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
+import { RequestBatcher } from './request-batcher.js';
 import { notAdmitted } from './on-limit-args.js';
 import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
@@ -61,7 +62,7 @@ export class RedisStore implements CounterStore {
   readonly kind = 'redis';
   private readonly clock: Clock;
   private readonly cluster: boolean;
-  private readonly commands: BatchCommands;
+  private readonly batcher: RequestBatcher;
   private readonly monitor: RedisHealth;
   private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 };
 
@@ -72,13 +73,13 @@ export class RedisStore implements CounterStore {
   ) {
     this.clock = init.clock ?? systemClock;
     this.cluster = client instanceof Cluster;
-    this.commands = new BatchCommands(client, init.script ?? loadBatchScript());
+    this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript()));
     this.countPipelines();
     const probeKey = init.probeKey ?? 'ratelimit-health-probe';
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
     this.monitor = new RedisHealth(client, {
       clock: this.clock,
-      probe: async () => void (await runBatch(this.commands, [probeCheck], this.clock.nowMs(), false)),
+      probe: async () => void (await runBatch(this.batcher, this.slotOf(probeCheck), [probeCheck], this.clock.nowMs(), false)),
       ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
       ...(init.logProblem === undefined ? {} : { logProblem: init.logProblem }),
     });
@@ -207,12 +208,17 @@ export class RedisStore implements CounterStore {
   /** One script call; an expired one (Redis past the caller's give-up time) rejects with STORE_TIMEOUT. */
   private async call(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs: number): Promise<BatchReply> {
     this.counters.scriptCalls++;
-    const reply = await runBatch(this.commands, checks, nowMs, commit, expiresRedisMs);
+    const reply = await runBatch(this.batcher, this.slotOf(checks[0]!), checks, nowMs, commit, expiresRedisMs);
     if (reply.expired) {
       this.counters.expiredCalls++;
       throw new StoreError('STORE_TIMEOUT', 'the script reached Redis after the request deadline and did nothing');
     }
     return reply;
+  }
+
+  /** The batcher's queue of a call: its keys' slot on Cluster (one per call), one queue on one node. */
+  private slotOf(first: LimitCheck): number {
+    return this.cluster ? keySlot(first.key) : 0;
   }
 
   /**
