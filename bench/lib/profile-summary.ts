@@ -30,9 +30,14 @@ export function partOf(fn: string, url: string): string {
   if (url.startsWith('node:internal/modules') || url.includes('/tsx/') || url.includes('/esbuild/')) return 'module loading (start-up)';
   if (url.startsWith('node:events') || url.startsWith('node:internal/event_target')) return 'node events';
   if (url.startsWith('node:')) return `node other (${url.slice(5).replace(/^internal\//, '').split('/')[0]})`;
-  if (url.includes('/src/storage/')) return 'service: storage';
-  if (url.includes('/src/server/')) return 'service: server';
-  if (url.includes('/src/')) return 'service: engine and rest';
+  const own = /\/(?:src|dist)\/(.*)$/.exec(url)?.[1];
+  if (own !== undefined && !url.includes('/node_modules/')) {
+    if (own.startsWith('storage/')) return 'service: storage';
+    if (own.startsWith('server/')) return 'service: server';
+    if (own.startsWith('core/')) return 'service: engine (core)';
+    if (own.startsWith('metrics')) return 'service: metrics';
+    return 'service: rest';
+  }
   if (url === '' && ['writeUtf8String', 'writeBuffer', 'writev', 'writeLatin1String', 'utf8Write', 'latin1Slice'].includes(fn)) return 'native socket writes and string codecs';
   if (url === '' && fn === 'runMicrotasks') return 'node promises / ticks';
   if (url === '') return 'native other';
@@ -54,11 +59,15 @@ export function summarizeProfile(file: string, requests: number, top = 15): stri
     active += us;
     const part = partOf(fn, url);
     parts.set(part, (parts.get(part) ?? 0) + us);
-    const name = `${fn || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${lineNumber + 1}`;
+    const name = `${fn || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src|dist)\//, '$1/')}:${lineNumber + 1}`;
     fns.set(name, (fns.get(name) ?? 0) + us);
   }
   const line = ([name, us]: [string, number]) => `| ${name} | ${(us / requests).toFixed(1)} | ${((100 * us) / active).toFixed(1)} % |`;
   const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]);
+  // parts under 0.5 % of active time are folded into one line
+  const small = sorted(parts).filter(([, us]) => us < active * 0.005);
+  for (const [name] of small) parts.delete(name);
+  if (small.length > 0) parts.set(`${small.length} parts under 0.5 % each`, small.reduce((a, [, us]) => a + us, 0));
   return [
     `active CPU in the profile: ${(active / requests).toFixed(1)} µs per request (${requests} requests)`,
     '| part | µs/request | share |', '|---|---|---|', ...sorted(parts).map(line),

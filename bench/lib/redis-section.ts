@@ -9,7 +9,7 @@ import { fmt, median, ratioText, table } from './stats.js';
 import { haveReference, redisPid, startReference } from './reference.js';
 import { startOurs, type Target } from './servers.js';
 import { marginal, ratios, sideBySide, type SideSample, type SideSamples, type SideTarget } from './redis-side-by-side.js';
-import { rssBytes } from './proc-cpu.js';
+import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
 
 /** The V8 options of `npm start`, the image and the Kubernetes example (package.json, Dockerfile, deploy/k8s). */
 export const START_NODE_OPTIONS = '--max-semi-space-size=64';
@@ -65,6 +65,7 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
       targets.push({ key, label, address: t.address, pid: t.pid, redisPid: await redisPid(r.port) });
     }
     const samples = await sideBySide(targets, { bodies: spec.bodies, requests: spec.requests, clients: spec.clients, streams: spec.streams, rounds: spec.rounds, dir: spec.dir });
+    for (const t of targets) if (!Number.isFinite(treeCpuSeconds(t.pid))) notes.push(`${t.label} is no longer running: its figures after it stopped are not measurements`);
     const rss = targets.map((t) => `${t.label} ${fmt(rssBytes(t.pid) / 2 ** 20)} MiB`);
     notes.push(`RSS after the closed-loop runs: ${rss.join('; ')}`);
     const fixed = await sideBySide(targets.slice(0, 2), { bodies: { '1 descriptor': spec.bodies['1 descriptor'] }, requests: spec.rate * spec.rateSeconds, clients: 2, streams: 100, rounds: spec.rounds, dir: spec.dir }, spec.rate / 2);

@@ -29,7 +29,7 @@ export async function startReference(rulesDir: string, redisAddress: string, sta
   const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(start, [String(grpc), String(http), String(debug), rulesDir, redisAddress], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     // the script's own process group (detached): the shell and the server it runs
