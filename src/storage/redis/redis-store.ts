@@ -34,6 +34,11 @@ export interface RedisStoreStats {
   readonly requests: number;
   /** Script calls sent (one per request on one node; per slot, or twice per slot across slots, on Cluster). */
   readonly scriptCalls: number;
+  /**
+   * Script calls Redis ran: the scriptCalls of one event-loop turn (per slot on Cluster) travel as one call
+   * (request-batcher.ts), so under concurrency this is far below scriptCalls.
+   */
+  readonly scriptBatches: number;
   /** Pipelines written to Redis: one write and one reply read each, i.e. network round trips. */
   readonly roundTrips: number;
   /** Requests whose checks spanned several Cluster slots (the best-effort case). */
@@ -153,7 +158,7 @@ export class RedisStore implements CounterStore {
   }
 
   stats(): RedisStoreStats {
-    return { ...this.counters };
+    return { ...this.counters, scriptBatches: this.batcher.calls };
   }
 
   async close(): Promise<void> {
