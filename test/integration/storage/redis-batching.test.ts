@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { BatchCommands, loadBatchScript } from '../../../src/storage/redis/batch-script.js';
-import { RequestBatcher } from '../../../src/storage/redis/request-batcher.js';
+import { RequestBatcher, type BatchLimits, type ScriptRequest } from '../../../src/storage/redis/request-batcher.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 
 const NOW = 1_700_000_000_000;
@@ -40,51 +40,49 @@ it('bounds a batch by count: 300 requests of one turn take three calls', async (
   expect(h.store.stats().scriptBatches - before).toBe(3); // 128 + 128 + 44
 });
 
-it('bounds a batch by bytes, and a request larger than the bound goes alone', async () => {
-  const client = new Redis(h.options.url!);
+/** A batcher on a client of its own (closed after `body`), for calls built by hand. */
+async function withBatcher(limits: BatchLimits | undefined, body: (batcher: RequestBatcher, client: Redis) => Promise<void>): Promise<void> {
+  const client = new Redis(h.options.url);
   try {
-    const batcher = new RequestBatcher(new BatchCommands(client, loadBatchScript()), { maxRequests: 128, maxBytes: 2000 });
-    const small = { keys: ['bt:s'], args: [NOW, 1, 0, 'fixed_window', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, '', -1, '', 0] };
-    const big = { keys: ['bt:big'], args: [NOW, 1, 0, 'fixed_window', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, 'x'.repeat(3000), 0, '', -1, '', 0] };
-    const replies = await Promise.all([batcher.submit(0, small), batcher.submit(0, big), ...Array.from({ length: 20 }, () => batcher.submit(0, small))]);
+    await body(new RequestBatcher(new BatchCommands(client, loadBatchScript()), limits), client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** One fixed_window check of 5 per minute as batch.lua's KEYS and ARGV; `expires` is ARGV[3]. */
+function request(key: string, algorithm = 'fixed_window', expires = 0, degradeKey = ''): ScriptRequest {
+  return { keys: [key], args: [NOW, 1, expires, algorithm, 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, degradeKey, -1, '', 0] };
+}
+
+it('bounds a batch by bytes, and a request larger than the bound goes alone', async () => {
+  await withBatcher({ maxRequests: 128, maxBytes: 2000 }, async (batcher) => {
+    const small = request('bt:s');
+    const replies = await Promise.all([batcher.submit(0, small), batcher.submit(0, request('bt:big', 'fixed_window', 0, 'x'.repeat(3000))), ...Array.from({ length: 20 }, () => batcher.submit(0, small))]);
     expect(replies.every((r) => Array.isArray(r))).toBe(true);
     // the big one alone; the 21 small ones (over 300 bytes each by the batcher's estimate) in calls of at most
     // 2000 bytes: at least four calls, far fewer than one each
     expect(batcher.calls).toBeGreaterThanOrEqual(1 + 4);
     expect(batcher.calls).toBeLessThanOrEqual(1 + 7);
-  } finally {
-    client.disconnect();
-  }
+  });
 });
 
 it('fails one malformed request alone: its neighbours in the call are decided', async () => {
-  const client = new Redis(h.options.url!);
-  try {
-    const batcher = new RequestBatcher(new BatchCommands(client, loadBatchScript()));
-    const ok = { keys: ['bt:ok'], args: [NOW, 1, 0, 'fixed_window', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, '', -1, '', 0] };
-    const bad = { keys: ['bt:bad'], args: [NOW, 1, 0, 'no_such_algorithm', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, '', -1, '', 0] };
-    const settled = await Promise.allSettled([batcher.submit(0, ok), batcher.submit(0, bad), batcher.submit(0, ok)]);
+  await withBatcher(undefined, async (batcher, client) => {
+    const settled = await Promise.allSettled([batcher.submit(0, request('bt:ok')), batcher.submit(0, request('bt:bad', 'no_such_algorithm')), batcher.submit(0, request('bt:ok'))]);
     expect(batcher.calls).toBe(1);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(String((settled[1] as PromiseRejectedResult).reason)).toContain('unknown algorithm no_such_algorithm');
     expect(await client.get('bt:ok')).toMatch(/:2$/);
-  } finally {
-    client.disconnect();
-  }
+  });
 });
 
 it('refuses an expired request in a batch and counts its neighbours', async () => {
-  const client = new Redis(h.options.url!);
-  try {
-    const batcher = new RequestBatcher(new BatchCommands(client, loadBatchScript()));
-    const live = { keys: ['bt:live'], args: [NOW, 1, 0, 'fixed_window', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, '', -1, '', 0] };
-    const expired = { keys: ['bt:expired'], args: [NOW, 1, 1, 'fixed_window', 5, 60_000, 1, 1, 1, 0, 0, 0, -1, 0, 0, '', 0, '', -1, '', 0] };
-    const replies = await Promise.all([batcher.submit(0, live), batcher.submit(0, expired), batcher.submit(0, live)]);
+  await withBatcher(undefined, async (batcher, client) => {
+    const replies = await Promise.all([batcher.submit(0, request('bt:live')), batcher.submit(0, request('bt:expired', 'fixed_window', 1)), batcher.submit(0, request('bt:live'))]);
     expect(batcher.calls).toBe(1);
     expect(replies[1]).toEqual([-1]);
     expect(await client.exists('bt:expired')).toBe(0);
     expect(await client.get('bt:live')).toMatch(/:2$/);
-  } finally {
-    client.disconnect();
-  }
+  });
 });
