@@ -15,8 +15,8 @@ function cell(text: string): string {
 
 export function settingsTable(): string {
   const rows = Object.values(SETTINGS).map((s) => {
-    const def = Array.isArray(s.default) ? (s.default.length === 0 ? '(none)' : s.default.join(',')) : String(s.default);
-    return `| \`${s.env}\` | \`${flagName(s.env)}\` | ${s.type} | \`${def === '' ? '""' : def}\` | ${cell(s.description)} |`;
+    const def = s.default === undefined ? '(none)' : Array.isArray(s.default) ? (s.default.length === 0 ? '(none)' : s.default.join(',')) : String(s.default);
+    return `| \`${s.env}\` | \`${flagName(s.env)}\` | ${cell(s.type)} | \`${def === '' ? '""' : def}\` | ${cell(s.description)} |`;
   });
   return ['| Env var | Flag | Type | Default | Meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }

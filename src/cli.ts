@@ -7,8 +7,9 @@ import { loadConfigDir } from './config/index.js';
 import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './workers.js';
-import { runQuery, QUERY_USAGE } from './query.js';
+import { runQuery } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
+import { checkCombination } from './settings-checks.js';
 import { redactUrl } from './core/redact.js';
 import { VERSION } from './version.js';
 
@@ -16,12 +17,17 @@ const USAGE = `usage: ratelimit <command> [options]
 
 commands:
   serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
-  check DIR             validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
-  query ...             ask a running server over gRPC and print its decision
+  check [DIR]           validate the rule files in DIR (default CONFIG_DIR); prints every error (file:line:col: field: message) and exits 1, or a summary
+  query ...             ask a running server over gRPC what it would decide (a dry run unless --spend); \`query --help\` lists its options
   help                  this text
-  --version             print the version
+  --version             print the version`;
 
-${QUERY_USAGE}`;
+const CHECK_USAGE = `usage: ratelimit check [DIR] [--config-all-files] [--merge-domain-config] [--config-max-file-bytes N]
+
+Validates the rules in DIR (default: CONFIG_DIR, or RUNTIME_ROOT/... as the reference names it) as the service
+would load them, without starting anything. Prints every error as file:line:col: field: message and exits 1;
+warnings go to stderr and do not fail; otherwise prints a summary and exits 0. A directory without any rules
+file fails.`;
 
 /** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
 export function serveHelp(): string {
@@ -38,7 +44,10 @@ async function serve(argv: string[]): Promise<number> {
     process.stdout.write(serveHelp());
     return 0;
   }
-  const { settings, rest, notices } = loadSettings(process.env, argv);
+  const { settings, rest, notices, given } = loadSettings(process.env, argv);
+  const combination = checkCombination(settings, given);
+  if (combination.errors.length > 0) throw new SettingsError(combination.errors);
+  notices.push(...combination.notices);
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);
@@ -85,8 +94,17 @@ async function serve(argv: string[]): Promise<number> {
 }
 
 async function check(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${CHECK_USAGE}\n`);
+    return 0;
+  }
   const { settings, rest } = loadSettings(process.env, argv);
   const dir = rest[0] ?? settings.configDir;
+  const unknown = rest.find((a) => a.startsWith('-'));
+  if (unknown !== undefined) {
+    process.stderr.write(`check: unknown option ${unknown}\n\n${CHECK_USAGE}\n`);
+    return 2;
+  }
   if (rest.length > 1) {
     process.stderr.write('check: give one directory\n');
     return 2;

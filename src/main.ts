@@ -6,6 +6,7 @@ import { systemClock, type Clock } from './core/clock.js';
 import type { Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
+import { configDirProblem } from './config/loader.js';
 import type { ConfigDescription } from './config/describe.js';
 import { componentLogger, createLogger, type Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -60,6 +61,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   // envoyproxy/ratelimit settings that were set: each named, unsupported ones with what to do.
   const compatLog = componentLogger(log, 'settings');
   for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
+
+  // A missing rules directory is one clear line, before the watcher would log its own failure with a stack.
+  const dirProblem = await configDirProblem(settings.configDir);
+  if (dirProblem !== undefined) throw new StartupError(`cannot start: CONFIG_DIR ${dirProblem}`);
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
   const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void> } = {}; // set once the first load succeeded
@@ -123,6 +128,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     headers: {
       mode: settings.rateLimitHeaders,
       xRateLimit: settings.xRateLimitHeaders,
+      retryAfter: settings.retryAfterHeader,
       ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
@@ -130,6 +136,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     shadowMode: settings.shadowMode,
     ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
     criticalityKey: settings.criticalityKey,
+    responseDynamicMetadata: settings.responseDynamicMetadata,
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state

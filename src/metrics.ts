@@ -72,7 +72,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const nearLimit = new Counter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers });
   const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers });
   const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
-  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (admitted, reported in dynamic metadata).', labelNames: labels, registers });
+  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (its status OVER_LIMIT; the request admitted unless every quota descriptor is over).', labelNames: labels, registers });
   const delayed = new Counter({ name: 'ratelimit_on_limit_delayed_total', help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.', labelNames: ['domain'] as const, registers });
   const delays = new Histogram({
     name: 'ratelimit_on_limit_delay_seconds',

@@ -3,17 +3,29 @@
  * gRPC (as Envoy would) and prints the decision.
  *
  *   ratelimit query --domain edge remote_address=10.0.0.1 generic_key=api,user=alice --hits 2
+ *
+ * A dry run by default: every descriptor is sent with hits_addend 0 (present), which the protocol and this
+ * service treat as a pure check: nothing is counted. Whether a request of --hits hits would be admitted is
+ * read from what is left: it fits a descriptor iff it is at most that descriptor's remaining quota (the limit
+ * that speaks for a descriptor is the one with the least left). `--spend` sends the real request instead.
  */
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from './server/protos.js';
-import type { WireResponse } from './server/wire.js';
+import type { WireResponse, WireStatus } from './server/wire.js';
 
-export const QUERY_USAGE = `query options:
+export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
+
+A dry run unless --spend: nothing is counted (each descriptor is sent with hits_addend 0, a pure check), and
+the answer says whether a request of --hits hits would be admitted now.
+
+query options:
   --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
   --domain D            the domain (required)
-  --hits N              request-level hits_addend (default: 0, i.e. 1)
+  --hits N              hits of the request (default: 1); with --spend, sent as the request-level hits_addend
+  --spend               send the real request: it counts against the limits, as one from Envoy would
   --timeout-ms N        call deadline (default 1000)
   --json                print the response as JSON (proto3 JSON mapping, proto field names, defaults left out)
+  --help                this text
   k=v[,k=v...]          one descriptor per argument, entries in order; escape a comma or backslash in a value with \\`;
 
 interface Writable { write(text: string): unknown }
@@ -50,6 +62,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   let hits = 0;
   let timeoutMs = 1000;
   let json = false;
+  let spend = false;
   const descriptors: { entries: { key: string; value: string }[] }[] = [];
   try {
     for (let i = 0; i < argv.length; i++) {
@@ -64,6 +77,11 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
       else if (a === '--hits') hits = Number(value());
       else if (a === '--timeout-ms') timeoutMs = Number(value());
       else if (a === '--json') json = true;
+      else if (a === '--spend') spend = true;
+      else if (a === '--help' || a === '-h') {
+        out.write(`${QUERY_USAGE}\n`);
+        return 0;
+      }
       else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
       else descriptors.push({ entries: parseDescriptor(a) });
     }
@@ -80,10 +98,14 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   const client = new Client(server, grpc.credentials.createInsecure()) as unknown as RlsClient;
   try {
     const response = await new Promise<WireResponse>((resolve, reject) => {
-      client.ShouldRateLimit({ domain, descriptors, hits_addend: hits }, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
+      const request = spend ? { domain, descriptors, hits_addend: hits } : { domain, descriptors: descriptors.map((d) => ({ ...d, hits_addend: { value: 0 } })) };
+      client.ShouldRateLimit(request, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
-    out.write(json ? `${JSON.stringify(responseToJson(response), null, 2)}\n` : formatResponse(response, descriptors));
-    return response.overall_code === 'OVER_LIMIT' ? 3 : 0;
+    const wanted = Math.max(hits, 1);
+    const over = spend ? response.overall_code === 'OVER_LIMIT' : wouldReject(response, wanted);
+    if (json) out.write(`${JSON.stringify(responseToJson(response), null, 2)}\n`);
+    else out.write(`${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(response, descriptors)}`);
+    return over ? 3 : 0;
   } catch (e) {
     const se = e as grpc.ServiceError;
     err.write(`query: ${server}: ${se.code !== undefined ? grpc.status[se.code] : ''} ${se.details ?? se.message}\n`);
@@ -157,11 +179,26 @@ function structJson(s: { fields: Record<string, unknown> }): Record<string, unkn
   return out;
 }
 
+/** A dry run's verdict: some descriptor is over already, or has less left than the request would take. */
+function wouldReject(r: WireResponse, hits: number): boolean {
+  return r.overall_code === 'OVER_LIMIT' || r.statuses.some((s) => s.current_limit != null && s.limit_remaining < hits);
+}
+
+/** `unlimited: true` answers with no current_limit and the uint32 maximum remaining. */
+function isUnlimited(s: WireStatus): boolean {
+  return s.limit_remaining === 4_294_967_295;
+}
+
 function formatResponse(r: WireResponse, descriptors: readonly { entries: { key: string; value: string }[] }[]): string {
   const lines = [`overall: ${r.overall_code}`];
   r.statuses.forEach((s, i) => {
     const d = descriptors[i]?.entries.map((e) => `${e.key}=${e.value}`).join(',') ?? '?';
-    const limit = s.current_limit ? `${s.current_limit.requests_per_unit}/${s.current_limit.unit.toLowerCase()}${s.current_limit.name ? ` (${s.current_limit.name})` : ''}` : 'no limit';
+    if (!s.current_limit) {
+      // No rule matched (Envoy skips such a status), or the rule is `unlimited`: nothing to count down.
+      lines.push(`  [${i}] ${d}: ${s.code}, ${isUnlimited(s) ? 'unlimited' : 'no limit applies (no rule matched)'}`);
+      return;
+    }
+    const limit = `${s.current_limit.requests_per_unit}/${s.current_limit.unit.toLowerCase()}${s.current_limit.name ? ` (${s.current_limit.name})` : ''}`;
     const reset = s.duration_until_reset ? `, reset in ${s.duration_until_reset.seconds}s` : '';
     lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining}${reset}`);
   });

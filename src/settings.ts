@@ -120,7 +120,8 @@ export const SETTINGS = {
   authzRegionHeaders: list('AUTHZ_REGION_HEADERS', 'ext_authz `region` action: trusted request headers carrying the client\'s country (e.g. cf-ipcountry, x-country-code), first non-empty wins, when the action names none. Only list headers your edge sets and strips from clients.'),
   geoipDb: str('GEOIP_DB', '', 'ext_authz `region` action: a MaxMind-format (.mmdb) country or city database to look up the client address in (after the trusted headers); polled every 5 s, a changed file is used once it reads whole.'),
   authzMaxHeaders: int('AUTHZ_MAX_HEADERS', 256, 'ext_authz Check: most request headers (and context extensions) in one CheckRequest (RESOURCE_EXHAUSTED beyond).', 1),
-  rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never.'),
+  rateLimitHeaders: oneOf('RATELIMIT_HEADERS', ['all', 'limited', 'none'] as const, 'all', 'Where to add IETF RateLimit / RateLimit-Policy headers: every response, rejections only, or never (envoyproxy/ratelimit sends none: `none` answers as it does, with RETRY_AFTER_HEADER=false). retry-after is RETRY_AFTER_HEADER\'s.'),
+  retryAfterHeader: bool('RETRY_AFTER_HEADER', true, 'Add retry-after (seconds until the request would be admitted) to rejections; false leaves it out, as envoyproxy/ratelimit does (a rule\'s on_limit `retry: none` drops it for that rule alone).'),
   xRateLimitHeaders: bool('X_RATELIMIT_HEADERS', false, 'Also add x-ratelimit-limit/-remaining/-reset (leave off if Envoy\'s enable_x_ratelimit_headers is on).'),
   nearLimitRatio: spec('NEAR_LIMIT_RATIO', 'number in (0, 1]', 0.8, 'Hits above this share of a limit are counted as near_limit in metrics.', (s) => {
     const n = Number(s);
@@ -128,6 +129,7 @@ export const SETTINGS = {
     return n;
   }),
   metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
+  responseDynamicMetadata: bool('RESPONSE_DYNAMIC_METADATA', false, 'Add dynamic_metadata to every RateLimitResponse, as envoyproxy/ratelimit does with this setting: the request\'s domain, descriptors and hits_addend, and (ours) quotaModeEnabled / quotaModeViolations when quota_mode rules matched (docs/responses.md).'),
   jsonApi: oneOf('JSON_API', ['off', 'check', 'on'] as const, 'check', 'POST /json on the admin port: off (404), check (answers as ShouldRateLimit would, consuming no quota) or on (consumes quota like a gRPC call).'),
   shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 'On SIGTERM, report NOT_SERVING but keep answering for this long (so Envoy health checks notice), then refuse new calls.'),
   logLevel: spec<LogLevel>('LOG_LEVEL', 'trace \\| debug \\| info \\| warn \\| error (any case; also warning, fatal, panic)', 'info', 'Least severe log level written.', parseLogLevel),
@@ -187,12 +189,13 @@ export class SettingsError extends Error {
  * then env vars (ours, and envoyproxy/ratelimit's names translated by compat/translate.ts), then defaults.
  * A reference name and ours that disagree, unknown flags and bad values are all reported at once in a
  * SettingsError. Returns the settings, the arguments that are not flags (e.g. the directory of `check DIR`)
- * and the notices to log at start about reference settings (unsupported ones by name, with what to do).
+ * and the notices to log at start about reference settings (unsupported ones by name, with what to do), and
+ * which settings were given at all (flag, env var or a reference name), for settings-checks.ts.
  */
 export function loadSettings(
   env: Readonly<Record<string, string | undefined>>,
   argv: readonly string[] = [],
-): { settings: Settings; rest: string[]; notices: Notice[] } {
+): { settings: Settings; rest: string[]; notices: Notice[]; given: ReadonlySet<SettingName> } {
   const byFlag = new Map<string, SettingName>();
   for (const name of Object.keys(SETTINGS) as SettingName[]) byFlag.set(flagName(SETTINGS[name].env), name);
 
@@ -231,6 +234,7 @@ export function loadSettings(
   const reference = translateReferenceEnv(env);
   problems.push(...reference.problems);
   const settings: Record<string, unknown> = {};
+  const given = new Set<SettingName>();
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     const s = SETTINGS[name] as SettingSpec<unknown>;
     const own = fromFlags.get(name) ?? env[s.env];
@@ -252,6 +256,7 @@ export function loadSettings(
       settings[name] = s.default;
       continue;
     }
+    given.add(name);
     try {
       settings[name] = s.parse(raw);
     } catch (err) {
@@ -260,7 +265,7 @@ export function loadSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices };
+  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices, given };
 }
 
 /** Whether two raw values mean the same; undefined when one does not parse (loadSettings then reports it). */

@@ -44,6 +44,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     commandTimeoutMs: settings.redisCommandTimeoutMs,
     clock,
     log: (message, error) => log.warn(message, error === undefined ? undefined : { error: describeError(error) }),
+    logInfo: (message) => log.info(message),
     // Every 5 s while Redis cannot decide, at error level, naming the cause (WRONGPASS, NOPERM, ...).
     logError: (message) => log.error(message, { failureMode: settings.failureMode }),
     // Evaluated (never written) by the health probe; under the key prefix, as ACL key patterns expect.

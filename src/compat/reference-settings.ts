@@ -64,7 +64,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
   // rules
   row('CONFIG_TYPE', 'FILE', 'no-op', 'rules come from files only (FILE); xDS is not supported: mount the rules and keep CONFIG_TYPE=FILE', { accepts: is('file'), fatal: true }),
-  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules (an empty directory is valid); unset it', { accepts: off }),
+  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules, and a rules directory without any rules file is an error; unset it', { accepts: off }),
   row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'unsupported', XDS),
   row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'unsupported', XDS),
   row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'unsupported', XDS),
@@ -110,10 +110,10 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('EXPIRATION_JITTER_MAX_SECONDS', '300', 'unsupported', 'keys expire exactly at the window end; unset it'),
   row('LOCAL_CACHE_SIZE_IN_BYTES', '0', 'mapped', 'LOCAL_CACHE_SIZE = bytes ÷ 100 entries (0 = off); our default is 100000 entries'),
   row('NEAR_LIMIT_RATIO', '0.8', 'same', 'NEAR_LIMIT_RATIO'),
-  row('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', 'false', 'no-op', 'a rejected request never consumes quota here (the reference counts it unless this is true)'),
+  row('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', 'false', 'no-op', 'a rejected request consumes nothing here, on any of its limits; the reference with true spares only the other limits of a rejected request, the one that rejected it still counts the hits'),
   row('SHADOW_MODE', 'false', 'same', 'SHADOW_MODE: every limit reports but never rejects'),
   row('QUOTA_MODE', 'false', 'unsupported', 'set `quota_mode: true` on the rules instead', { accepts: off }),
-  row('RESPONSE_DYNAMIC_METADATA', 'false', 'unsupported', 'no dynamic metadata in responses; unset it', { accepts: off }),
+  row('RESPONSE_DYNAMIC_METADATA', 'false', 'same', 'RESPONSE_DYNAMIC_METADATA: the request (domain, descriptors, hits_addend) as dynamic_metadata in every response; we add quotaModeEnabled / quotaModeViolations when quota_mode rules matched'),
   row('LIMIT_RESPONSE_HEADERS_ENABLED', 'false', 'same', 'LIMIT_RESPONSE_HEADERS_ENABLED (see also RATELIMIT_HEADERS and X_RATELIMIT_HEADERS)'),
   row('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'same', 'LIMIT_LIMIT_HEADER'),
   row('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'same', 'LIMIT_REMAINING_HEADER'),
@@ -200,7 +200,7 @@ export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
 
 export const REFERENCE_CLI: readonly (readonly [string, string])[] = [
   ['`/bin/ratelimit` (settings from the environment)', '`ratelimit serve` (settings from the environment or `--flags`; `ratelimit serve --help` lists them)'],
-  ['`/bin/ratelimit_client -dial_string HOST:PORT -domain D -descriptors k=v,k2=v2`', '`ratelimit query --server HOST:PORT --domain D k=v,k2=v2` (`--json` for JSON)'],
+  ['`/bin/ratelimit_client -dial_string HOST:PORT -domain D -descriptors k=v,k2=v2`', '`ratelimit query --spend --server HOST:PORT --domain D k=v,k2=v2` (`--json` for JSON; without `--spend` a dry run that counts nothing)'],
   ['`/bin/ratelimit_config_check -config_dir DIR`', '`ratelimit check DIR`'],
   ['(none)', '`ratelimit --version`'],
 ];

@@ -59,6 +59,9 @@ export function translateReferenceEnv(env: Env): Translation {
     set('CONFIG_DIR', dir, from);
     set('CONFIG_ALL_FILES', 'true', from);
     notices.push({ level: 'info', setting: from, message: `rules from ${dir} (${from}), every non-dot file whatever its extension, as the reference loads them` });
+    if (env.DEBUG_PORT === undefined) {
+      notices.push({ level: 'warn', setting: 'DEBUG_PORT', message: 'DEBUG_PORT is unset: /rlconfig and /stats are off here (the reference serves them on 6070 by default); set DEBUG_PORT=6070 to keep them' });
+    }
     if (env.RUNTIME_IGNOREDOTFILES === undefined) {
       notices.push({ level: 'info', setting: 'RUNTIME_IGNOREDOTFILES', message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)` });
     }

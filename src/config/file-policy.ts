@@ -137,3 +137,27 @@ export function firstInvalidUtf8(b: Uint8Array): number {
   }
   return b.length;
 }
+
+/**
+ * A directory without a single rules file is an error, not an empty rule set: a wrong CONFIG_DIR, a ConfigMap
+ * mounted elsewhere, or rules named `*.json` or without an extension would otherwise run with no limits at all
+ * and no word. (A rule set with no limits on purpose is a file with a domain and no descriptors.) `entries`:
+ * the directory's names, to say what was passed over.
+ */
+export function noRulesError(dir: string, allFiles: boolean, entries: readonly string[]): ConfigError {
+  const visible = entries.filter((n) => !n.startsWith('.')).sort();
+  const wanted = allFiles ? 'no non-dot file' : 'no *.yaml or *.yml file';
+  const shown = `${visible.slice(0, 5).join(', ')}${visible.length > 5 ? `, and ${visible.length - 5} more` : ''}`;
+  const what = entries.length === 0 ? 'it is empty' : visible.length === 0 ? 'it holds only dot files, which are skipped' : `ignored: ${shown}`;
+  const hint = allFiles || visible.length === 0 ? '' : '; rules files end in .yaml or .yml (CONFIG_ALL_FILES=true reads every file whatever its extension)';
+  return new ConfigError({ file: dir, line: 1, column: 1, path: '', reason: `no rules file: the rules directory holds ${wanted} (${what})${hint}` });
+}
+
+/** Why the rules directory could not be listed, in words (no errno jargon, no stack). */
+export function dirProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'the rules directory does not exist';
+  if (code === 'ENOTDIR') return 'the rules directory is not a directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'the rules directory cannot be read (permission denied)';
+  return `cannot read the rules directory: ${err instanceof Error ? err.message : String(err)}`;
+}

@@ -2,7 +2,7 @@
 export { compileConfigFiles, contentVersion } from './compile.js';
 export type { CompileOptions, CompileResult } from './compile.js';
 export { ConfigError } from './errors.js';
-export { loadConfigDir, readConfigFiles } from './loader.js';
+export { configDirProblem, loadConfigDir, readConfigFiles } from './loader.js';
 export type { ConfigFile } from './loader.js';
 export { watchConfigDir } from './watcher.js';
 export type { ConfigWatcher, WatchOptions } from './watcher.js';

@@ -10,12 +10,12 @@
  * a load never mixes files of two ConfigMap versions.
  */
 import { constants } from 'node:fs';
-import { open, readlink, realpath, stat } from 'node:fs/promises';
+import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compileConfigFiles } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
-import { decodeUtf8, isInside, listConfigNames, outsideError, tooLargeError } from './file-policy.js';
+import { decodeUtf8, dirProblem, isInside, listConfigNames, noRulesError, outsideError, tooLargeError } from './file-policy.js';
 import { DEFAULT_LIMITS, limitsOf } from './limits.js';
 
 export interface ConfigFile {
@@ -66,7 +66,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
     realDir = await realpath(dir);
     names = await listConfigNames(dir, options.allFiles === true);
   } catch (err) {
-    return { files: [], errors: [fileError(dir, `cannot read config directory: ${reason(err)}`)] };
+    return { files: [], errors: [fileError(dir, dirProblem(err))] };
   }
   names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const maxBytes = options.maxFileBytes ?? DEFAULT_LIMITS.maxFileBytes;
@@ -91,8 +91,10 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
       errors.push(fileError(name, `cannot read file: ${reason(err)}`));
     }
   }
+  if (files.length === 0 && errors.length === 0) errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
   return { files, errors };
 }
+
 
 /**
  * The bytes of `path` when its real path (symlinks resolved: a ConfigMap key is a link into ..data) is a
@@ -126,6 +128,20 @@ async function readInside(realDir: string, path: string, maxBytes: number): Prom
   }
 }
 
+/**
+ * Why `dir` cannot serve as the rules directory (missing, not a directory, unreadable), in one line without a
+ * stack; undefined when it can. The service checks this before it starts watching the directory.
+ */
+export async function configDirProblem(dir: string): Promise<string | undefined> {
+  try {
+    await readdir(dir);
+    return undefined;
+  } catch (err) {
+    return `${dir}: ${dirProblem(err)}`;
+  }
+}
+
+
 function fileError(file: string, message: string): ConfigError {
   return new ConfigError({ file, line: 1, column: 1, path: '', reason: message });
 }
@@ -136,7 +152,7 @@ function reason(err: unknown): string {
 
 /**
  * Reads and compiles a rules directory. All errors are reported together: unreadable files and every
- * validation error of the readable ones. An empty directory is a valid configuration with no domains.
+ * validation error of the readable ones. A directory without any rules file is an error (noRulesError).
  */
 export async function loadConfigDir(dir: string, options: CompileOptions & ReadOptions): Promise<CompileResult> {
   const limits = limitsOf(options);

@@ -212,7 +212,11 @@ function readLimit(
   }
 
   const rpuField = fields.get('requests_per_unit');
-  // Omitted means 0 (reject everything), as envoyproxy/ratelimit's uint32 zero value does.
+  // envoyproxy/ratelimit reads an omitted requests_per_unit as 0 and so rejects every request without a word;
+  // here it must be written (`requests_per_unit: 0` still blocks on purpose).
+  if (rpuField === undefined) {
+    ctx.error(map, join(path, 'requests_per_unit'), 'requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit');
+  }
   const requestsPerUnit = rpuField
     ? readInt(ctx, rpuField.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0)
     : 0;

@@ -11,11 +11,11 @@
  * - A periodic poll does the same hash comparison, covering missed events, filesystems without inotify and
  *   watchers that died; a watcher that errors is closed, reported and re-created at the next poll.
  */
-import { readFileSync, realpathSync, statSync, watch } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { decodeUtf8, isInside, listConfigNamesSync, outsideError, tooLargeError } from './file-policy.js';
+import { decodeUtf8, dirProblem, isInside, listConfigNamesSync, noRulesError, outsideError, tooLargeError } from './file-policy.js';
 import { DEFAULT_LIMITS } from './limits.js';
 import { readConfigFiles } from './loader.js';
 import type { ReadOptions } from './loader.js';
@@ -73,8 +73,9 @@ export function fingerprintConfigDirSync(dir: string, options: ReadOptions = {})
         failures.push(`${name}:1:1: cannot read file: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
+    if (files.length === 0 && failures.length === 0) failures.push(noRulesError(dir, options.allFiles === true, readdirSync(dir)).message);
   } catch (err) {
-    failures.push(`${dir}:1:1: cannot read config directory: ${err instanceof Error ? err.message : String(err)}`);
+    failures.push(`${dir}:1:1: ${dirProblem(err)}`);
   }
   return fingerprint(files, failures);
 }

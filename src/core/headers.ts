@@ -15,6 +15,8 @@ export interface HeaderOptions {
   /** Where the IETF RateLimit headers go: every response, rejections only, or nowhere. */
   readonly mode: 'all' | 'limited' | 'none';
   readonly xRateLimit: boolean;
+  /** RETRY_AFTER_HEADER: `retry-after` on rejections (default true; the reference sends none). */
+  readonly retryAfter?: boolean;
   /** envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED: these three names, plain numbers, on every response. */
   readonly reference?: { readonly limit: string; readonly remaining: string; readonly reset: string };
 }
@@ -39,7 +41,7 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
   const headers: HeaderValue[] = [];
   if (applied.length === 0) return headers;
 
-  if (overLimit) {
+  if (overLimit && options.retryAfter !== false) {
     let wait = 0;
     for (const a of applied) if (a.enforced && !a.outcome.allowed) wait = Math.max(wait, seconds(a.outcome.resetMs));
     headers.push({ key: 'retry-after', value: String(Math.max(1, wait)) });

@@ -27,6 +27,7 @@ import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js'
 import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
 import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
+import { responseMetadata } from './response-metadata.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from './types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
@@ -50,6 +51,8 @@ export interface RateLimiterOptions {
   readonly timer?: Timer;
   /** CRITICALITY_KEY: descriptor entries with this key give the request's class (src/throttling/criticality.ts). */
   readonly criticalityKey?: string;
+  /** RESPONSE_DYNAMIC_METADATA: every response carries the request as dynamic_metadata (response-metadata.ts). */
+  readonly responseDynamicMetadata?: boolean;
 }
 
 export interface DecideOptions {
@@ -95,7 +98,7 @@ export class RateLimiter {
     });
 
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
-    const stored = checkOnly ? previewOutcomes(checks, observed) : observed;
+    const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
     const reported = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));
     // on_limit exponential_backoff moves a rejection's reset (and so its retry-after) out.
     const owners = hasOnLimit ? checkOwners(resolved) : undefined;
@@ -109,15 +112,15 @@ export class RateLimiter {
     let overLimit = false;
     resolved.forEach((r, index) => {
       const status = this.describe(request.domain, r, outcomes, applied, observer);
-      if (status.code === 'OVER_LIMIT') overLimit = true;
+      if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
         quotaDescriptors.push(index);
         if (r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
       }
       statuses.push(status);
     });
-    // envoyproxy/ratelimit (#1059): quota-mode descriptors only report, unless every one of them is over;
-    // then they reject the request like ordinary limits.
+    // envoyproxy/ratelimit: quota-mode descriptors only report, unless every one of them is over; then they
+    // reject the request like ordinary limits.
     if (quotaDescriptors.length > 0 && quotaViolations.length === quotaDescriptors.length) {
       overLimit = true;
       for (const i of quotaViolations) statuses[i] = { ...statuses[i]!, code: 'OVER_LIMIT', limitRemaining: 0 };
@@ -137,7 +140,7 @@ export class RateLimiter {
       statuses,
       responseHeadersToAdd: [...buildResponseHeaders(applied, overLimit, this.options.headers), ...(throttled?.headers ?? [])],
       requestHeadersToAdd: [],
-      ...(quotaDescriptors.length > 0 ? { dynamicMetadata: quotaMetadata(request, quotaViolations) } : {}),
+      ...(this.options.responseDynamicMetadata === true ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }) } : {}),
       ...(outcomes.some((o) => o.storeFailure === true) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
@@ -177,8 +180,10 @@ export class RateLimiter {
       shadowMode: rejected && shadow,
       quotaMode: rejected && quota,
     });
+    // A quota-mode descriptor over its limit reads OVER_LIMIT while the request may still be admitted (the
+    // overall code decides), as envoyproxy/ratelimit answers it.
     return {
-      code: rejected && enforced(r, this.options.shadowMode) ? 'OVER_LIMIT' : 'OK',
+      code: rejected && (enforced(r, this.options.shadowMode) || (quota && !shadow)) ? 'OVER_LIMIT' : 'OK',
       currentLimit: {
         ...(limit.name !== undefined ? { name: limit.name } : {}),
         requestsPerUnit: limit.requestsPerUnit,
@@ -196,12 +201,3 @@ function validate(request: RateLimitRequest): void {
   if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
 }
 
-/** envoyproxy/ratelimit's quota_mode metadata: which descriptors went over a quota-mode limit. */
-function quotaMetadata(request: RateLimitRequest, violations: readonly number[]): Record<string, unknown> {
-  return {
-    domain: request.domain,
-    descriptors: request.descriptors.map((d) => ({ entries: d.entries.map((e) => `${e.key}=${e.value}`) })),
-    quotaModeEnabled: true,
-    quotaModeViolations: violations,
-  };
-}

@@ -22,8 +22,6 @@ const FIXED64 = 1;
 const LEN = 2;
 const FIXED32 = 5;
 
-/** envoy.type.v3.RateLimitUnit (RateLimitOverride.unit): no WEEK. */
-const OVERRIDE_UNITS = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
 
 class Reader {
   pos: number;
@@ -136,7 +134,7 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescri
         } else if (f === 2) {
           o.expect(VARINT, t, 'unit');
           const n = o.varint();
-          limit.unit = OVERRIDE_UNITS[n] ?? n; // an unknown number: the override is ignored, as for UNKNOWN
+          limit.unit = n; // wire.ts names it (7 is WEEK; UNKNOWN and unknown numbers leave the override out)
         } else o.skip(t);
       }
     } else if (field === 3) {

@@ -26,7 +26,15 @@ function str(v: unknown, path: string): string {
 function num(v: unknown, path: string): number | string | undefined {
   if (v === undefined || v === null) return undefined;
   if ((typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d+$/.test(v))) return v;
-  throw new InvalidRequestError(`${path}: expected a non-negative integer`);
+  // Echo what was sent (JSON text, so a string stays quoted), not a conversion of it.
+  throw new InvalidRequestError(`${path}: ${JSON.stringify(v)} is not a non-negative integer`);
+}
+
+/** An enum as proto3 JSON has it: its name, or its number (7 = WEEK, as on the wire). */
+function unitOf(v: unknown, path: string): string | number {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  if (typeof v === 'number') throw new InvalidRequestError(`${path}: expected a unit name or number`);
+  return str(v, path).toUpperCase();
 }
 
 /**
@@ -62,7 +70,7 @@ export function requestFromJson(text: string, limits: RequestLimits = DEFAULT_RE
           return { key: str(e.key, `descriptors[${i}].entries[${j}].key`), value: str(e.value, `descriptors[${i}].entries[${j}].value`) };
         }),
         limit: isObject(limit)
-          ? { requests_per_unit: Number(num(field(limit, 'requestsPerUnit', 'requests_per_unit'), `descriptors[${i}].limit.requestsPerUnit`) ?? 0), unit: str(limit.unit, `descriptors[${i}].limit.unit`).toUpperCase() }
+          ? { requests_per_unit: Number(num(field(limit, 'requestsPerUnit', 'requests_per_unit'), `descriptors[${i}].limit.requestsPerUnit`) ?? 0), unit: unitOf(limit.unit, `descriptors[${i}].limit.unit`) }
           : null,
         hits_addend: hits === undefined ? null : { value: hits },
       };

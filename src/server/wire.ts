@@ -25,9 +25,18 @@ export interface WireRequest { domain?: string; descriptors?: WireDescriptor[]; 
 
 const WIRE_UNITS: ReadonlySet<string> = new Set(UNITS.map((u) => u.toUpperCase()));
 
+/**
+ * The override's unit by number: envoy.type.v3.RateLimitUnit is UNKNOWN 0 … YEAR 6 (protocol.md §2); 7 is read as
+ * WEEK, the number RateLimitResponse.RateLimit.Unit gives it, as envoyproxy/ratelimit reads it (measured: an
+ * override with unit 7 is a weekly limit there). UNKNOWN and numbers above 7 leave the override out: the
+ * configured rule decides (the reference crashes on them), docs/responses.md.
+ */
+export const OVERRIDE_UNIT_NAMES: readonly string[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'];
+
 function unitFromWire(unit: string | number | undefined): Unit | undefined {
-  if (typeof unit !== 'string' || !WIRE_UNITS.has(unit)) return undefined;
-  return unit.toLowerCase() as Unit;
+  const name = typeof unit === 'number' ? OVERRIDE_UNIT_NAMES[unit] : unit;
+  if (name === undefined || !WIRE_UNITS.has(name)) return undefined;
+  return name.toLowerCase() as Unit;
 }
 
 function toCount(value: string | number | undefined, field: string): number {

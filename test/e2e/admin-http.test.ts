@@ -65,7 +65,10 @@ describe('admin HTTP', () => {
     expect(await post('{"domain":"web"}')).toMatchObject({ status: 400, json: { error: 'rate limit descriptor list must not be empty' } });
     expect(await post('{"domain":"","descriptors":[{"entries":[]}]}')).toMatchObject({ status: 400, json: { error: 'rate limit domain must not be empty' } });
     expect(await post('{"domain":"web","descriptors":[{"entries":[{"key":1}]}]}')).toMatchObject({ status: 400, json: { error: 'descriptors[0].entries[0].key: expected a string' } });
-    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hitsAddend":-1}')).toMatchObject({ status: 400, json: { error: 'hitsAddend: expected a non-negative integer' } });
+    // The error shows the value as sent.
+    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hitsAddend":-1}')).toMatchObject({ status: 400, json: { error: 'hitsAddend: -1 is not a non-negative integer' } });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[],"hitsAddend":"2.5"}]}')).toMatchObject({ status: 400, json: { error: 'descriptors[0].hitsAddend: "2.5" is not a non-negative integer' } });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hits_addend":1.5}')).toMatchObject({ status: 400, json: { error: 'hitsAddend: 1.5 is not a non-negative integer' } });
   });
 
   it('exports Prometheus metrics', async () => {

@@ -23,7 +23,7 @@ beforeAll(async () => {
   t = await startTestService({
     'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n',
     'quota.yaml': 'domain: quota\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: {unit: minute, requests_per_unit: 5}\n',
-  });
+  }, { responseDynamicMetadata: true });
 });
 afterAll(() => t.close());
 
@@ -41,7 +41,7 @@ describe('ratelimit CLI', () => {
   });
 
   it('query --json prints the response as clean JSON (proto3 mapping with the proto field names: no Buffers, nulls or defaults)', async () => {
-    const first = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
+    const first = await run(['query', '--json', '--spend', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
     expect(first.code).toBe(0);
     const json = JSON.parse(first.stdout) as { statuses: { duration_until_reset: string }[]; response_headers_to_add: { key: string; value: string }[] };
     const reset = json.statuses[0]!.duration_until_reset;
@@ -53,14 +53,16 @@ describe('ratelimit CLI', () => {
         { key: 'ratelimit-policy', value: '"per-ip";q=1;w=60' },
         { key: 'ratelimit', value: `"per-ip";r=0;t=${reset.slice(0, -1)}` },
       ],
+      dynamic_metadata: { domain: 'edge', descriptors: [{ entries: ['ip=1.2.3.4'] }] },
     });
-    const second = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
+    const second = await run(['query', '--json', '--spend', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
     expect(second.code).toBe(3);
     expect(JSON.parse(second.stdout)).toMatchObject({ overall_code: 'OVER_LIMIT', statuses: [{ code: 'OVER_LIMIT' }] });
   });
 
   it('query --json prints dynamic_metadata (a google.protobuf.Struct) with its values, not nulls', async () => {
-    const r = await run(['query', '--json', '--server', t.grpcAddress, '--domain', 'quota', 'user=ann']);
+    // RESPONSE_DYNAMIC_METADATA=true (this service): the request as the reference sends it, plus the quota fields.
+    const r = await run(['query', '--json', '--spend', '--server', t.grpcAddress, '--domain', 'quota', 'user=ann']);
     expect(r.code).toBe(0);
     expect((JSON.parse(r.stdout) as { dynamic_metadata: unknown }).dynamic_metadata).toEqual({
       domain: 'quota',
@@ -68,9 +70,9 @@ describe('ratelimit CLI', () => {
       quotaModeEnabled: true,
       quotaModeViolations: [],
     });
-    const over = await run(['query', '--json', '--hits', '6', '--server', t.grpcAddress, '--domain', 'quota', 'user=bob']);
+    const over = await run(['query', '--json', '--spend', '--hits', '6', '--server', t.grpcAddress, '--domain', 'quota', 'user=bob']);
     expect(over.code).toBe(3);
-    expect((JSON.parse(over.stdout) as { dynamic_metadata: unknown }).dynamic_metadata).toMatchObject({ quotaModeViolations: [0] });
+    expect((JSON.parse(over.stdout) as { dynamic_metadata: unknown }).dynamic_metadata).toMatchObject({ hitsAddend: 6, quotaModeViolations: [0] });
   });
 
   it('serve refuses a reference setting that contradicts ours, naming both', async () => {

@@ -67,14 +67,47 @@ describe('ratelimit check', () => {
 });
 
 describe('ratelimit query', () => {
-  it('asks a running server and prints the decision; exit 3 when over the limit', async () => {
-    const first = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4']);
-    expect(first.code).toBe(0);
-    expect(first.stdout).toContain('overall: OK');
-    expect(first.stdout).toContain('[0] ip=1.2.3.4: OK, 1/minute (per-ip), remaining 0');
-    const second = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=1.2.3.4', '--json']);
-    expect(second.code).toBe(3);
-    expect(JSON.parse(second.stdout)).toMatchObject({ overall_code: 'OVER_LIMIT' });
+  it('is a dry run by default: nothing is counted, and it says whether a request would be admitted', async () => {
+    const dry = ['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=5.6.7.8'];
+    for (let i = 0; i < 2; i++) {
+      const r = await run(dry);
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      expect(r.stdout).toMatch(/^dry run, nothing counted \(--spend sends the real request\): a request of 1 hit\(s\) would be admitted\noverall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 1, reset in \d+s\n/);
+    }
+    const two = await run([...dry, '--hits', '2']);
+    expect(two.code).toBe(3);
+    expect(two.stdout).toContain('a request of 2 hit(s) would be REJECTED');
+    // The quota is still whole: the real request is admitted once, then the dry run says the next would not be.
+    const spent = await run([...dry, '--spend']);
+    expect(spent.code).toBe(0);
+    expect(spent.stdout).toMatch(/^overall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 0/);
+    const after = await run(dry);
+    expect(after.code).toBe(3);
+    expect(after.stdout).toContain('a request of 1 hit(s) would be REJECTED');
+    const json = await run([...dry, '--json']);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({ overall_code: 'OK', statuses: [{ code: 'OK', current_limit: { requests_per_unit: 1 } }] });
+    expect((await run([...dry, '--spend', '--json'])).code).toBe(3);
+  }, 120_000); // eight runs of the command, a few seconds each on a loaded machine
+
+  it('says "no limit applies" for a descriptor no rule matches (not "remaining 0")', async () => {
+    const r = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'path=/x']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('[0] path=/x: OK, no limit applies (no rule matched)\n');
+    expect(r.stdout).not.toContain('remaining');
+  });
+
+  it('query --help and check --help print their usage (exit 0)', async () => {
+    const q = await run(['query', '--help']);
+    expect(q).toMatchObject({ code: 0, stderr: '' });
+    expect(q.stdout).toMatch(/^usage: ratelimit query /);
+    expect(q.stdout).toContain('--spend');
+    const c = await run(['check', '--help']);
+    expect(c).toMatchObject({ code: 0, stderr: '' });
+    expect(c.stdout).toMatch(/^usage: ratelimit check \[DIR\]/);
+    const bad = await run(['check', '--nope']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^check: unknown option --nope\n/);
   });
 
   it('explains usage errors (exit 2) and unreachable servers (exit 1)', async () => {

@@ -42,7 +42,7 @@ describe('on_limit at the operator surfaces', () => {
   it('ratelimit query prints the body, the headers and a degraded request\'s upstream headers', async () => {
     const query = async (arg: string) => {
       const out = sink();
-      const code = await runQuery(['--server', t.grpcAddress, '--domain', 'msg', arg], out, sink());
+      const code = await runQuery(['--spend', '--server', t.grpcAddress, '--domain', 'msg', arg], out, sink());
       return { code, text: out.text() };
     };
     await query('text=q');

@@ -47,6 +47,21 @@ const readyz = async (port: number) => {
 };
 const gauge = async (port: number) => /^ratelimit_store_ready (\d)/m.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1];
 
+describe('Redis connection log lines', () => {
+  it('"Redis connection ready" is good news: INFO, not WARN', async () => {
+    const lines: string[] = [];
+    const svc = await startService(testSettings({ configDir: dir, backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: 'log:' }), {
+      clock: new FakeClock(1_700_000_000_000),
+      log: createLogger({ level: 'info', format: 'json', write: (line) => lines.push(line) }),
+      metrics: createMetrics({ defaultMetrics: false }),
+    });
+    await svc.close();
+    const ready = lines.map((l) => JSON.parse(l) as { level: string; msg: string }).filter((l) => l.msg === 'Redis connection ready');
+    expect(ready.length).toBeGreaterThan(0);
+    expect(ready.every((l) => l.level === 'info')).toBe(true);
+  });
+});
+
 describe('health follows whether the store decides', () => {
   it('ACL user without EVAL/EVALSHA (default FAILURE_MODE=open): 503, gauge 0, store and RLS NOT_SERVING, error log; all recover on grant', async () => {
     await rawCommand(redis.port, ['ACL', 'SETUSER', 'rl', 'on', '>pw', '~*', '+@all', '-eval', '-evalsha', '-eval_ro', '-evalsha_ro']);
@@ -98,6 +113,18 @@ describe('health follows whether the store decides', () => {
         await svc.close();
       }
       await expect(start({ redisUrl: url, redisStartup: 'fail', redisStartupTimeoutMs: 500 }, [])).rejects.toThrow(/REDIS_STARTUP=fail.*WRONGPASS/);
+      // A wrong password is not transient: REDIS_STARTUP=fail fails at once, not after REDIS_STARTUP_TIMEOUT_MS
+      // (it waited the whole 10 s). The bound is half the timeout: a connect and one AUTH take milliseconds.
+      const began = performance.now();
+      await expect(start({ redisUrl: url, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(/REDIS_STARTUP=fail\): Redis refuses: WRONGPASS/);
+      expect(performance.now() - began).toBeLessThan(5_000);
+      // And so does a user without the scripts' permissions (NOPERM), with REDIS_STARTUP=wait too (it then serves
+      // by FAILURE_MODE at once, saying why).
+      await rawCommand(redis.port, ['ACL', 'SETUSER', 'noeval', 'on', '>pw', '~*', '+@all', '-eval', '-evalsha', '-eval_ro', '-evalsha_ro']);
+      const noeval = `redis://noeval:pw@127.0.0.1:${redis.port}`;
+      const began2 = performance.now();
+      await expect(start({ redisUrl: noeval, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(/REDIS_STARTUP=fail\): Redis refuses: .*NOPERM/);
+      expect(performance.now() - began2).toBeLessThan(5_000);
     } finally {
       await locked.stop();
     }

@@ -49,9 +49,25 @@ describe('hot reload', () => {
     expect(metrics).toMatch(/ratelimit_config_reloads_total\{result="failure"\} [1-9]/);
   });
 
-  it('follows a Kubernetes ConfigMap ..data symlink swap', async () => {
-    t = await startTestService({}, { configWatch: true, configDebounceMs: 20, configPollIntervalMs: 0 });
+  it('keeps the last good rules when the directory is emptied (no rules file is a failed reload, not "no limits")', async () => {
+    t = await startTestService({ 'app.yaml': rules(4) }, { configWatch: true, configDebounceMs: 20, configPollIntervalMs: 0 });
     client = new RlsTestClient(t.grpcAddress);
+    expect(await limitOf()).toBe(4);
+    rmSync(join(t.dir, 'app.yaml'));
+    writeFileSync(join(t.dir, 'app.json'), rules(8));
+    await eventually(async () => (await rulesBody()).lastReload.ok === false);
+    expect((await rulesBody()).lastReload.errors).toEqual([
+      `${t.dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (ignored: app.json); rules files end in .yaml or .yml (CONFIG_ALL_FILES=true reads every file whatever its extension)`,
+    ]);
+    expect(await limitOf()).toBe(4);
+  });
+
+  it('follows a Kubernetes ConfigMap ..data symlink swap', async () => {
+    // A rules directory must hold a rules file to start; this one is replaced by the ConfigMap layout below.
+    t = await startTestService({ 'app.yaml': rules(5) }, { configWatch: true, configDebounceMs: 20, configPollIntervalMs: 0 });
+    client = new RlsTestClient(t.grpcAddress);
+    expect(await limitOf()).toBe(5);
+    rmSync(join(t.dir, 'app.yaml'));
     const dir = t.dir;
     // The kubelet's layout: ..<ts>/app.yaml, ..data -> ..<ts>, app.yaml -> ..data/app.yaml
     mkdirSync(join(dir, '..2026_11_21_00_00_00.1'));

@@ -46,7 +46,7 @@ export function encodeRequest(domain: string, descriptors: RawDescriptor[], hits
 
 type Field = number | Uint8Array;
 
-/** Decodes one message level into field number → values (varints as numbers, length-delimited as bytes). */
+/** Decodes one message level into field number → values (varints and doubles as numbers, length-delimited as bytes). */
 export function fields(bytes: Uint8Array): Map<number, Field[]> {
   const r = Reader.create(bytes);
   const out = new Map<number, Field[]>();
@@ -57,6 +57,9 @@ export function fields(bytes: Uint8Array): Map<number, Field[]> {
     switch (tag & 7) {
       case 0:
         v = r.uint32(); // every varint we read fits 32 bits (codes, limits, remaining, seconds)
+        break;
+      case 1:
+        v = r.double(); // the only fixed64 we meet: google.protobuf.Value.number_value
         break;
       case 2:
         v = r.bytes();

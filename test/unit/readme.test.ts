@@ -30,6 +30,15 @@ describe('README and docs/', () => {
     expect(read('docs/settings.md')).toContain(settingsTable());
   });
 
+  it('render every settings row with its five cells, and no default as "undefined"', () => {
+    const rows = settingsTable().split('\n').slice(2);
+    for (const row of rows) {
+      // An unescaped `|` (e.g. in a type written `true | false`) would split a cell in two.
+      expect(row.split(/(?<!\\)\|/).length - 2, row).toBe(5);
+      expect(row, row).not.toContain('`undefined`');
+    }
+  });
+
   it('list every metric as declared in src/metrics.ts', async () => {
     expect(read('docs/metrics.md')).toContain(await metricsTable());
   });

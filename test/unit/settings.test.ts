@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, SettingsError, flagName, loadSettings } from '../../src/settings.js';
+import { checkCombination } from '../../src/settings-checks.js';
 
 describe('settings', () => {
   it('uses the defaults of DESIGN.md §6', () => {
@@ -39,5 +40,27 @@ describe('settings', () => {
       expect(flagName(s.env)).toMatch(/^--[a-z0-9-]+$/);
       expect(s.description.length).toBeGreaterThan(10);
     }
+  });
+});
+
+describe('settings that are wrong together (settings-checks.ts)', () => {
+  const combination = (env: Record<string, string>) => {
+    const { settings, given } = loadSettings(env);
+    return checkCombination(settings, given);
+  };
+  it('refuses Redis settings without BACKEND, warns when BACKEND=memory is chosen on purpose, accepts the rest', () => {
+    expect(combination({ REDIS_URL: 'redis://r:6379' }).errors).toEqual([
+      "REDIS_URL set, but BACKEND is not: counters would stay in this process's memory and Redis would never be used; set BACKEND=redis (or BACKEND=memory to keep counters in memory on purpose)",
+    ]);
+    expect(combination({ REDIS_TYPE: 'cluster', REDIS_CLUSTER_NODES: 'a:1' }).errors[0]).toMatch(/^REDIS_TYPE, REDIS_CLUSTER_NODES set, but BACKEND is not/);
+    expect(combination({ BACKEND: 'memory', REDIS_URL: 'redis://r:6379' })).toEqual({
+      errors: [],
+      notices: [{ level: 'warn', setting: 'REDIS_URL', message: "REDIS_URL set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used" }],
+    });
+    expect(combination({ BACKEND: 'redis', REDIS_URL: 'redis://r:6379' })).toEqual({ errors: [], notices: [] });
+    expect(combination({ BACKEND_TYPE: 'redis', REDIS_URL: 'redis://r:6379' })).toEqual({ errors: [], notices: [] });
+    // The reference's host:port form with BACKEND_TYPE unset means Redis (its default), as before.
+    expect(combination({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'r:6379' })).toEqual({ errors: [], notices: [] });
+    expect(combination({ REDIS_COMMAND_TIMEOUT_MS: '50' })).toEqual({ errors: [], notices: [] });
   });
 });

@@ -8,7 +8,8 @@ import type { LogFn } from '../throttled-log.js';
 
 export type RedisClient = Redis | Cluster;
 
-export function openClient(plan: ClientPlan, log: LogFn): RedisClient {
+/** `info`: where good news goes ("connection ready" is not a problem, so not at `log`'s warn level). */
+export function openClient(plan: ClientPlan, log: LogFn, info: (message: string) => void = log): RedisClient {
   const client: RedisClient =
     plan.type === 'cluster' ? new Cluster(plan.nodes, plan.options) : new Redis(plan.options);
   const where = plan.type === 'cluster' ? 'Redis Cluster' : plan.type === 'sentinel' ? 'Redis (Sentinel)' : 'Redis';
@@ -19,7 +20,7 @@ export function openClient(plan: ClientPlan, log: LogFn): RedisClient {
       log(`Redis Cluster node ${node} error: ${describe(error)}`, error),
     );
   }
-  client.on('ready', () => log(`${where} connection ready`));
+  client.on('ready', () => info(`${where} connection ready`));
   return client;
 }
 
@@ -27,20 +28,43 @@ export function isClientReady(client: RedisClient): boolean {
   return client.status === 'ready';
 }
 
-/** Resolve when the client is ready; reject after `timeoutMs` (the client keeps trying in the background). */
+/**
+ * Resolve when the client is ready; reject after `timeoutMs` (the client keeps trying in the background), or at
+ * once on an error that waiting cannot cure (isPermanentText: a wrong password, a missing ACL permission).
+ */
 export function waitReady(client: RedisClient, timeoutMs: number): Promise<void> {
   if (isClientReady(client)) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const onReady = (): void => {
+    const done = (): void => {
       clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+    };
+    const onReady = (): void => {
+      done();
       resolve();
     };
+    const onError = (error: unknown): void => {
+      if (!isPermanentText(describe(error))) return;
+      done();
+      reject(new Error(describe(error)));
+    };
     const timer = setTimeout(() => {
-      client.off('ready', onReady);
+      done();
       reject(new Error(`Redis not ready after ${timeoutMs} ms`));
     }, timeoutMs);
     client.once('ready', onReady);
+    client.on('error', onError);
   });
+}
+
+/**
+ * Whether an error's text says Redis refuses these credentials or this user (WRONGPASS, NOAUTH, NOPERM, an AUTH
+ * sent to a server without a password): reconnecting will not change it until someone changes a setting, so
+ * start-up does not wait it out.
+ */
+export function isPermanentText(text: string): boolean {
+  return /\b(WRONGPASS|NOAUTH|NOPERM)\b|ERR AUTH\b|invalid (username-)?password/i.test(text);
 }
 
 /** Close gracefully (QUIT) when connected, else drop the connection; never rejects. */

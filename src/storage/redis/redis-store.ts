@@ -22,7 +22,7 @@ import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
 import { RequestBatcher } from './request-batcher.js';
 import { notAdmitted } from './on-limit-args.js';
-import { closeClient, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
+import { closeClient, isPermanentText, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
 import { RedisHealth } from './redis-health.js';
 import { keySlot } from './slot.js';
@@ -140,12 +140,15 @@ export class RedisStore implements CounterStore {
     const until = Date.now() + timeoutMs;
     try {
       await waitReady(this.client, timeoutMs);
-    } catch {
-      throw new Error(`Redis not ready after ${timeoutMs} ms: ${this.monitor.health().problem ?? 'unknown'}`);
+    } catch (err) {
+      const cause = err instanceof Error && isPermanentText(err.message) ? err.message : (this.monitor.health().problem ?? 'unknown');
+      throw new Error(isPermanentText(cause) ? `Redis refuses: ${cause}` : `Redis not ready after ${timeoutMs} ms: ${cause}`);
     }
     for (;;) {
       const health = await this.monitor.check();
       if (health.healthy) return;
+      // A user without the permissions the scripts need stays so: no point in waiting for it.
+      if (health.problem !== undefined && isPermanentText(health.problem)) throw new Error(`Redis refuses: ${health.problem}`);
       const left = until - Date.now();
       if (left <= 0) throw new Error(`Redis not ready after ${timeoutMs} ms: ${health.problem ?? 'unknown'}`);
       await new Promise((resolve) => setTimeout(resolve, Math.min(100, left)));
@@ -271,6 +274,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   readonly requiredAlgorithms?: readonly AlgorithmName[];
   /** Key the health probe evaluates (never written); give it the key prefix (ACLs may restrict keys). */
   readonly probeKey?: string;
+  /** Reports good news about the connection ("connection ready"), unthrottled; default: `log`. */
+  readonly logInfo?: (message: string) => void;
   /** Logs (at error level) while the store cannot decide, at most once per `problemLogIntervalMs` (default 5000). */
   readonly logError?: LogFn;
   readonly problemLogIntervalMs?: number;
@@ -290,7 +295,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const logProblem = options.logError
     ? throttledLog({ log: options.logError, clock, intervalMs: options.problemLogIntervalMs ?? 5000 })
     : undefined;
-  return new RedisStore(openClient(plan, log), {
+  return new RedisStore(openClient(plan, log, options.logInfo ?? log), {
     clock,
     script,
     ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),

@@ -73,8 +73,10 @@ descriptors:
     expect(lookup(d, 'none=a')).toBe('none');
   });
 
-  it('defaults an omitted requests_per_unit to 0, as the reference does', () => {
-    const c = compile({ 'z.yaml': 'domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: hour}}\n' });
+  it('refuses an omitted requests_per_unit (the reference reads 0 and rejects everything silently); an explicit 0 blocks', () => {
+    const r = compileConfigFiles([{ name: 'z.yaml', text: 'domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: hour}}\n' }], { mergeDomains: false });
+    expect(r.ok ? [] : r.errors.map(String)).toEqual([expect.stringContaining('z.yaml:3:26: descriptors[0].rate_limit.requests_per_unit: requests_per_unit is missing')]);
+    const c = compile({ 'z.yaml': 'domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 0}}\n' });
     expect(lookup(domainOf(c, 'z'), 'k=v')).toBe('z.k → 0/hour');
   });
 

@@ -218,6 +218,10 @@ const EXPECTED: Record<string, string[]> = {
   'replaces-self.yaml': [
     'replaces-self.yaml:10:17: descriptors[0].rate_limit.replaces[0].name: replaces should not contain name of same descriptor',
   ],
+  'rpu-missing.yaml': [
+    'rpu-missing.yaml:5:7: descriptors[0].rate_limit.requests_per_unit: requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit',
+    'rpu-missing.yaml:9:9: descriptors[1].rate_limits[1].requests_per_unit: requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit',
+  ],
   'rpu-negative.yaml': [
     'rpu-negative.yaml:6:26: descriptors[0].rate_limit.requests_per_unit: must be an integer from 0 to 4294967295, not -1',
   ],
@@ -251,6 +255,7 @@ const EXPECTED: Record<string, string[]> = {
     "unknown-key-descriptor.yaml:4:5: descriptors[0].rate_limt: unknown key 'rate_limt' (did you mean 'rate_limit'?)",
   ],
   'unknown-key-rate-limit.yaml': [
+    'unknown-key-rate-limit.yaml:5:7: descriptors[0].rate_limit.requests_per_unit: requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit',
     "unknown-key-rate-limit.yaml:6:7: descriptors[0].rate_limit.requests_per_uni: unknown key 'requests_per_uni' (did you mean 'requests_per_unit'?)",
   ],
   'unknown-key-top.yaml': [

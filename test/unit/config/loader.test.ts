@@ -42,9 +42,23 @@ describe('loadConfigDir', () => {
     expect([...result.config.domains.keys()].sort()).toEqual(['api', 'edge2']);
   });
 
-  it('is a valid config with no domains when the directory is empty', async () => {
-    const result = await loadConfigDir(dir, { mergeDomains: false });
-    expect(result.ok && result.config.domains.size).toBe(0);
+  it('fails on a directory without any rules file: empty, only dot files, or only other names (no silent 0 domains)', async () => {
+    const errorsOf = async (allFiles = false) => {
+      const result = await loadConfigDir(dir, { mergeDomains: false, allFiles });
+      return result.ok ? [] : result.errors.map(String);
+    };
+    expect(await errorsOf()).toEqual([`${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (it is empty)`]);
+    expect(await errorsOf(true)).toEqual([`${dir}:1:1: no rules file: the rules directory holds no non-dot file (it is empty)`]);
+    await writeFile(join(dir, '.hidden.yaml'), rule('h'));
+    expect(await errorsOf()).toEqual([`${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (it holds only dot files, which are skipped)`]);
+    await writeFile(join(dir, 'rules.json'), '{"domain": "j"}');
+    await writeFile(join(dir, 'rules'), rule('r'));
+    expect(await errorsOf()).toEqual([
+      `${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (ignored: rules, rules.json); rules files end in .yaml or .yml (CONFIG_ALL_FILES=true reads every file whatever its extension)`,
+    ]);
+    // A domain without descriptors is the way to load no limits on purpose.
+    await writeFile(join(dir, 'none.yaml'), 'domain: none\n');
+    expect(await errorsOf()).toEqual([]);
   });
 
   it('names unreadable files (dangling and looping links) and still validates the others', async () => {
@@ -64,7 +78,7 @@ describe('loadConfigDir', () => {
     const missing = join(dir, 'nope');
     const result = await loadConfigDir(missing, { mergeDomains: false });
     expect(result.ok ? [] : result.errors.map(String)).toEqual([
-      expect.stringMatching(new RegExp(`^${missing}:1:1: cannot read config directory: ENOENT`)) as string,
+      `${missing}:1:1: the rules directory does not exist`,
     ]);
   });
 

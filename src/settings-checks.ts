@@ -1,0 +1,36 @@
+/**
+ * Settings that are each valid but wrong together, checked when the service starts (not by `check`, which
+ * reads rules only). The worst kind of misconfiguration runs without a word and without limits: Redis
+ * settings given while the counters stay in this process's memory look like a working shared limit, but
+ * every replica counts alone.
+ */
+import type { Notice, SettingName, Settings } from './settings.js';
+import { SETTINGS } from './settings.js';
+
+/**
+ * The settings that only mean something with BACKEND=redis. REDIS_COMMAND_TIMEOUT_MS is not one: it also
+ * bounds a decision without a gRPC deadline on the memory store.
+ */
+const REDIS_ONLY: readonly SettingName[] = (Object.keys(SETTINGS) as SettingName[]).filter((n) => SETTINGS[n].env.startsWith('REDIS_') && n !== 'redisCommandTimeoutMs');
+
+export interface CombinationResult {
+  /** Stop the start (SettingsError). */
+  readonly errors: string[];
+  /** Log at start beside the reference notices. */
+  readonly notices: Notice[];
+}
+
+export function checkCombination(settings: Settings, given: ReadonlySet<SettingName>): CombinationResult {
+  const errors: string[] = [];
+  const notices: Notice[] = [];
+  const redis = REDIS_ONLY.filter((n) => given.has(n)).map((n) => SETTINGS[n].env);
+  if (settings.backend === 'memory' && redis.length > 0) {
+    const names = redis.join(', ');
+    if (!given.has('backend')) {
+      errors.push(`${names} set, but BACKEND is not: counters would stay in this process's memory and Redis would never be used; set BACKEND=redis (or BACKEND=memory to keep counters in memory on purpose)`);
+    } else {
+      notices.push({ level: 'warn', setting: redis[0]!, message: `${names} set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used` });
+    }
+  }
+  return { errors, notices };
+}
