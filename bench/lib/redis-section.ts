@@ -7,7 +7,7 @@
 import { startRedis, type RedisServer } from '../../test/support/redis.js';
 import { fmt, median, ratioText, table } from './stats.js';
 import { haveReference, redisPid, startReference } from './reference.js';
-import { startOurs, type Target } from './servers.js';
+import { counter, startOurs, type Target } from './servers.js';
 import { marginal, ratios, sideBySide, type SideSample, type SideSamples, type SideTarget } from './redis-side-by-side.js';
 import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
 
@@ -52,6 +52,7 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
       return r;
     };
     const targets: SideTarget[] = [];
+    const ours: Target[] = [];
     const refRedis = await redisFor();
     const ref = await startReference(spec.rulesDir, `127.0.0.1:${refRedis.port}`);
     started.push(ref);
@@ -62,10 +63,17 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
       const r = await redisFor();
       const t = await startOurs(key, { CONFIG_DIR: spec.rulesDir, BACKEND: 'redis', REDIS_URL: r.url, NODE_OPTIONS: nodeOptions, ...spec.env });
       started.push(t);
+      ours.push(t);
       targets.push({ key, label, address: t.address, pid: t.pid, redisPid: await redisPid(r.port) });
     }
+    const fallbacks0 = await Promise.all(ours.map((t) => counter(t, 'ratelimit_store_fallbacks_total')));
     const samples = await sideBySide(targets, { bodies: spec.bodies, requests: spec.requests, clients: spec.clients, streams: spec.streams, rounds: spec.rounds, dir: spec.dir });
     for (const t of targets) if (!Number.isFinite(treeCpuSeconds(t.pid))) notes.push(`${t.label} is no longer running: its figures after it stopped are not measurements`);
+    // Answers by FAILURE_MODE (the store missed the request's deadline) are not decisions: say how many there were.
+    for (const [i, t] of ours.entries()) {
+      const n = (await counter(t, 'ratelimit_store_fallbacks_total')) - fallbacks0[i]!;
+      if (n > 0) notes.push(`${targets[i + 1]!.label}: ${n} answers by FAILURE_MODE during the closed-loop runs (the store missed the 1 s deadline)`);
+    }
     const rss = targets.map((t) => `${t.label} ${fmt(rssBytes(t.pid) / 2 ** 20)} MiB`);
     notes.push(`RSS after the closed-loop runs: ${rss.join('; ')}`);
     const fixed = await sideBySide(targets.slice(0, 2), { bodies: { '1 descriptor': spec.bodies['1 descriptor'] }, requests: spec.rate * spec.rateSeconds, clients: 2, streams: 100, rounds: spec.rounds, dir: spec.dir }, spec.rate / 2);
