@@ -17,7 +17,8 @@ import type { Clock } from '../../core/clock.js';
 import { systemClock } from '../../core/clock.js';
 import { RateLimitError, StoreError } from '../../core/errors.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
+import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
+import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
 import { RequestBatcher } from './request-batcher.js';
@@ -59,11 +60,14 @@ export interface RedisStoreInit {
   readonly probeKey?: string;
   /** Health tick period (default 1000 ms). */
   readonly healthIntervalMs?: number;
+  /** A health probe not answered within this long counts as a timeout (default: the client's command timeout). */
+  readonly probeTimeoutMs?: number;
   /** Told (throttle it) while the store cannot decide, naming the cause. */
   readonly logProblem?: LogFn;
 }
 
 export class RedisStore implements CounterStore {
+  private giveBackScripts: LeaseScripts | undefined;
   readonly kind = 'redis';
   private readonly clock: Clock;
   private readonly cluster: boolean;
@@ -84,7 +88,14 @@ export class RedisStore implements CounterStore {
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
     this.monitor = new RedisHealth(client, {
       clock: this.clock,
-      probe: async () => void (await runBatch(this.batcher, this.slotOf(probeCheck), [probeCheck], this.clock.nowMs(), false)),
+      probe: async () => {
+        const probe = () => runBatch(this.batcher, this.slotOf(probeCheck), [probeCheck], this.clock.nowMs(), false);
+        const within = init.probeTimeoutMs;
+        await withDeadline(probe, within === undefined ? undefined : this.clock.nowMs() + within, this.clock).catch((error: unknown) => {
+          // Worded as the client's own timeout, so that health counts it as one (several in a row fail).
+          throw error instanceof StoreError && error.code === 'STORE_TIMEOUT' ? new StoreError('STORE_TIMEOUT', `health probe timed out after ${within} ms`) : error;
+        });
+      },
       ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
       ...(init.logProblem === undefined ? {} : { logProblem: init.logProblem }),
     });
@@ -119,6 +130,12 @@ export class RedisStore implements CounterStore {
   }
 
   /** Connected and deciding: the last real call or probe succeeded. */
+  /** Refunds with the lease give-back script (lua/lease/give_back.lua), one call per key, pipelined. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    const scripts = (this.giveBackScripts ??= new LeaseScripts(this.connection));
+    await Promise.all(refunds.map((r) => scripts.giveBack({ ...r, algorithm: giveBackAlgorithm(r.algorithm) }, nowMs)));
+  }
+
   isReady(): boolean {
     return this.monitor.health().healthy;
   }
@@ -208,6 +225,12 @@ export class RedisStore implements CounterStore {
       return { admitted, outcomes: admitted ? outcomes : outcomes.map(notAdmitted) };
     };
     const dry = await run(false);
+    if (!dry.admitted && !gaveUp()) {
+      // A rejected request still counts its checks counted whatever the outcome (count_every_hit), per slot.
+      const always = groups.map((g) => g.filter((i) => checks[i]!.countOver === 'always' && checks[i]!.hits > 0)).filter((g) => g.length > 0);
+      await Promise.all(always.map((g) => this.call(g.map((i) => checks[i]!), nowMs, true, expiresRedisMs)));
+      return { outcomes: dry.outcomes, committed: always.length > 0 };
+    }
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };
@@ -272,6 +295,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   readonly algorithmsDir?: string;
   /** Algorithms that must have a Lua fragment, else creation fails (default: every algorithm). */
   readonly requiredAlgorithms?: readonly AlgorithmName[];
+  /** A health probe not answered within this long counts as a timeout (default: commandTimeoutMs). */
+  readonly probeTimeoutMs?: number;
   /** Key the health probe evaluates (never written); give it the key prefix (ACLs may restrict keys). */
   readonly probeKey?: string;
   /** Reports good news about the connection ("connection ready"), unthrottled; default: `log`. */
@@ -299,6 +324,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     clock,
     script,
     ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),
+    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
     ...(logProblem === undefined ? {} : { logProblem }),
   });
 }
