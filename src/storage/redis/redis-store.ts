@@ -21,6 +21,7 @@ import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitChec
 import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
+import { RequestBatcher } from './request-batcher.js';
 import { notAdmitted } from './on-limit-args.js';
 import { closeClient, isPermanentText, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
@@ -34,6 +35,11 @@ export interface RedisStoreStats {
   readonly requests: number;
   /** Script calls sent (one per request on one node; per slot, or twice per slot across slots, on Cluster). */
   readonly scriptCalls: number;
+  /**
+   * Script calls Redis ran: the scriptCalls of one event-loop turn (per slot on Cluster) travel as one call
+   * (request-batcher.ts), so under concurrency this is far below scriptCalls.
+   */
+  readonly scriptBatches: number;
   /** Pipelines written to Redis: one write and one reply read each, i.e. network round trips. */
   readonly roundTrips: number;
   /** Requests whose checks spanned several Cluster slots (the best-effort case). */
@@ -65,7 +71,7 @@ export class RedisStore implements CounterStore {
   readonly kind = 'redis';
   private readonly clock: Clock;
   private readonly cluster: boolean;
-  private readonly commands: BatchCommands;
+  private readonly batcher: RequestBatcher;
   private readonly monitor: RedisHealth;
   private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 };
 
@@ -76,14 +82,14 @@ export class RedisStore implements CounterStore {
   ) {
     this.clock = init.clock ?? systemClock;
     this.cluster = client instanceof Cluster;
-    this.commands = new BatchCommands(client, init.script ?? loadBatchScript());
+    this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript()));
     this.countPipelines();
     const probeKey = init.probeKey ?? 'ratelimit-health-probe';
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
     this.monitor = new RedisHealth(client, {
       clock: this.clock,
       probe: async () => {
-        const probe = () => runBatch(this.commands, [probeCheck], this.clock.nowMs(), false);
+        const probe = () => runBatch(this.batcher, this.slotOf(probeCheck), [probeCheck], this.clock.nowMs(), false);
         const within = init.probeTimeoutMs;
         await withDeadline(probe, within === undefined ? undefined : this.clock.nowMs() + within, this.clock).catch((error: unknown) => {
           // Worded as the client's own timeout, so that health counts it as one (several in a row fail).
@@ -172,7 +178,7 @@ export class RedisStore implements CounterStore {
   }
 
   stats(): RedisStoreStats {
-    return { ...this.counters };
+    return { ...this.counters, scriptBatches: this.batcher.calls };
   }
 
   async close(): Promise<void> {
@@ -233,12 +239,17 @@ export class RedisStore implements CounterStore {
   /** One script call; an expired one (Redis past the caller's give-up time) rejects with STORE_TIMEOUT. */
   private async call(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs: number): Promise<BatchReply> {
     this.counters.scriptCalls++;
-    const reply = await runBatch(this.commands, checks, nowMs, commit, expiresRedisMs);
+    const reply = await runBatch(this.batcher, this.slotOf(checks[0]!), checks, nowMs, commit, expiresRedisMs);
     if (reply.expired) {
       this.counters.expiredCalls++;
       throw new StoreError('STORE_TIMEOUT', 'the script reached Redis after the request deadline and did nothing');
     }
     return reply;
+  }
+
+  /** The batcher's queue of a call: its keys' slot on Cluster (one per call), one queue on one node. */
+  private slotOf(first: LimitCheck): number {
+    return this.cluster ? keySlot(first.key) : 0;
   }
 
   /**

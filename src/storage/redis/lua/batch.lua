@@ -73,7 +73,7 @@ end
 local occurrences = {}
 local throttling = {}
 for i = 1, nkeys do
-  throttling[i] = THROTTLING.parse(HEADER + FIELDS * (i - 1) + 6)
+  throttling[i] = THROTTLING.parse(KEYS, ARGV, HEADER + FIELDS * (i - 1) + 6)
   for _, k in ipairs(THROTTLING.touched(KEYS[i], throttling[i])) do occurrences[k] = (occurrences[k] or 0) + 1 end
 end
 local saved = {}          -- saved[key] = { dump or false, pttl } for keys written before the decision
