@@ -156,7 +156,6 @@ export const SETTINGS = {
     return s;
   }),
   capacityConfig: str('CAPACITY_CONFIG', '', 'Doorman resource file (YAML `resources:`); when set, the doorman.Capacity gRPC service is served on the gRPC port and the file is hot-reloaded (docs/capacity.md).'),
-  capacityParent: str('CAPACITY_PARENT', '', 'host:port of a parent capacity server (ours or Doorman); when set, each resource\'s capacity comes from the parent with GetServerCapacity (docs/capacity.md).'),
   capacityMaxLeases: int('CAPACITY_MAX_LEASES', 1_000_000, 'Most capacity leases held over all resources (a bound on memory); past it new clients get RESOURCE_EXHAUSTED.', 1),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
 } as const;

@@ -134,18 +134,17 @@ export class ShareIndex {
     let t = this.root;
     let best = 0;
     while (t !== undefined) {
-      // If λ ≥ t.r: everything left of t and t itself are filled.
-      const filledW = accW + (t.left?.sumW ?? 0) + t.w;
-      const filledS = accS + (t.left?.sumS ?? 0) + t.s;
-      const restS = all.s - filledS;
-      const level = restS > 0 ? (capacity - filledW) / restS : Infinity;
-      if (level >= t.r) {
-        best = level;
-        accW = filledW;
-        accS = filledS;
+      const leftW = accW + (t.left?.sumW ?? 0);
+      const leftS = accS + (t.left?.sumS ?? 0);
+      // Use at level t.r: the clients ordered before t filled, t and those after it at t.r per subclient.
+      if (leftW + t.r * (all.s - leftS) <= capacity) {
+        accW = leftW + t.w;
+        accS = leftS + t.s;
+        const restS = all.s - accS;
+        best = restS > 0 ? (capacity - accW) / restS : Infinity;
         t = t.right;
       } else {
-        best = restS + t.s > 0 ? (capacity - (accW + (t.left?.sumW ?? 0))) / (all.s - accS - (t.left?.sumS ?? 0)) : best;
+        best = (capacity - leftW) / (all.s - leftS);
         t = t.left;
       }
     }
