@@ -21,6 +21,8 @@ export interface CapacitySettings {
   readonly capacityMaxLeases: number;
   readonly capacityParent: string;
   readonly capacityServerId: string;
+  readonly workers: number;
+  readonly backend: string;
   readonly configDebounceMs: number;
   readonly configPollIntervalMs: number;
   readonly configWatch: boolean;
@@ -53,6 +55,9 @@ const CLEAN_INTERVAL_MS = 1000;
 export async function setUpCapacity(settings: CapacitySettings, deps: { clock: Clock; log: Logger; report?: CapacityReport; onError?: (err: unknown, status: string) => void }): Promise<CapacitySetup> {
   const file = settings.capacityConfig;
   const { clock, log } = deps;
+  // Leases live in this process's memory: workers behind one port would each grant the whole capacity.
+  if (settings.workers > 1) throw new StartupError('CAPACITY_CONFIG needs WORKERS=1: capacity leases are kept in the memory of one process (docs/capacity.md)');
+  if (settings.backend === 'redis') log.warn('capacity leases are kept in memory, not in Redis: replicas must not share a resource (docs/capacity.md)', { file });
   const first = await loadCapacityFile(file);
   if (!first.ok) throw new StartupError(`capacity resource file ${file} is invalid`, first.errors.map(String));
   let current = first.config;

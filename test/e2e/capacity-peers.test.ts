@@ -236,3 +236,15 @@ describe.runIf(available)('CAPACITY_PARENT: our server as an intermediate under 
     }
   }, 90_000);
 });
+
+describe('capacity service settings', () => {
+  it('refuses WORKERS > 1: leases live in one process', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'capacity-workers-'));
+    try {
+      writeFileSync(join(d, 'resources.yaml'), CONFIG);
+      await expect(startTestService({}, { capacityConfig: join(d, 'resources.yaml'), workers: 2, backend: 'redis' })).rejects.toThrow(/CAPACITY_CONFIG needs WORKERS=1/);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
