@@ -155,6 +155,8 @@ export const SETTINGS = {
     if (!s.startsWith('/')) throw new Error(`'${s}' does not start with /`);
     return s;
   }),
+  capacityServer: list('CAPACITY_SERVER', 'Rules with `capacity:` limits: host:port of the capacity service (ours or Doorman) granting this replica its shares; several are tried in turn (docs/capacity-client.md). Empty: such limits keep their fallback.'),
+  capacityClientId: str('CAPACITY_CLIENT_ID', '', 'Rules with `capacity:` limits: this replica\'s client id at the capacity service (default host:pid:random; must differ between replicas).'),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
 } as const;
 

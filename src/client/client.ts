@@ -39,6 +39,8 @@ export interface CapacityClientOptions {
   readonly backoff?: BackoffOptions;
   /** Random numbers in [0, 1) for the jitter (injectable for tests). */
   readonly random?: () => number;
+  /** Called at the start of each refresh, before the request is built (e.g. to set wants from observed demand). */
+  readonly beforeRefresh?: (nowMs: number) => void;
   /** Told about each failed refresh or release (the client retries on its own). */
   readonly onError?: (error: CapacityError) => void;
 }
@@ -54,6 +56,7 @@ export class CapacityClient {
   private readonly backoffMaxMs: number;
   private readonly random: () => number;
   private readonly onError: (error: CapacityError) => void;
+  private readonly beforeRefresh: ((nowMs: number) => void) | undefined;
   private nextRefreshMs = 0;
   private failures = 0;
   private wake = new AbortController();
@@ -78,6 +81,7 @@ export class CapacityClient {
     this.backoffMaxMs = options.backoff?.maxMs ?? 30_000;
     this.random = options.random ?? Math.random;
     this.onError = options.onError ?? (() => undefined);
+    this.beforeRefresh = options.beforeRefresh;
     this.owner = {
       nowMs: () => this.time.nowMs(),
       asked: () => this.refreshSoon(),
@@ -160,6 +164,7 @@ export class CapacityClient {
 
   /** One bulk GetCapacity for all resources; schedules the next one (refresh interval, or backoff on failure). */
   private async refresh(): Promise<void> {
+    this.beforeRefresh?.(this.time.nowMs());
     const held = [...this.resources.values()];
     const sentAt = this.time.nowMs();
     try {

@@ -13,3 +13,4 @@ export { CapacityError, type CapacityErrorCode } from './errors.js';
 export { RateLimiter, type CapacitySource, type LimiterOptions, type WaitOptions } from './limiter.js';
 export { Resource, type ClientLease, type FallbackMode, type ResourceEvents, type ResourceOptions } from './resource.js';
 export { FakeTime, systemTime, type ClientTime } from './time.js';
+export { SidecarShares, type ShareSpec, type SidecarSharesOptions } from './sidecar-shares.js';

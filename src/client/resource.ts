@@ -105,6 +105,13 @@ export class Resource extends EventEmitter<ResourceEvents> {
     this.owner.asked(this);
   }
 
+  /** Changes what this client wants from the next refresh on, without asking at once (demand tracked continuously). */
+  setWants(wants: number): void {
+    if (this.released) return;
+    this.currentWants = checkWants(wants);
+    if (this.currentLease === undefined) this.set(this.fallbackCapacity());
+  }
+
   /** Gives the share back to the server and stops refreshing it; the capacity becomes 0. */
   async release(): Promise<void> {
     if (this.released) return;

@@ -59,6 +59,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         enforce,
         onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
+        ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
     }
   }

@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
+import type { CapacityCheck } from '../core/capacity-rule.js';
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
@@ -46,6 +47,8 @@ export interface LimitCheck {
    * check from units leased to this replica. Others ignore it.
    */
   readonly lease?: LeaseSpec;
+  /** A capacity limit (core/capacity-store.ts decides it in process from the granted share); stores never see it. */
+  readonly capacity?: CapacityCheck;
 }
 
 /**
