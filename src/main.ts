@@ -63,7 +63,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
-  const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void>; capacity?: (config: CompiledConfig) => void } = {}; // set once the first load succeeded
+  const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void>; capacityLimits?: (config: CompiledConfig) => void } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
@@ -90,7 +90,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     metrics.configLastReloadTime.set(clock.nowMs() / 1000);
     if (status.ok && changed) metrics.setRules(rulesSnapshot(holder.config));
     if (status.ok && changed) void late.leases?.(holder.config, false);
-    if (status.ok && changed) late.capacity?.(holder.config);
+    if (status.ok && changed) late.capacityLimits?.(holder.config);
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
     if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
@@ -107,10 +107,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   });
   late.leases = leaseRulesHook({ backend: settings.backend, store: stored, warn: (message, fields) => log.warn(message, fields) });
   // Limits with `capacity:` are decided in process from this replica's granted share (docs/capacity-client.md).
-  const capacity = capacityRules(stored, { servers: settings.capacityServer, clientId: settings.capacityClientId, clock, warn: (message, fields) => log.warn(message, fields) });
-  const store = capacity.store;
-  late.capacity = (config) => capacity.onLoad(config);
-  late.capacity(holder.config);
+  const capacityLimits = capacityRules(stored, { servers: settings.capacityServer, clientId: settings.capacityClientId, clock, warn: (message, fields) => log.warn(message, fields) });
+  const store = capacityLimits.store;
+  late.capacityLimits = (config) => capacityLimits.onLoad(config);
+  late.capacityLimits(holder.config);
   await late.leases(holder.config, true);
   const requestLimits: RequestLimits = {
     maxMessageBytes: settings.maxRequestBytes,
