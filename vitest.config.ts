@@ -18,6 +18,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/redis-health.test.ts',
   'test/e2e/ext-authz-answers.test.ts',
   'test/e2e/ext-authz-malformed.test.ts',
+  'test/e2e/capacity-doorman.test.ts',
 ];
 
 /**

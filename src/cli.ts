@@ -3,6 +3,8 @@
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
+import { CAPACITY_USAGE, runCapacityCli } from './capacity/cli.js';
+import { loadCapacityFile } from './capacity/load.js';
 import { loadConfigDir } from './config/index.js';
 import { createLogger } from './log.js';
 import { startService, StartupError } from './main.js';
@@ -16,12 +18,15 @@ const USAGE = `usage: ratelimit <command> [options]
 
 commands:
   serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
-  check DIR             validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
+  check DIR             (with --capacity-config FILE, the capacity resource file first) validate the rule files in DIR; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC and print its decision
+  capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does
   help                  this text
   --version             print the version
 
-${QUERY_USAGE}`;
+${QUERY_USAGE}
+
+${CAPACITY_USAGE}`;
 
 /** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
 export function serveHelp(): string {
@@ -91,6 +96,16 @@ async function check(argv: string[]): Promise<number> {
     process.stderr.write('check: give one directory\n');
     return 2;
   }
+  if (settings.capacityConfig !== '') {
+    // The capacity resource file (CAPACITY_CONFIG / --capacity-config) is checked with the rules.
+    const capacity = await loadCapacityFile(settings.capacityConfig);
+    if (!capacity.ok) {
+      for (const e of capacity.errors) process.stderr.write(`${String(e)}\n`);
+      process.stderr.write(`${capacity.errors.length} error(s) in ${settings.capacityConfig}\n`);
+      return 1;
+    }
+    process.stdout.write(`${settings.capacityConfig}: OK — ${capacity.config.templates.length} resource template(s)\n`);
+  }
   const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes });
   if (!result.ok) {
     for (const e of result.errors) process.stderr.write(`${String(e)}\n`);
@@ -113,6 +128,8 @@ export async function main(argv: string[]): Promise<number> {
         return await check(rest);
       case 'query':
         return await runQuery(rest, process.stdout, process.stderr);
+      case 'capacity':
+        return await runCapacityCli(rest, process.stdout, process.stderr);
       case '--version':
       case 'version':
         process.stdout.write(`ratelimit-sidecar ${VERSION}\n`);

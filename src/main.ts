@@ -29,6 +29,7 @@ import { leaseRulesHook } from './lease/rules-hook.js';
 import { capacityRules } from './capacity-rules-hook.js';
 import type { CompiledConfig } from './config/types.js';
 import { VERSION } from './version.js';
+import { setUpCapacity, type CapacitySetup } from './capacity/setup.js';
 
 export { StartupError };
 
@@ -168,8 +169,12 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const extra: Listener[] = [];
   let credentials: ReloadingServerCredentials | undefined;
   let extAuthz: ExtAuthzSetup | undefined;
+  let capacity: CapacitySetup | undefined;
   try {
     extAuthz = await setUpExtAuthz(settings, { limiter, config: () => holder.config, metrics, log });
+    if (settings.capacityConfig !== '') {
+      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats) }, onError: grpcErrorsOf('capacity') });
+    }
     credentials = grpcCredentials(settings, log);
     grpcServer = await startTransport({
       transport: settings.grpcTransport,
@@ -186,6 +191,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         onError: grpcErrorsOf('ext_authz'),
       },
       health,
+      ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
       requestLimits,
       deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
@@ -200,6 +206,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
     });
+    const capacityDescribe = capacity === undefined ? undefined : capacity.describe.bind(capacity);
     admin = await startAdminServer({
       host: settings.httpHost,
       port: settings.httpPort,
@@ -209,6 +216,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       ready: () => model.ready(),
       canAnswer,
       rules: () => holder.describe(),
+      ...(capacityDescribe === undefined ? {} : { capacity: capacityDescribe }),
       jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
@@ -218,6 +226,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   } catch (err) {
     watcher?.close();
     extAuthz?.close();
+    capacity?.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();
@@ -229,6 +238,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     throw err;
   }
   const grpc = grpcServer;
+  capacity?.setAddress(grpc.address);
   model.setGrpcServing(true);
   refreshHealth();
 
@@ -243,6 +253,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     ...(settings.backend === 'redis' ? { failureMode: settings.failureMode, redisType: settings.redisType } : {}),
     shadowMode: settings.shadowMode,
     extAuthz: extAuthz.description,
+    ...(capacity === undefined ? {} : { capacity: settings.capacityConfig }),
     rules: settings.configDir,
     domains: [...initial.config.domains.keys()],
     ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },
@@ -282,6 +293,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();
         extAuthz.close();
+        capacity?.close();
         await admin.close();
         await Promise.all(extra.map((l) => l.close()));
         await store.close();

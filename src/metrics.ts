@@ -47,9 +47,26 @@ export interface Metrics {
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
   /** Exports the memory store's size, its protected (over-limit) keys, evictions and unstored decisions. */
   watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
+  /** The capacity service's reports (src/capacity/setup.ts): reloads, grants and expiries per resource. */
+  capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void } };
+  /** Exports the capacity service's per-resource state, read at scrape time. */
+  watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;
   /** Exports the quota leases' counters (src/lease/). */
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
+
+/** One capacity resource as the metrics see it. */
+export interface CapacityResourceStats {
+  readonly resource: string;
+  readonly capacity: number;
+  readonly granted: number;
+  readonly wanted: number;
+  readonly clients: number;
+  readonly learning: boolean;
+}
+
+/** Most resource ids kept as label values (ids come from requests); the rest are counted under `other`. */
+const MAX_CAPACITY_SERIES = 1000;
 
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
@@ -57,6 +74,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const registers = [registry];
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 
+  const capacityReloads = new Counter({ name: 'ratelimit_capacity_config_reloads_total', help: 'Reloads of the capacity resource file (CAPACITY_CONFIG); a failure keeps the last good file.', labelNames: ['result'] as const, registers });
+  const capacityGrants = new Counter({ name: 'ratelimit_capacity_refreshes_total', help: 'Capacity leases granted or refreshed, per resource (ids past the first 1,000 counted as `other`).', labelNames: ['resource'] as const, registers });
+  const capacityExpiries = new Counter({ name: 'ratelimit_capacity_expired_leases_total', help: 'Capacity leases dropped because their holder did not refresh them in time, per resource.', labelNames: ['resource'] as const, registers });
   new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
     .set({ version: packageVersion(), node_version: process.version }, 1);
   const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers });
@@ -219,6 +239,41 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       counter('ratelimit_redis_failures_total', 'Requests Redis could not answer (then FAILURE_MODE decides).', (s) => s.failures);
       counter('ratelimit_redis_expired_calls_total', 'Script calls that reached Redis after the caller gave up, so did nothing (not counted).', (s) => s.expiredCalls);
       counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
+    },
+    capacityReport() {
+      const known = new Set<string>();
+      const label = (resource: string): string => {
+        if (known.has(resource)) return resource;
+        if (known.size >= MAX_CAPACITY_SERIES) return 'other';
+        known.add(resource);
+        return resource;
+      };
+      return {
+        onReload: (ok) => capacityReloads.inc({ result: ok ? 'success' : 'failure' }),
+        observer: {
+          onGrant: (resource) => capacityGrants.inc({ resource: label(resource) }),
+          onExpired: (resource, n) => capacityExpiries.inc({ resource: label(resource) }, n),
+        },
+      };
+    },
+    watchCapacity(resources) {
+      const gauge = (name: string, help: string, pick: (r: CapacityResourceStats) => number) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: ['resource'] as const,
+          registers,
+          collect() {
+            this.reset();
+            let n = 0;
+            for (const r of resources()) if (n++ < MAX_CAPACITY_SERIES) this.set({ resource: r.resource }, pick(r));
+          },
+        });
+      gauge('ratelimit_capacity_capacity', 'Capacity of a resource of the capacity service (the template\'s, or the parent\'s grant).', (r) => r.capacity);
+      gauge('ratelimit_capacity_granted', 'Sum of the capacity granted to the clients of a resource (leases in force).', (r) => r.granted);
+      gauge('ratelimit_capacity_wanted', 'Sum of what the clients of a resource want.', (r) => r.wanted);
+      gauge('ratelimit_capacity_clients', 'Clients (subclients counted) holding a lease on a resource.', (r) => r.clients);
+      gauge('ratelimit_capacity_learning_mode', '1 while a resource is in learning mode (echoing what clients report they have).', (r) => (r.learning ? 1 : 0));
     },
     watchLeases(stats) {
       scrapedCounter(registers, 'ratelimit_lease_claims_total', 'Lease claims sent to Redis (one per burst on a key, not one per request).', () => stats().claims);

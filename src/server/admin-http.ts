@@ -27,6 +27,8 @@ export interface AdminServerOptions {
   /** /healthcheck: whether this replica can answer now (rules loaded, gRPC serving, not draining). */
   readonly canAnswer: () => boolean;
   readonly rules: () => unknown;
+  /** GET /capacity: the capacity service's resources and clients (absent = 404). */
+  readonly capacity?: () => unknown;
   /** POST /json: 'off' (404), 'check' (read-only, the default) or 'on' (consumes quota). */
   readonly jsonApi?: JsonApiMode;
   readonly onError?: (err: unknown) => void;
@@ -112,6 +114,9 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':
       return send(res, 200, options.rules());
+    case 'GET /capacity':
+      if (options.capacity !== undefined) return send(res, 200, options.capacity());
+      return send(res, 404, { error: 'the capacity service is off (CAPACITY_CONFIG unset)' });
     case 'POST /json': {
       const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
       const body = await readBody(req, limits.maxMessageBytes);
@@ -139,7 +144,7 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'off':
       return send(res, 404, { error: 'POST /json is disabled (JSON_API=off)' });
     default: {
-      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(jsonApi === 'off' ? [] : ['POST /json'])];
+      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(options.capacity === undefined ? [] : ['GET /capacity']), ...(jsonApi === 'off' ? [] : ['POST /json'])];
       if (routes.some((r) => r.endsWith(` ${path}`))) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
       return send(res, 404, { error: `no route ${path}`, routes });
     }

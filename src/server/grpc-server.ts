@@ -16,6 +16,8 @@ export interface GrpcServerOptions {
   /** envoy.service.auth.v3.Authorization handlers (ext-authz-service.ts); absent = not served. */
   readonly authz?: grpc.UntypedServiceImplementation;
   readonly health: HealthState;
+  /** More services on the same listener (doorman.Capacity). */
+  readonly extraServices?: readonly { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }[];
   /** TLS (e.g. ReloadingServerCredentials); default plaintext. */
   readonly credentials?: grpc.ServerCredentials;
   /** Permissions of the Unix socket file (default 0o660). */
@@ -44,6 +46,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   server.addService(protos.rlsServer, options.rls);
   if (options.authz !== undefined) server.addService(AUTHORIZATION_SERVICE, options.authz);
   server.addService(protos.health, options.health.handlers());
+  for (const extra of options.extraServices ?? []) server.addService(extra.definition, extra.handlers);
   const socketPath = unixSocketPath(options.host);
   const host = options.host.includes(':') && !options.host.startsWith('[') ? `[${options.host}]` : options.host;
   if (socketPath !== undefined) await prepareSocketPath(socketPath);

@@ -44,6 +44,10 @@ export interface TransportOptions {
   readonly unseenWaitMs: () => number;
   /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
   readonly authz?: ExtAuthzServiceOptions;
+  /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */
+  readonly extraUnary?: ReadonlyMap<string, (request: Buffer) => Promise<Uint8Array>>;
+  /** The same methods as grpc-js services (the grpc-js transport registers these instead). */
+  readonly extraServices?: readonly { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }[];
 }
 
 export interface RunningTransport {
@@ -61,6 +65,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
       rls: rlsHandlers({ ...rls, onError: o.onError }),
       ...(o.authz === undefined ? {} : { authz: extAuthzHandlers(o.authz) }),
       health: o.health,
+      ...(o.extraServices === undefined ? {} : { extraServices: o.extraServices }),
       serverOptions: { 'grpc.max_receive_message_length': o.requestLimits.maxMessageBytes, interceptors: [callTimingInterceptor(o)] },
     });
   }
@@ -68,6 +73,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   routes.unary.set(RLS_PATH, leanRlsRoute(rls));
   addHealthRoutes(routes, o.health);
   if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
+  for (const [path, route] of o.extraUnary ?? []) routes.unary.set(path, (bytes) => route(bytes));
   const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
   return startLeanServer({
     ...common,

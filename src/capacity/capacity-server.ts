@@ -1,0 +1,173 @@
+/**
+ * The capacity service's decisions, protocol-free: the four RPCs of doorman.Capacity over plain objects
+ * (messages.ts), on in-memory lease stores, with an injected clock. Per request and resource: drop expired
+ * leases, then either echo the client's reported `has` (learning mode, right after state was lost) or run the
+ * resource's algorithm, record the lease and answer it. As Doorman: one resource per (template, id), created
+ * on first use; templates re-read on every decision so a reload applies at once.
+ */
+import type { Clock } from '../core/clock.js';
+import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
+import { decideShare } from './algorithms.js';
+import type { CapacityConfig, ResourceTemplate } from './config.js';
+import { LeaseStore } from './lease-store.js';
+import type * as M from './messages.js';
+import { algorithmMessage } from './messages.js';
+
+export interface CapacityObserver {
+  /** A lease was granted (refreshes included). */
+  onGrant?(resource: string): void;
+  /** Leases dropped because they expired. */
+  onExpired?(resource: string, n: number): void;
+}
+
+export interface CapacityServerOptions {
+  readonly clock: Clock;
+  /** The resource file in force (read on every decision, so reloads apply at once). */
+  readonly config: () => CapacityConfig;
+  /** Our own address, answered by Discovery. */
+  readonly address: () => string;
+  /** When the state was last lost (this process's start with the memory store): learning mode counts from it. */
+  readonly stateSinceMs: number;
+  /** The capacity of a resource when it comes from a parent server (parent.ts); default the template's. */
+  readonly capacityOf?: (id: string, template: ResourceTemplate) => number;
+  readonly observer?: CapacityObserver;
+  /** Most leases held over all resources (a bound on memory); past it new clients are refused. */
+  readonly maxLeases?: number;
+}
+
+export class Resource {
+  readonly store = new LeaseStore();
+  constructor(
+    readonly id: string,
+    public template: ResourceTemplate,
+  ) {}
+}
+
+const MAX_WANTS = Number.MAX_SAFE_INTEGER;
+
+function checkWants(wants: number, what: string): void {
+  if (!Number.isFinite(wants) || wants < 0 || wants > MAX_WANTS) throw new InvalidRequestError(`${what}: wants must be a finite number ≥ 0, not ${wants}`);
+}
+
+function checkId(id: string, what: string): void {
+  if (id === '' || id.length > 1024) throw new InvalidRequestError(`${what} must be 1 to 1024 characters`);
+}
+
+export class CapacityServer {
+  private readonly resources = new Map<string, Resource>();
+  private leases = 0;
+
+  constructor(private readonly options: CapacityServerOptions) {}
+
+  discovery(): M.DiscoveryResponse {
+    return { mastership: { master_address: this.options.address() }, is_master: true };
+  }
+
+  getCapacity(req: M.GetCapacityRequest): M.GetCapacityResponse {
+    checkId(req.client_id, 'client_id');
+    const response: M.ResourceResponse[] = [];
+    for (const r of req.resource) {
+      checkId(r.resource_id, 'resource_id');
+      checkWants(r.wants, r.resource_id);
+      const res = this.resource(r.resource_id);
+      const lease = this.decide(res, req.client_id, r.wants, 1, r.has?.capacity, r.priority);
+      const t = res.template;
+      response.push({
+        resource_id: r.resource_id,
+        gets: lease,
+        safe_capacity: t.safeCapacity ?? this.capacity(res) / res.store.count,
+      });
+    }
+    return { response };
+  }
+
+  getServerCapacity(req: M.GetServerCapacityRequest): M.GetServerCapacityResponse {
+    checkId(req.server_id, 'server_id');
+    const response: M.ServerCapacityResourceResponse[] = [];
+    for (const r of req.resource) {
+      checkId(r.resource_id, 'resource_id');
+      let wants = 0;
+      let subclients = 0;
+      let priority = 0;
+      for (const band of r.wants) {
+        checkWants(band.wants, r.resource_id);
+        wants += band.wants;
+        subclients += Math.max(0, Math.trunc(band.num_clients));
+        priority = Math.max(priority, band.priority);
+      }
+      const res = this.resource(r.resource_id);
+      // A server with no clients still holds a lease; it counts as one subclient so shares stay finite.
+      const lease = this.decide(res, req.server_id, wants, Math.max(1, subclients), r.has?.capacity, priority);
+      const t = res.template;
+      response.push({ resource_id: r.resource_id, gets: lease, algorithm: algorithmMessage(t.algorithm), safe_capacity: t.safeCapacity ?? 0 });
+    }
+    return { response };
+  }
+
+  releaseCapacity(req: M.ReleaseCapacityRequest): M.ReleaseCapacityResponse {
+    checkId(req.client_id, 'client_id');
+    for (const id of req.resource_id) {
+      const res = this.resources.get(id);
+      if (res !== undefined && res.store.release(req.client_id)) this.leases--;
+    }
+    return {};
+  }
+
+  /** The resources created so far (for /capacity, metrics and the parent link). */
+  list(): Iterable<Resource> {
+    return this.resources.values();
+  }
+
+  /** Drops expired leases of every resource (called periodically, so idle resources do not hold memory). */
+  cleanAll(): void {
+    const now = this.options.clock.nowMs();
+    for (const res of this.resources.values()) this.clean(res, now);
+  }
+
+  /** The capacity a resource is shared out of right now. */
+  capacity(res: Resource): number {
+    return this.options.capacityOf?.(res.id, res.template) ?? res.template.capacity;
+  }
+
+  /** Whether the resource is in learning mode at `nowMs`. */
+  learning(res: Resource, nowMs: number): boolean {
+    const seconds = res.template.algorithm.learningModeDuration;
+    return seconds > 0 && nowMs < this.options.stateSinceMs + seconds * 1000;
+  }
+
+  private resource(id: string): Resource {
+    const template = this.options.config().find(id);
+    let res = this.resources.get(id);
+    if (res === undefined) {
+      res = new Resource(id, template);
+      this.resources.set(id, res);
+    } else res.template = template;
+    return res;
+  }
+
+  private clean(res: Resource, now: number): void {
+    const n = res.store.clean(now);
+    if (n > 0) {
+      this.leases -= n;
+      this.options.observer?.onExpired?.(res.id, n);
+    }
+  }
+
+  private decide(res: Resource, client: string, wants: number, subclients: number, reportedHas: number | undefined, priority: number): M.Lease {
+    const now = this.options.clock.nowMs();
+    this.clean(res, now);
+    const store = res.store;
+    const algorithm = res.template.algorithm;
+    const view = store.view(client);
+    if (view.old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
+    const capacity = this.capacity(res);
+    const has = this.learning(res, now)
+      ? Math.max(0, reportedHas ?? 0)
+      : decideShare(algorithm.kind, capacity, view, { client, wants, subclients });
+    const expiryMs = now + algorithm.leaseLength * 1000;
+    if (view.old === undefined) this.leases++;
+    store.assign(client, { has, wants, subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority });
+    this.options.observer?.onGrant?.(res.id);
+    return { expiry_time: Math.floor(expiryMs / 1000), refresh_interval: algorithm.refreshInterval, capacity: has };
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The leases of one resource in memory, with the totals the algorithms read (Count, SumHas, SumWants), the
+ * ShareIndex ordered by wants per subclient, and a min-heap of expiries: a decision drops what has expired
+ * (amortised O(log n) per lease) and never walks every client. Doorman keeps SumHas and SumWants the same way,
+ * incrementally.
+ */
+import { ShareIndex } from './share-index.js';
+import type { ShareView } from './algorithms.js';
+
+export interface StoredLease {
+  readonly has: number;
+  readonly wants: number;
+  readonly subclients: number;
+  /** Milliseconds since the epoch; the lease is gone once the clock is past it. */
+  readonly expiryMs: number;
+  /** Seconds, as answered. */
+  readonly refreshInterval: number;
+  readonly priority: number;
+}
+
+interface HeapItem {
+  readonly expiryMs: number;
+  readonly client: string;
+}
+
+export class LeaseStore implements ShareView {
+  private readonly leases = new Map<string, StoredLease>();
+  readonly index = new ShareIndex();
+  private readonly heap: HeapItem[] = [];
+  count = 0;
+  sumHas = 0;
+  sumWants = 0;
+  multiSubclient = 0;
+  /** The lease of the client being decided (set by `view`). */
+  old: StoredLease | undefined;
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  get(client: string): StoredLease | undefined {
+    return this.leases.get(client);
+  }
+
+  /** This store as the algorithms see it while deciding for `client`. */
+  view(client: string): ShareView {
+    this.old = this.leases.get(client);
+    return this;
+  }
+
+  /** Drops the leases that expired before `nowMs`; returns how many. */
+  clean(nowMs: number): number {
+    let dropped = 0;
+    const heap = this.heap;
+    while (heap.length > 0 && heap[0]!.expiryMs < nowMs) {
+      const item = popHeap(heap);
+      const lease = this.leases.get(item.client);
+      // Stale heap items (the lease was refreshed or released since) are skipped.
+      if (lease !== undefined && lease.expiryMs === item.expiryMs) {
+        this.remove(item.client, lease);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  assign(client: string, lease: StoredLease): void {
+    const old = this.leases.get(client);
+    if (old !== undefined) this.remove(client, old);
+    this.leases.set(client, lease);
+    this.count += lease.subclients;
+    this.sumHas += lease.has;
+    this.sumWants += lease.wants;
+    if (lease.subclients !== 1) this.multiSubclient++;
+    this.index.insert(client, lease.wants, lease.subclients);
+    pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
+    // Refreshes leave stale items behind; rebuild when they outnumber live ones so the heap stays O(clients).
+    if (this.heap.length > 2 * this.leases.size + 64) this.rebuildHeap();
+  }
+
+  release(client: string): boolean {
+    const lease = this.leases.get(client);
+    if (lease === undefined) return false;
+    this.remove(client, lease);
+    return true;
+  }
+
+  forEach(visit: (client: string, lease: StoredLease) => void): void {
+    for (const [client, lease] of this.leases) visit(client, lease);
+  }
+
+  private remove(client: string, lease: StoredLease): void {
+    this.leases.delete(client);
+    this.count -= lease.subclients;
+    this.sumHas -= lease.has;
+    this.sumWants -= lease.wants;
+    if (lease.subclients !== 1) this.multiSubclient--;
+    this.index.remove(client, lease.wants, lease.subclients);
+    if (this.leases.size === 0) {
+      // Float sums drift with every add and subtract; an empty store starts again from exact zeros.
+      this.sumHas = 0;
+      this.sumWants = 0;
+    }
+  }
+
+  private rebuildHeap(): void {
+    this.heap.length = 0;
+    for (const [client, lease] of this.leases) pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
+  }
+}
+
+function pushHeap(heap: HeapItem[], item: HeapItem): void {
+  heap.push(item);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (heap[parent]!.expiryMs <= item.expiryMs) break;
+    heap[i] = heap[parent]!;
+    i = parent;
+  }
+  heap[i] = item;
+}
+
+function popHeap(heap: HeapItem[]): HeapItem {
+  const top = heap[0]!;
+  const last = heap.pop()!;
+  if (heap.length > 0) {
+    let i = 0;
+    const n = heap.length;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const c = r < n && heap[r]!.expiryMs < heap[l]!.expiryMs ? r : l;
+      if (heap[c]!.expiryMs >= last.expiryMs) break;
+      heap[i] = heap[c]!;
+      i = c;
+    }
+    heap[i] = last;
+  }
+  return top;
+}

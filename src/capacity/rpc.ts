@@ -1,0 +1,80 @@
+/**
+ * doorman.Capacity on the gRPC port: each method as bytes → bytes (decode with the required-field checks,
+ * decide, encode), offered to both transports: as lean routes by path, and as a grpc-js service whose
+ * (de)serializers pass bytes through, so that a malformed request is INVALID_ARGUMENT on both (a throwing
+ * grpc-js deserializer would answer INTERNAL).
+ */
+import * as grpc from '@grpc/grpc-js';
+import { InvalidRequestError } from '../core/errors.js';
+import { toGrpcError } from '../server/grpc-errors.js';
+import type { CapacityServer } from './capacity-server.js';
+import { CAPACITY_METHODS, CAPACITY_SERVICE, methodCodec, type CapacityMethod } from './messages.js';
+import type * as M from './messages.js';
+
+export type BytesHandler = (request: Buffer) => Promise<Uint8Array>;
+
+/** The answer of one method to its decoded request. */
+function answer(server: CapacityServer, method: CapacityMethod, request: unknown): unknown {
+  switch (method) {
+    case 'Discovery':
+      return server.discovery();
+    case 'GetCapacity':
+      return server.getCapacity(request as M.GetCapacityRequest);
+    case 'GetServerCapacity':
+      return server.getServerCapacity(request as M.GetServerCapacityRequest);
+    case 'ReleaseCapacity':
+      return server.releaseCapacity(request as M.ReleaseCapacityRequest);
+  }
+}
+
+/** Path (`/doorman.Capacity/GetCapacity`) → handler, one per method. */
+export function capacityRoutes(server: CapacityServer): Map<string, BytesHandler> {
+  const routes = new Map<string, BytesHandler>();
+  for (const method of CAPACITY_METHODS) {
+    const codec = methodCodec(method);
+    routes.set(`/${CAPACITY_SERVICE}/${method}`, (bytes) => {
+      let request: unknown;
+      try {
+        request = codec.decode(bytes);
+      } catch (err) {
+        return Promise.reject(new InvalidRequestError(`malformed ${method} request: ${err instanceof Error ? err.message : String(err)}`));
+      }
+      try {
+        return Promise.resolve(codec.encode(answer(server, method, request)));
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+  return routes;
+}
+
+/** The same routes as a grpc-js service (definition + handlers). */
+export function capacityGrpcService(routes: ReadonlyMap<string, BytesHandler>, onError?: (err: unknown, status: string) => void): { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation } {
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Uint8Array>> = {};
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const [path, handler] of routes) {
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    definition[name] = {
+      path,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (b: Buffer) => b,
+      requestDeserialize: (b: Buffer) => b,
+      responseSerialize: (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+      responseDeserialize: (b: Buffer) => b,
+    };
+    const unary: grpc.handleUnaryCall<Buffer, Uint8Array> = (call, callback) => {
+      handler(call.request).then(
+        (bytes) => callback(null, bytes),
+        (err: unknown) => {
+          const e = toGrpcError(err);
+          onError?.(err, grpc.status[e.code]);
+          callback(e);
+        },
+      );
+    };
+    handlers[name] = unary as grpc.UntypedHandleCall;
+  }
+  return { definition: definition, handlers };
+}

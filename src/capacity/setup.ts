@@ -1,0 +1,108 @@
+/**
+ * The capacity service as the composition root starts it (CAPACITY_CONFIG): load the resource file (an invalid
+ * one stops the start), serve decisions from memory, hot-reload the file like the rules (the directory is
+ * watched, so ConfigMap swaps are seen; a bad file keeps the last good one, logged and counted), drop expired
+ * leases periodically, and, with CAPACITY_PARENT, take capacities from a parent server.
+ */
+import { dirname } from 'node:path';
+import { watchConfigDir } from '../config/watcher.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../log.js';
+import { StartupError } from '../startup-error.js';
+import { CapacityServer, type CapacityObserver } from './capacity-server.js';
+import type { CapacityConfig } from './config.js';
+import { capacityStats, describeCapacity } from './describe.js';
+import { loadCapacityFile } from './load.js';
+import { capacityGrpcService, capacityRoutes, type BytesHandler } from './rpc.js';
+
+export interface CapacitySettings {
+  readonly capacityConfig: string;
+  readonly capacityMaxLeases: number;
+  readonly configDebounceMs: number;
+  readonly configPollIntervalMs: number;
+  readonly configWatch: boolean;
+}
+
+export interface CapacityReport {
+  /** A reload finished: ok, or the errors that kept the last good file. */
+  onReload?(ok: boolean): void;
+  observer?: CapacityObserver;
+  /** Called once with the per-resource state to export (read at scrape time). */
+  watch?(stats: () => ReturnType<typeof capacityStats>): void;
+}
+
+export interface CapacitySetup {
+  readonly server: CapacityServer;
+  readonly routes: ReadonlyMap<string, BytesHandler>;
+  readonly grpcService: ReturnType<typeof capacityGrpcService>;
+  config(): CapacityConfig;
+  /** GET /capacity. */
+  describe(): unknown;
+  /** Sets the address Discovery answers (known once the gRPC port is bound). */
+  setAddress(address: string): void;
+  reload(): Promise<boolean>;
+  close(): void;
+}
+
+/** How often idle resources are swept of expired leases. */
+const CLEAN_INTERVAL_MS = 1000;
+
+export async function setUpCapacity(settings: CapacitySettings, deps: { clock: Clock; log: Logger; report?: CapacityReport; onError?: (err: unknown, status: string) => void }): Promise<CapacitySetup> {
+  const file = settings.capacityConfig;
+  const { clock, log } = deps;
+  const first = await loadCapacityFile(file);
+  if (!first.ok) throw new StartupError(`capacity resource file ${file} is invalid`, first.errors.map(String));
+  let current = first.config;
+  let address = '';
+  const server = new CapacityServer({
+    clock,
+    config: () => current,
+    address: () => address,
+    // The memory store's state is lost with the process: learning mode counts from this start.
+    stateSinceMs: clock.nowMs(),
+    maxLeases: settings.capacityMaxLeases,
+    ...(deps.report?.observer === undefined ? {} : { observer: deps.report.observer }),
+  });
+  let lastText = JSON.stringify(current.templates);
+  const reload = async (): Promise<boolean> => {
+    const next = await loadCapacityFile(file);
+    if (!next.ok) {
+      log.error('capacity resource file reload failed; keeping the last good one', { file, errors: next.errors.map(String) });
+      deps.report?.onReload?.(false);
+      return false;
+    }
+    const text = JSON.stringify(next.config.templates);
+    current = next.config;
+    if (text !== lastText) log.info('capacity resource file reloaded', { file, templates: next.config.templates.length });
+    lastText = text;
+    deps.report?.onReload?.(true);
+    return true;
+  };
+  const watcher = settings.configWatch
+    ? watchConfigDir(dirname(file), {
+        debounceMs: settings.configDebounceMs,
+        pollIntervalMs: settings.configPollIntervalMs,
+        onChange: () => void reload(),
+        onError: (err: unknown) => log.warn('capacity file watcher error', { error: err }),
+      })
+    : undefined;
+  deps.report?.watch?.(() => capacityStats(server, clock.nowMs()));
+  const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
+  sweep.unref();
+  const routes = capacityRoutes(server);
+  return {
+    server,
+    routes,
+    grpcService: capacityGrpcService(routes, deps.onError),
+    config: () => current,
+    describe: () => describeCapacity(server, file, clock.nowMs()),
+    setAddress: (a) => {
+      address = a;
+    },
+    reload,
+    close: () => {
+      clearInterval(sweep);
+      watcher?.close();
+    },
+  };
+}
