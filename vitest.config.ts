@@ -34,6 +34,7 @@ export const TIMING_TESTS = [
   'test/e2e/lease-replicas.test.ts',
   'test/e2e/redis-replicas.test.ts',
   'test/e2e/throttling-replicas.test.ts',
+  'test/e2e/capacity-client-sidecars.test.ts',
 ];
 
 const common = {
