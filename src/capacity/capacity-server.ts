@@ -10,6 +10,7 @@ import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
 import { decideShare } from './algorithms.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';
 import { LeaseStore } from './lease-store.js';
+import { PriorityBands } from './priority-bands.js';
 import type * as M from './messages.js';
 import { algorithmMessage } from './messages.js';
 
@@ -36,7 +37,10 @@ export interface CapacityServerOptions {
 }
 
 export class Resource {
+  /** Every lease of the resource: the totals answered and exported, expiry, the global cap. */
   readonly store = new LeaseStore();
+  /** The same leases by priority band (priority-bands.ts). */
+  readonly bands = new PriorityBands();
   constructor(
     readonly id: string,
     public template: ResourceTemplate,
@@ -108,7 +112,12 @@ export class CapacityServer {
     checkId(req.client_id, 'client_id');
     for (const id of req.resource_id) {
       const res = this.resources.get(id);
-      if (res !== undefined && res.store.release(req.client_id)) this.leases--;
+      const lease = res?.store.get(req.client_id);
+      if (res !== undefined && lease !== undefined) {
+        res.store.release(req.client_id);
+        res.bands.release(req.client_id, lease.priority);
+        this.leases--;
+      }
     }
     return {};
   }
@@ -147,6 +156,7 @@ export class CapacityServer {
 
   private clean(res: Resource, now: number): void {
     const n = res.store.clean(now);
+    if (n > 0) res.bands.clean(now);
     if (n > 0) {
       this.leases -= n;
       this.options.observer?.onExpired?.(res.id, n);
@@ -158,15 +168,26 @@ export class CapacityServer {
     this.clean(res, now);
     const store = res.store;
     const algorithm = res.template.algorithm;
-    const view = store.view(client);
-    if (view.old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
+    const old = store.get(client);
+    if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
     const capacity = this.capacity(res);
-    const has = this.learning(res, now)
-      ? Math.max(0, reportedHas ?? 0)
-      : decideShare(algorithm.kind, capacity, view, { client, wants, subclients });
+    let has: number;
+    if (this.learning(res, now)) has = Math.max(0, reportedHas ?? 0);
+    else {
+      // The algorithm runs in this client's priority band on what the higher bands leave; with one band that
+      // is the whole resource. Never more than is unallocated over all bands.
+      const view = res.bands.band(priority).view(client);
+      has = decideShare(algorithm.kind, res.bands.capacityFor(priority, capacity), view, { client, wants, subclients });
+      // With several bands, a sharing kind is also capped by what is unallocated over all of them. (With one
+      // band that cap is the algorithm's own; NO_ALGORITHM and STATIC never look at it, in Doorman either.)
+      const sharing = algorithm.kind !== 'NO_ALGORITHM' && algorithm.kind !== 'STATIC';
+      if (sharing && res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (old?.has ?? 0)));
+    }
     const expiryMs = now + algorithm.leaseLength * 1000;
-    if (view.old === undefined) this.leases++;
-    store.assign(client, { has, wants, subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority });
+    if (old === undefined) this.leases++;
+    const lease = { has, wants, subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority };
+    store.assign(client, lease);
+    res.bands.assign(client, old, lease);
     this.options.observer?.onGrant?.(res.id);
     return { expiry_time: Math.floor(expiryMs / 1000), refresh_interval: algorithm.refreshInterval, capacity: has };
   }

@@ -116,11 +116,13 @@ export function doormanDefinition(): protoLoader.PackageDefinition {
 export interface MethodCodec {
   decode(bytes: Buffer): unknown;
   encode(message: unknown): Buffer;
+  /** The request as a client sends it (benchmarks, tests). */
+  encodeRequest(message: unknown): Buffer;
 }
 
 /** The request decoder and response encoder of one method of doorman.Capacity. */
 export function methodCodec(method: CapacityMethod): MethodCodec {
   const service = doormanDefinition()[CAPACITY_SERVICE] as protoLoader.ServiceDefinition;
   const def = service[method]!;
-  return { decode: (bytes) => def.requestDeserialize(bytes), encode: (message) => def.responseSerialize(message as object) };
+  return { decode: (bytes) => def.requestDeserialize(bytes), encode: (message) => def.responseSerialize(message as object), encodeRequest: (message) => def.requestSerialize(message as object) };
 }

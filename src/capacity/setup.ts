@@ -13,11 +13,14 @@ import { CapacityServer, type CapacityObserver } from './capacity-server.js';
 import type { CapacityConfig } from './config.js';
 import { capacityStats, describeCapacity } from './describe.js';
 import { loadCapacityFile } from './load.js';
+import { ParentLink } from './parent.js';
 import { capacityGrpcService, capacityRoutes, type BytesHandler } from './rpc.js';
 
 export interface CapacitySettings {
   readonly capacityConfig: string;
   readonly capacityMaxLeases: number;
+  readonly capacityParent: string;
+  readonly capacityServerId: string;
   readonly configDebounceMs: number;
   readonly configPollIntervalMs: number;
   readonly configWatch: boolean;
@@ -54,6 +57,7 @@ export async function setUpCapacity(settings: CapacitySettings, deps: { clock: C
   if (!first.ok) throw new StartupError(`capacity resource file ${file} is invalid`, first.errors.map(String));
   let current = first.config;
   let address = '';
+  const parent = settings.capacityParent === '' ? undefined : new ParentLink(settings.capacityParent, () => settings.capacityServerId || address, clock, log);
   const server = new CapacityServer({
     clock,
     config: () => current,
@@ -61,6 +65,7 @@ export async function setUpCapacity(settings: CapacitySettings, deps: { clock: C
     // The memory store's state is lost with the process: learning mode counts from this start.
     stateSinceMs: clock.nowMs(),
     maxLeases: settings.capacityMaxLeases,
+    ...(parent === undefined ? {} : { capacityOf: (id: string) => parent.capacityOf(id) }),
     ...(deps.report?.observer === undefined ? {} : { observer: deps.report.observer }),
   });
   let lastText = JSON.stringify(current.templates);
@@ -95,14 +100,16 @@ export async function setUpCapacity(settings: CapacitySettings, deps: { clock: C
     routes,
     grpcService: capacityGrpcService(routes, deps.onError),
     config: () => current,
-    describe: () => describeCapacity(server, file, clock.nowMs()),
+    describe: () => ({ ...(describeCapacity(server, file, clock.nowMs()) as object), ...(parent === undefined ? {} : { parent: parent.describe() }) }),
     setAddress: (a) => {
       address = a;
+      parent?.start(server);
     },
     reload,
     close: () => {
       clearInterval(sweep);
       watcher?.close();
+      parent?.close();
     },
   };
 }

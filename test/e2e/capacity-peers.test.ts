@@ -201,5 +201,38 @@ describe('ratelimit check with a capacity resource file', () => {
     } finally {
       rmSync(d, { recursive: true, force: true });
     }
-  });
+  }, 90_000);
+});
+
+describe.runIf(available)('CAPACITY_PARENT: our server as an intermediate under the real Doorman', () => {
+  it("takes each resource's capacity from the parent, and falls to the parent's safe_capacity when its lease runs out", async () => {
+    const parent = await startDoorman(`resources:
+  - identifier_glob: "*"
+    capacity: 100
+    safe_capacity: 5
+    algorithm: {kind: FAIR_SHARE, lease_length: 4, refresh_interval: 1, learning_mode_duration: 0}
+`);
+    const d = mkdtempSync(join(tmpdir(), 'capacity-parent-'));
+    writeFileSync(join(d, 'resources.yaml'), CONFIG.replaceAll('capacity: 120', 'capacity: 0'));
+    const mid = await startTestService({}, { capacityConfig: join(d, 'resources.yaml'), capacityParent: parent.address }, systemClock as never);
+    const leaf = capacityCaller(mid.grpcAddress);
+    const ask = async (client: string, wants: number) =>
+      (await leaf.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', { client_id: client, resource: [{ resource_id: 'tree', priority: 1, wants }] })).response[0]!.gets.capacity;
+    try {
+      // The parent grants what our clients want together (70 + 20 of its 100), and we share it.
+      await eventually(async () => (await ask('a', 70)) === 70 && (await ask('b', 20)) === 20, { timeoutMs: 20_000, intervalMs: 300, what: 'grants from the parent' });
+      // More wanted than the parent has: we get the parent's 100 and share it fairly.
+      await eventually(async () => (await ask('a', 200)) === 80 && (await ask('b', 20)) === 20, { timeoutMs: 20_000, intervalMs: 300, what: 'the parent capacity shared' });
+      await parent.close();
+      // The lease from the parent (4 s) runs out: the capacity falls to its safe_capacity, 5.
+      await eventually(async () => (await ask('b', 20)) <= 5 && (await ask('a', 200)) <= 5, { timeoutMs: 20_000, intervalMs: 500, what: 'the fall to safe_capacity' });
+      const shown = (await (await fetch(`${mid.httpBase}/capacity`)).json()) as { resources: { resource_id: string; capacity: number }[] };
+      expect(shown.resources.find((r) => r.resource_id === 'tree')?.capacity).toBe(5);
+    } finally {
+      leaf.close();
+      await mid.close();
+      await parent.close();
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

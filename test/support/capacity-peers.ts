@@ -66,7 +66,7 @@ export async function startDoorman(config: string, options: { parent?: string } 
     process: child,
     log: () => log,
     close: async () => {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

@@ -19,7 +19,7 @@ export interface Answer {
 }
 
 /**
- * `n` steps on `resource`: clients c0..c5 asking (wants from a small set so ties with equal shares happen),
+ * `n` steps on `resource` (every priority 1, as Doorman's intermediates send): clients c0..c5 asking (wants from a small set so ties with equal shares happen),
  * sometimes with changed wants, sometimes releasing; with `servers`, intermediate servers s0..s2 asking for
  * bands of several clients.
  */
@@ -30,7 +30,7 @@ export function randomSequence(seed: string, resource: string, n: number, option
   for (let i = 0; i < n; i++) {
     const roll = r.next();
     if (options.servers === true && roll < 0.3) {
-      const bands = Array.from({ length: r.int(1, 2) }, (_, b) => ({ priority: b, num_clients: r.int(1, 4), wants: r.pick(wantsSet) * r.int(1, 3) }));
+      const bands = Array.from({ length: r.int(1, 2) }, (_, b) => ({ priority: 1, num_clients: r.int(1, 4), wants: r.pick(wantsSet) * r.int(1, 3) + b }));
       steps.push({ op: 'server', server: `s${r.int(0, 2)}`, resource, bands });
     } else if (roll < 0.07) {
       steps.push({ op: 'release', client: `c${r.int(0, 5)}`, resource });

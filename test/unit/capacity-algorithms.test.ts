@@ -177,3 +177,24 @@ describe('ShareIndex.waterLevel', () => {
     }
   });
 });
+
+describe('priorities (ours; Doorman ignores them)', () => {
+  it('serves higher priority bands first, never over-granting the resource', () => {
+    const { srv } = server('FAIR_SHARE');
+    const get = (client: string, wants: number, priority: number) =>
+      srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
+    // Low priority clients hold everything first.
+    expect(get('low1', 100, 0)).toBe(100);
+    expect(get('low2', 100, 0)).toBe(20);
+    // A high priority client wants 90: its band has all 120, but only what is unallocated can be granted now.
+    expect(get('high', 90, 5)).toBe(0);
+    // The low band shares what the high band leaves (120 − 90 = 30): 15 each, settling over their refreshes
+    // (low1 first gets 10: low2 still holds 20 of the band's 30).
+    expect(get('low1', 100, 0)).toBe(10);
+    expect(get('low2', 100, 0)).toBe(15);
+    expect(get('high', 90, 5)).toBe(90);
+    expect(get('low1', 100, 0)).toBe(15);
+    const res = [...srv.list()][0]!;
+    expect(res.store.sumHas).toBeLessThanOrEqual(120);
+  });
+});

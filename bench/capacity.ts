@@ -1,0 +1,118 @@
+/**
+ * GetCapacity cost with 10, 1,000 and 10,000 clients on one FAIR_SHARE resource: our capacity service (memory
+ * store) side by side with the real Doorman server (../shared/tools/doorman or DOORMAN_BIN), rounds alternating.
+ * Each round fills the resource with N clients (wants 1..100, capacity 20 × N, so the resource is
+ * oversubscribed and FAIR_SHARE runs both rounds), then h2load replays one client's refresh as fast as the
+ * server answers. Reported: req/s and server CPU per request (user + system from /proc: the steadier figure).
+ *
+ *   npx tsx bench/capacity.ts [--requests 20000] [--warmup 2000] [--rounds 2] [--clients 10,1000,10000]
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { methodCodec } from '../src/capacity/messages.js';
+import { capacityCaller, doormanTool, startDoorman } from '../test/support/capacity-peers.js';
+import { cpuSeconds, startOurs, type Target } from './lib/servers.js';
+import { fmt, median, table } from './lib/stats.js';
+
+const run = promisify(execFile);
+const arg = (name: string, dflt: string): string => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] ?? dflt) : dflt;
+};
+const REQUESTS = Number(arg('requests', '20000'));
+const ROUNDS = Number(arg('rounds', '2'));
+const WARMUP = Number(arg('warmup', '2000'));
+const CLIENTS = arg('clients', '10,1000,10000').split(',').map(Number);
+
+const config = (capacity: number) => `resources:
+  - identifier_glob: "*"
+    capacity: ${capacity}
+    algorithm: {kind: FAIR_SHARE, lease_length: 600, refresh_interval: 60, learning_mode_duration: 0}
+`;
+
+async function fill(address: string, n: number): Promise<void> {
+  const caller = capacityCaller(address);
+  try {
+    for (let i = 0; i < n; i += 200) {
+      await Promise.all(
+        Array.from({ length: Math.min(200, n - i) }, (_, k) =>
+          caller.call('GetCapacity', { client_id: `c${i + k}`, resource: [{ resource_id: 'bench', priority: 1, wants: 1 + ((i + k) * 37) % 100 }] }, 60_000),
+        ),
+      );
+    }
+  } finally {
+    caller.close();
+  }
+}
+
+async function load(address: string, pid: number | undefined, dir: string, requests = REQUESTS): Promise<{ rps: number; cpuUs: number; ok: number; command: string }> {
+  const body = methodCodec('GetCapacity').encodeRequest({ client_id: 'c0', resource: [{ resource_id: 'bench', priority: 1, wants: 1000, has: { expiry_time: 1, refresh_interval: 60, capacity: 0 } }] });
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(body.length, 1);
+  const file = join(dir, 'body.bin');
+  writeFileSync(file, Buffer.concat([head, body]));
+  const args = ['-n', String(requests), '-c', '4', '-m', '16', '-d', file, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://${address}/doorman.Capacity/GetCapacity`];
+  const cpu0 = cpuSeconds(pid);
+  const { stdout } = await run('h2load', args, { maxBuffer: 1 << 24 });
+  const cpu = cpuSeconds(pid) - cpu0;
+  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN);
+  const ok = Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0);
+  // h2load sees HTTP statuses only: one call checks that the answer is a grant, not a gRPC error.
+  const caller = capacityCaller(address);
+  try {
+    await caller.call('GetCapacity', { client_id: 'c0', resource: [{ resource_id: 'bench', priority: 1, wants: 1000 }] });
+  } finally {
+    caller.close();
+  }
+  return { rps, cpuUs: (cpu / requests) * 1e6, ok, command: `h2load ${args.filter((a) => a !== file).join(' ')}` };
+}
+
+async function main(): Promise<void> {
+  if (doormanTool('doorman') === undefined) throw new Error('the real Doorman is needed (DOORMAN_BIN or ../shared/tools/doorman)');
+  const dir = mkdtempSync(join(tmpdir(), 'capacity-bench-'));
+  const rules = mkdtempSync(join(tmpdir(), 'capacity-bench-rules-'));
+  const rows: string[][] = [];
+  let command = '';
+  try {
+    for (const n of CLIENTS) {
+      const results: Record<string, { rps: number[]; cpu: number[] }> = { ours: { rps: [], cpu: [] }, doorman: { rps: [], cpu: [] } };
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const who of round % 2 === 0 ? ['ours', 'doorman'] : ['doorman', 'ours']) {
+          const file = join(dir, 'resources.yaml');
+          writeFileSync(file, config(20 * n));
+          let target: Target;
+          if (who === 'ours') target = await startOurs('ours', { CAPACITY_CONFIG: file, CONFIG_DIR: rules });
+          else {
+            const d = await startDoorman(readFileSync(file, 'utf8'));
+            target = { name: 'doorman', address: d.address, ...(d.process.pid === undefined ? {} : { pid: d.process.pid }), stop: () => d.close() };
+          }
+          try {
+            await fill(target.address, n);
+            await load(target.address, target.pid, dir, WARMUP); // JIT warm-up, not measured
+            const r = await load(target.address, target.pid, dir);
+            if (r.ok !== REQUESTS) throw new Error(`${who}: ${r.ok} of ${REQUESTS} answered 2xx`);
+            results[who]!.rps.push(r.rps);
+            results[who]!.cpu.push(r.cpuUs);
+            command = r.command;
+          } finally {
+            await target.stop();
+          }
+        }
+      }
+      const o = results['ours']!;
+      const d = results['doorman']!;
+      rows.push([fmt(n), fmt(median(o.rps)), fmt(median(o.cpu), 1), fmt(median(d.rps)), fmt(median(d.cpu), 1), `${fmt(median(d.cpu) / median(o.cpu), 1)}×`]);
+      process.stderr.write(`${rows[rows.length - 1]!.join(' | ')}\n`); // progress: a row per client count
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(rules, { recursive: true, force: true });
+  }
+  process.stdout.write(`${table(['clients on the resource', 'ours req/s', 'ours CPU µs/req', 'Doorman req/s', 'Doorman CPU µs/req', 'Doorman CPU ÷ ours'], rows)}\n\n`);
+  process.stdout.write(`medians of ${ROUNDS} alternating rounds; load: ${command}\n`);
+}
+
+await main();
