@@ -38,6 +38,7 @@ export const TIMING_TESTS = [
   'test/e2e/redis-replicas.test.ts',
   'test/e2e/throttling-replicas.test.ts',
   'test/envoy/ops-restart.test.ts',
+  'test/e2e/capacity-client-sidecars.test.ts',
 ];
 
 const common = {

@@ -30,6 +30,7 @@ import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore } from './store-factory.js';
 import { leaseRulesHook } from './lease/rules-hook.js';
+import { capacityRules } from './capacity-rules-hook.js';
 import type { CompiledConfig } from './config/types.js';
 import { VERSION } from './version.js';
 import { setUpCapacity, type CapacitySetup } from './capacity/setup.js';
@@ -71,7 +72,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   if (dirProblem !== undefined) throw new StartupError(`cannot start: CONFIG_DIR ${dirProblem}`);
 
   const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
-  const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void> } = {}; // set once the first load succeeded
+  const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void>; capacityLimits?: (config: CompiledConfig) => void } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
   const watcher = settings.configWatch
@@ -98,6 +99,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     metrics.configLastReloadTime.set(clock.nowMs() / 1000);
     if (status.ok && changed) metrics.setRules(rulesSnapshot(holder.config));
     if (status.ok && changed) void late.leases?.(holder.config, false);
+    if (status.ok && changed) late.capacityLimits?.(holder.config);
     if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
     else if (changed) log.info('rules reloaded', { version: status.version, domains: [...holder.config.domains.keys()] });
     if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
@@ -108,11 +110,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   metrics.configLastReloadTime.set(clock.nowMs() / 1000);
   metrics.setRules(rulesSnapshot(initial.config));
 
-  const store = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics }).catch((err: unknown) => {
+  const stored = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics }).catch((err: unknown) => {
     watcher?.close();
     throw err;
   });
-  late.leases = leaseRulesHook({ backend: settings.backend, store, warn: (message, fields) => log.warn(message, fields) });
+  late.leases = leaseRulesHook({ backend: settings.backend, store: stored, warn: (message, fields) => log.warn(message, fields) });
+  // Limits with `capacity:` are decided in process from this replica's granted share (docs/capacity-client.md).
+  const capacityLimits = capacityRules(stored, { servers: settings.capacityServer, clientId: settings.capacityClientId, clock, warn: (message, fields) => log.warn(message, fields) });
+  const store = capacityLimits.store;
+  late.capacityLimits = (config) => capacityLimits.onLoad(config);
+  late.capacityLimits(holder.config);
   await late.leases(holder.config, true);
   const requestLimits: RequestLimits = {
     maxMessageBytes: settings.maxRequestBytes,

@@ -167,6 +167,8 @@ export const SETTINGS = {
     if (!s.startsWith('/')) throw new Error(`'${s}' does not start with /`);
     return s;
   }),
+  capacityServer: list('CAPACITY_SERVER', 'Rules with `capacity:` limits: host:port of the capacity service (ours or Doorman) granting this replica its shares; several are tried in turn (docs/capacity-client.md). Empty: such limits keep their fallback.'),
+  capacityClientId: str('CAPACITY_CLIENT_ID', '', 'Rules with `capacity:` limits: this replica\'s client id at the capacity service (default host:pid:random; must differ between replicas).'),
   capacityConfig: str('CAPACITY_CONFIG', '', 'Doorman resource file (YAML `resources:`); when set, the doorman.Capacity gRPC service is served on the gRPC port and the file is hot-reloaded (docs/capacity.md).'),
   capacityParent: str('CAPACITY_PARENT', '', 'host:port of a parent capacity server (ours or Doorman); when set, each resource\'s capacity comes from the parent with GetServerCapacity, refreshed before expiry, falling to the parent\'s safe_capacity (or 0) when its lease runs out (docs/capacity.md).'),
   capacityServerId: str('CAPACITY_SERVER_ID', '', 'CAPACITY_PARENT: the server_id this server asks its parent with (default: the gRPC address it listens on, as Doorman uses host:port).'),

@@ -231,6 +231,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.shares !== undefined ? { shares: Object.freeze({ ...l.shares }) } : {}),
       ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
       ...(l.countEveryHit === true ? { countEveryHit: true as const } : {}),
+      ...(l.capacity !== undefined ? { capacity: Object.freeze({ ...l.capacity }) } : {}),
     }),
   );
   return Object.freeze({

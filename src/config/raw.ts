@@ -1,6 +1,7 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
+import type { CapacityRuleSpec } from '../core/capacity-rule.js';
 import type { Unit } from '../core/types.js';
 import type { RawAuthz } from './authz-types.js';
 import type { Shares, Throttling } from '../throttling/types.js';
@@ -33,6 +34,8 @@ export interface RawLimit {
   readonly lease?: LeaseSpec;
   /** `count_every_hit: true` (validate-count.ts); absent = false. */
   readonly countEveryHit?: true;
+  /** `capacity:` (the limit is a granted share, validate-capacity-rule.ts); absent = none. */
+  readonly capacity?: CapacityRuleSpec;
 }
 
 export interface RawRule {

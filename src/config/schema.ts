@@ -38,6 +38,7 @@ export const RATE_LIMIT_KEYS = [
   'shares',
   'lease',
   'count_every_hit',
+  'capacity',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
+import type { CapacityRuleSpec } from '../core/capacity-rule.js';
 import type { DescriptorEntry, Unit } from '../core/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
@@ -34,6 +35,8 @@ export interface CompiledLimit {
   readonly lease?: LeaseSpec;
   /** `count_every_hit: true`: every hit is counted, even past the limit and on a rejected request (validate-count.ts). */
   readonly countEveryHit?: true;
+  /** `capacity:`: the limit is this replica's granted share of a capacity resource, decided in process (core/capacity-store.ts). */
+  readonly capacity?: CapacityRuleSpec;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

@@ -12,6 +12,7 @@ import { parseWindow } from './duration.js';
 import { readOnLimit } from './on-limit.js';
 import { checkBesideLease, readLease } from './validate-lease.js';
 import { readCountEveryHit } from './validate-count.js';
+import { readCapacityRule } from './validate-capacity-rule.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from './raw.js';
@@ -82,7 +83,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit'] as const) {
+    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -254,6 +255,7 @@ function readLimit(
   const lease = readLease(ctx, fields.get('lease'), path, effective, requestsPerUnit ?? 0);
   if (lease !== undefined) checkBesideLease(ctx, fields, path, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling });
   const countEveryHit = readCountEveryHit(ctx, fields, path, effective, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling, leased: fields.has('lease') });
+  const capacity = readCapacityRule(ctx, fields, path, requestsPerUnit);
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
@@ -283,6 +285,7 @@ function readLimit(
     ...throttling,
     ...(lease !== undefined ? { lease } : {}),
     ...(countEveryHit === true ? { countEveryHit } : {}),
+    ...(capacity !== undefined ? { capacity, algorithm: 'token_bucket' as const, burst: requestsPerUnit } : {}),
   };
 }
 

@@ -66,6 +66,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         ...countOver(limit, shadow),
         onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
+        ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
       const planned = checks[checks.length - 1]!;
       if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && isRefundAlgorithm(limit.algorithm)) {

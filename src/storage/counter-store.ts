@@ -1,5 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
+import type { CapacityCheck } from '../core/capacity-rule.js';
 
 /** The algorithms a refund applies to; leaky_bucket keeps token_bucket's state (giveBackAlgorithm). */
 export type RefundAlgorithm = LeaseAlgorithm | 'leaky_bucket';
@@ -65,6 +66,8 @@ export interface LimitCheck {
    * check from units leased to this replica. Others ignore it.
    */
   readonly lease?: LeaseSpec;
+  /** A capacity limit (core/capacity-store.ts decides it in process from the granted share); stores never see it. */
+  readonly capacity?: CapacityCheck;
 }
 
 /**
