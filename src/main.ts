@@ -5,6 +5,8 @@
 import { systemClock, type Clock } from './core/clock.js';
 import type { Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
+import { withOversizedLog } from './core/observer.js';
+import { throttledLog } from './storage/throttled-log.js';
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
 import { configDirProblem } from './config/loader.js';
 import type { ConfigDescription } from './config/describe.js';
@@ -133,7 +135,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
-    observer: metrics.observer,
+    observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
     shadowMode: settings.shadowMode,
     ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
     criticalityKey: settings.criticalityKey,

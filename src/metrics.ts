@@ -94,6 +94,8 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const bansStarted = new Counter({ name: 'ratelimit_bans_started_total', help: 'Bans started by a rejection under a rule with `ban`.', labelNames: throttlingLabels, registers });
   const banRejections = new Counter({ name: 'ratelimit_ban_rejections_total', help: 'Limit checks rejected because their key was banned (not counted).', labelNames: throttlingLabels, registers });
   const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
+  const oversized = new Counter({ name: 'ratelimit_oversized_input_total', help: 'Requests decided with client-shaped input beyond its bound: a value longer than MAX_VALUE_BYTES (counted under a hash of it), a hits_addend above MAX_HITS_ADDEND (counted as 2^32-1).', labelNames: ['field'] as const, registers });
+  for (const field of ['value', 'hits_addend']) oversized.inc({ field }, 0);
   const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
   const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
@@ -148,6 +150,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       }
       c.inc();
       duration.observe(ms / 1000);
+    },
+    onOversized(_domain, field) {
+      oversized.inc({ field });
     },
     onAtLimit(domain, action, delayMs) {
       if (action === 'degraded') degraded.inc({ domain: bounds.domain(domain) });

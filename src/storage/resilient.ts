@@ -19,7 +19,7 @@
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
 import { withDeadline } from './deadline.js';
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
@@ -65,6 +65,15 @@ export class ResilientStore implements CounterStore {
     }
     this.kind = primary.kind;
     this.margin = options.timeoutMarginMs ?? 5;
+  }
+
+  /**
+   * Refunds go to the primary only (the local fallback's counts are approximate anyway). One the primary cannot
+   * take is dropped, never thrown: the call it came with is still answered (a refund errs on the safe side).
+   */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    if (!this.primaryConnected()) return;
+    await this.primary.refund?.(refunds, nowMs).catch(() => undefined);
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {

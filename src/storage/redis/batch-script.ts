@@ -126,7 +126,7 @@ export async function runBatch(
   const extra = throttlingArgs(checks, keys);
   const args: (string | number)[] = [...keys, nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
   checks.forEach((c, i) => {
-    args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
+    args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, checkMode(c));
     for (const v of extra[i]!) args.push(v);
     onLimitArgs(c, args);
   });
@@ -155,4 +155,9 @@ export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply
     });
   }
   return { expired: false, admitted, outcomes };
+}
+
+/** ARGV +5 of a check (lua/batch.lua): 1 = enforce, + 2 = counted past its limit when admitted, + 4 = always counted. */
+export function checkMode(c: LimitCheck): number {
+  return (c.enforce ? 1 : 0) + (c.countOver === 'admitted' ? 2 : c.countOver === 'always' ? 4 : 0);
 }

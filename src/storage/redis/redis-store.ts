@@ -17,7 +17,8 @@ import type { Clock } from '../../core/clock.js';
 import { systemClock } from '../../core/clock.js';
 import { RateLimitError, StoreError } from '../../core/errors.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
+import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
+import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
 import { notAdmitted } from './on-limit-args.js';
@@ -60,6 +61,7 @@ export interface RedisStoreInit {
 }
 
 export class RedisStore implements CounterStore {
+  private giveBackScripts: LeaseScripts | undefined;
   readonly kind = 'redis';
   private readonly clock: Clock;
   private readonly cluster: boolean;
@@ -122,6 +124,12 @@ export class RedisStore implements CounterStore {
   }
 
   /** Connected and deciding: the last real call or probe succeeded. */
+  /** Refunds with the lease give-back script (lua/lease/give_back.lua), one call per key, pipelined. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    const scripts = (this.giveBackScripts ??= new LeaseScripts(this.connection));
+    await Promise.all(refunds.map((r) => scripts.giveBack({ ...r, algorithm: giveBackAlgorithm(r.algorithm) }, nowMs)));
+  }
+
   isReady(): boolean {
     return this.monitor.health().healthy;
   }
@@ -211,6 +219,12 @@ export class RedisStore implements CounterStore {
       return { admitted, outcomes: admitted ? outcomes : outcomes.map(notAdmitted) };
     };
     const dry = await run(false);
+    if (!dry.admitted && !gaveUp()) {
+      // A rejected request still counts its checks counted whatever the outcome (count_every_hit), per slot.
+      const always = groups.map((g) => g.filter((i) => checks[i]!.countOver === 'always' && checks[i]!.hits > 0)).filter((g) => g.length > 0);
+      await Promise.all(always.map((g) => this.call(g.map((i) => checks[i]!), nowMs, true, expiresRedisMs)));
+      return { outcomes: dry.outcomes, committed: always.length > 0 };
+    }
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };

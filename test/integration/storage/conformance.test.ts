@@ -4,7 +4,8 @@
  *   contract of counter-store.ts,
  * - the MemoryStore,
  * - Redis standalone and Redis Cluster (the Lua fragments inside batch.lua).
- * Times, hits, limits, bursts, windows, shadow mode and batch shapes are random; a few steps use parameters
+ * Times, hits, limits, bursts, windows, shadow mode, hits counted past the limit (countOver) and batch shapes
+ * are random; a few steps use parameters
  * near the exactness bounds (large limits and windows) to reach the long-arithmetic paths.
  *
  * Fake time runs much faster than real time here, so a Redis TTL (real time) never ends before the state's
@@ -29,13 +30,22 @@ class ReferenceModel {
       const state = pending.has(c.key) ? pending.get(c.key) : this.states.get(c.key);
       const e = getAlgorithm(c.algorithm).evaluate(state, nowMs, { limit: c.limit, windowMs: c.windowMs, burst: c.burst }, c.hits);
       if (!e.outcome.allowed && c.enforce) admitted = false;
-      if (e.outcome.allowed && c.hits > 0) pending.set(c.key, e.next);
+      if ((e.outcome.allowed || c.countOver !== undefined) && c.hits > 0) pending.set(c.key, e.next);
       return e.outcome;
     });
     if (admitted) for (const [k, s] of pending) this.states.set(k, s);
+    else {
+      // countOver 'always' (count_every_hit): counted on a rejected batch too, one after the other.
+      for (const c of checks) {
+        if (c.countOver !== 'always' || c.hits === 0) continue;
+        const e = getAlgorithm(c.algorithm).evaluate(this.states.get(c.key), nowMs, { limit: c.limit, windowMs: c.windowMs, burst: c.burst }, c.hits);
+        this.states.set(c.key, e.next);
+      }
+    }
     return evaluated.map((o, i) => {
-      const committed = admitted && o.allowed && checks[i]!.hits > 0;
-      return { allowed: o.allowed, remaining: committed ? o.remainingIfCommitted : o.remainingIfNotCommitted, resetMs: o.resetMs };
+      const c = checks[i]!;
+      const committed = admitted && (o.allowed || c.countOver !== undefined) && c.hits > 0;
+      return { allowed: o.allowed, remaining: committed ? (o.allowed ? o.remainingIfCommitted : 0) : o.remainingIfNotCommitted, resetMs: o.resetMs };
     });
   }
 }
@@ -69,7 +79,11 @@ function randomBatch(random: Prng, specs: readonly KeySpec[]): LimitCheck[] {
     const params = { limit, windowMs: s.windowMs, burst: Math.floor(burst) };
     // stay where the algorithms are exact (what config validation enforces)
     const safe = paramsError(s.algorithm, params) === undefined ? params : { ...params, limit: 4_294_967_295, burst: 1 };
-    return { key: s.key, algorithm: s.algorithm, ...safe, hits, enforce: random.chance(0.85) };
+    const enforce = random.chance(0.85);
+    // counted past the limit: shadow mode ('admitted', never enforced) and count_every_hit ('always')
+    const counting = s.algorithm === 'fixed_window' || s.algorithm === 'sliding_window_counter';
+    const countOver = !counting ? undefined : enforce ? random.pick([undefined, undefined, 'always' as const]) : random.pick([undefined, 'admitted' as const, 'always' as const]);
+    return { key: s.key, algorithm: s.algorithm, ...safe, hits, enforce, ...(countOver !== undefined ? { countOver } : {}) };
   });
 }
 
