@@ -20,6 +20,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/ext-authz-malformed.test.ts',
   'test/e2e/grpc-timeout.test.ts',
   'test/e2e/grpc-guard.test.ts',
+  'test/e2e/on-limit-cancel.test.ts',
 ];
 
 /**

@@ -85,6 +85,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
+  const delayReleased = new Counter({
+    name: 'ratelimit_on_limit_delay_released_total',
+    help: 'Delayed requests whose call ended (cancelled, deadline) before their slot came: result released = their reserved hits were given back to the store, failed = the store could not take them.',
+    labelNames: ['domain', 'result'] as const,
+    registers,
+  });
   const degraded = new Counter({ name: 'ratelimit_on_limit_degraded_total', help: 'Requests over a limit admitted by on_limit degrade (with its request headers).', labelNames: ['domain'] as const, registers });
   // Throttling (docs/throttling.md): labels domain and criticality class only (bounded: domains × 3).
   const throttlingLabels = ['domain', 'class'] as const;
@@ -160,6 +166,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
         delayed.inc({ domain: bounds.domain(domain) });
         delays.observe(delayMs / 1000);
       }
+    },
+    onDelayReleased(domain, released) {
+      delayReleased.inc({ domain: bounds.domain(domain), result: released ? 'released' : 'failed' });
     },
   };
 

@@ -63,7 +63,12 @@ export class LeanCall implements CallSignal {
   }
 
   get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // Made after the call ended (made on first use): aborted already, as it would have been.
+      if (this.done) this.controller.abort(new GrpcStatusError(this.expired ? Code.DEADLINE_EXCEEDED : Code.CANCELLED, 'call ended'));
+    }
+    return this.controller.signal;
   }
 
   /**
