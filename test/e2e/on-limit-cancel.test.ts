@@ -150,8 +150,10 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
     });
   });
 
-  it('counts the released reservations in /metrics', async () => {
+  it('counts the released reservations in /metrics, and no late answer or gRPC error for the ended calls', async () => {
     const text = await (await fetch(`${t.httpBase}/metrics`)).text();
-    expect(text).toMatch(/ratelimit_on_limit_delay_released_total\{domain="cancel",result="released"\} [3-9]/);
+    expect(text).toMatch(/ratelimit_on_limit_delay_released_total\{domain="cancel",result="released"\} 3\n/);
+    expect(text).not.toMatch(/ratelimit_grpc_late_answers_total\{[^}]*\} [1-9]/);
+    expect(text).not.toMatch(/ratelimit_grpc_errors_total\{code="(CANCELLED|INTERNAL|UNKNOWN)"\} [1-9]/);
   });
 });

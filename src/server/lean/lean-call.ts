@@ -179,7 +179,8 @@ export class LeanCall implements CallSignal {
 
   private failWith(err: unknown): void {
     if (this.done) {
-      this.lateAfterExpiry();
+      // The route gave up because the call ended (its signal's reason, e.g. a delayed wait stopped): not an answer.
+      if (this.controller === undefined || err !== this.controller.signal.reason) this.lateAfterExpiry();
       return;
     }
     const s = err instanceof GrpcStatusError ? { code: err.code, details: err.message } : this.hooks.toStatus(err);
