@@ -2,7 +2,8 @@
  * on_limit `delay` when the call ends before its slot comes (issue 18 item 9), over gRPC on the memory store
  * and on Redis, on both transports (vitest.config.ts TRANSPORT_TESTS): the deadline passing or the client's
  * RST_STREAM stops the wait at once (no timer left) and gives the reserved hits back, so the next client
- * takes that slot instead of waiting behind a request no one will answer. ShouldRateLimit and ext_authz Check.
+ * takes that slot instead of waiting behind a request no one will answer. ShouldRateLimit, ext_authz Check and
+ * POST /json.
  *
  * The server decides on a FakeClock the test moves (waits end only when the test advances it), so a delayed
  * request waits until its call ends from outside: the deadline in real time, or the reset the test sends.
@@ -84,7 +85,7 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
   let redis: Redis | undefined;
   const prefix = `cancel-${Date.now()}:`;
   beforeAll(async () => {
-    t = await startTestService({ 'cancel.yaml': RULES }, backend === 'redis' ? { backend: 'redis', redisUrl: redisServer.url, cacheKeyPrefix: prefix } : {});
+    t = await startTestService({ 'cancel.yaml': RULES }, { jsonApi: 'on', ...(backend === 'redis' ? { backend: 'redis', redisUrl: redisServer.url, cacheKeyPrefix: prefix } : {}) });
     session = http2.connect(`http://${t.grpcAddress}`);
     session.on('error', () => undefined);
     if (backend === 'redis') redis = new Redis(redisServer.url);
@@ -150,9 +151,26 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
     });
   });
 
+  it('POST /json (JSON_API=on), the HTTP client goes away', async () => {
+    const t0 = t.clock.nowMs();
+    expect((await openCall(session, RLS_PATH, rls('json'), '10S').ended).grpcStatus).toBe(OK);
+    const gone = new AbortController();
+    const body = JSON.stringify({ domain: 'cancel', descriptors: [{ entries: [{ key: 'client', value: 'json' }] }] });
+    const a = fetch(`${t.httpBase}/json`, { method: 'POST', body, signal: gone.signal }).catch((err: unknown) => err);
+    await eventually(() => t.timer.pending === 1, { what: 'A waiting for its slot' });
+    gone.abort();
+    await a;
+    await eventually(() => t.timer.pending === 0, { what: 'A\'s wait stopped' });
+    const b = openCall(session, RLS_PATH, rls('json'), '10S');
+    await eventually(() => t.timer.pending === 1, { what: 'B waiting' });
+    expect(t.timer.nextAt()).toBe(t0 + SLOT);
+    t.timer.advance(SLOT);
+    expect((await b.ended).grpcStatus).toBe(OK);
+  });
+
   it('counts the released reservations in /metrics, and no late answer or gRPC error for the ended calls', async () => {
     const text = await (await fetch(`${t.httpBase}/metrics`)).text();
-    expect(text).toMatch(/ratelimit_on_limit_delay_released_total\{domain="cancel",result="released"\} 3\n/);
+    expect(text).toMatch(/ratelimit_on_limit_delay_released_total\{domain="cancel",result="released"\} 4\n/);
     expect(text).not.toMatch(/ratelimit_grpc_late_answers_total\{[^}]*\} [1-9]/);
     expect(text).not.toMatch(/ratelimit_grpc_errors_total\{code="(CANCELLED|INTERNAL|UNKNOWN)"\} [1-9]/);
   });
