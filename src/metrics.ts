@@ -52,6 +52,8 @@ export interface Metrics {
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
   /** Exports the memory store's size, its protected (over-limit) keys, evictions and unstored decisions. */
   watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
+  /** Exports how many delayed requests (on_limit delay) wait for their slot right now: the engine's live timers. */
+  watchDelayWaits(pending: () => number): void;
   /** Exports the quota leases' counters (src/lease/). */
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
@@ -192,6 +194,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
     grpcGuard,
+    watchDelayWaits(pending) {
+      scrapedGauge(registers, 'ratelimit_on_limit_waiting', 'Delayed requests (on_limit delay) waiting for their reserved slot now; a call that ends stops its wait at once.', pending);
+    },
     watchGrpcConnections(stats) {
       scrapedGauge(registers, 'ratelimit_grpc_connections', 'Open HTTP/2 connections on the gRPC port (GRPC_MAX_CONNECTIONS).', () => stats().connections);
       scrapedGauge(registers, 'ratelimit_grpc_watch_streams', 'Open grpc.health.v1 Watch calls (GRPC_MAX_WATCH_STREAMS).', () => stats().watches);

@@ -171,6 +171,8 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
   it('counts the released reservations in /metrics, and no late answer or gRPC error for the ended calls', async () => {
     const text = await (await fetch(`${t.httpBase}/metrics`)).text();
     expect(text).toMatch(/ratelimit_on_limit_delay_released_total\{domain="cancel",result="released"\} 4\n/);
+    // No wait left behind: the engine's live timers, as /metrics exports them.
+    expect(text).toMatch(/\nratelimit_on_limit_waiting 0\n/);
     expect(text).not.toMatch(/ratelimit_grpc_late_answers_total\{[^}]*\} [1-9]/);
     expect(text).not.toMatch(/ratelimit_grpc_errors_total\{code="(CANCELLED|INTERNAL|UNKNOWN)"\} [1-9]/);
   });
