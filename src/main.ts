@@ -3,7 +3,7 @@
  * Only this module (and cli.ts, which calls it) reads settings; everything else takes options objects.
  */
 import { systemClock, type Clock } from './core/clock.js';
-import type { Timer } from './core/timer.js';
+import { clockTimer, type Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
 import { withOversizedLog } from './core/observer.js';
 import { throttledLog } from './storage/throttled-log.js';
@@ -129,6 +129,9 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     maxValueBytes: settings.maxValueBytes,
     maxHitsAddend: settings.maxHitsAddend,
   };
+  // The engine's waits for delayed slots (on_limit delay), counted for /metrics.
+  const timer = deps.timer ?? clockTimer(clock);
+  metrics.watchDelayWaits(() => timer.pending);
   const limiter = new RateLimiter({
     requestLimits,
     store,
@@ -145,7 +148,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     nearLimitRatio: settings.nearLimitRatio,
     observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
     shadowMode: settings.shadowMode,
-    ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
+    timer,
     criticalityKey: settings.criticalityKey,
     responseDynamicMetadata: settings.responseDynamicMetadata,
   });

@@ -56,6 +56,8 @@ export interface Metrics {
   capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void } };
   /** Exports the capacity service's per-resource state, read at scrape time. */
   watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;
+  /** Exports how many delayed requests (on_limit delay) wait for their slot right now: the engine's live timers. */
+  watchDelayWaits(pending: () => number): void;
   /** Exports the quota leases' counters (src/lease/). */
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
@@ -103,6 +105,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     name: 'ratelimit_on_limit_delay_seconds',
     help: 'How long on_limit delay held admitted requests for their reserved slot.',
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const delayReleased = new Counter({
+    name: 'ratelimit_on_limit_delay_released_total',
+    help: 'Delayed requests whose call ended (cancelled, deadline) before their slot came: result released = their reserved hits were given back to the store, failed = the store could not take them.',
+    labelNames: ['domain', 'result'] as const,
     registers,
   });
   const degraded = new Counter({ name: 'ratelimit_on_limit_degraded_total', help: 'Requests over a limit admitted by on_limit degrade (with its request headers).', labelNames: ['domain'] as const, registers });
@@ -181,6 +189,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
         delays.observe(delayMs / 1000);
       }
     },
+    onDelayReleased(domain, released) {
+      delayReleased.inc({ domain: bounds.domain(domain), result: released ? 'released' : 'failed' });
+    },
   };
 
   const grpcErrors = new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers });
@@ -203,6 +214,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
     grpcGuard,
+    watchDelayWaits(pending) {
+      scrapedGauge(registers, 'ratelimit_on_limit_waiting', 'Delayed requests (on_limit delay) waiting for their reserved slot now; a call that ends stops its wait at once.', pending);
+    },
     watchGrpcConnections(stats) {
       scrapedGauge(registers, 'ratelimit_grpc_connections', 'Open HTTP/2 connections on the gRPC port (GRPC_MAX_CONNECTIONS).', () => stats().connections);
       scrapedGauge(registers, 'ratelimit_grpc_watch_streams', 'Open grpc.health.v1 Watch calls (GRPC_MAX_WATCH_STREAMS).', () => stats().watches);

@@ -34,7 +34,8 @@ export interface AuthorizerOptions {
 export class Authorizer {
   constructor(private readonly options: AuthorizerOptions) {}
 
-  async check(attrs: CheckAttributes, deadlineMs?: number): Promise<CheckAnswer> {
+  /** `call.signal` aborts when the call ends (read only while a delayed request waits; rate-limiter.ts DecideOptions). */
+  async check(attrs: CheckAttributes, deadlineMs?: number, call?: { readonly signal: AbortSignal }): Promise<CheckAnswer> {
     const domain = attrs.contextExtensions.get(DOMAIN_EXTENSION) ?? this.options.defaultDomain;
     const config = this.options.config();
     if (domain === '' || !config.domains.has(domain)) return this.done('unknown_domain', domain, ALLOW_EMPTY);
@@ -43,7 +44,7 @@ export class Authorizer {
     if (descriptors.length === 0) return this.done('no_descriptors', domain, ALLOW_EMPTY);
     let answer: CheckAnswer;
     try {
-      const decision = await this.options.limiter.decide({ domain, descriptors, hitsAddend: 0 }, deadlineMs === undefined ? {} : { deadlineMs });
+      const decision = await this.options.limiter.decide({ domain, descriptors, hitsAddend: 0 }, { ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(call === undefined ? {} : { call }) });
       answer = answerFor(decision);
     } catch (err) {
       if (!(err instanceof StoreError) || this.options.failureMode !== 'closed') throw err;

@@ -33,6 +33,8 @@ export interface DecisionObserver {
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
   /** on_limit: an admitted request was delayed by `delayMs` for its reserved slot, or admitted degraded. */
   onAtLimit?(domain: string, action: 'delayed' | 'degraded', delayMs: number): void;
+  /** on_limit delay: a delayed request's call ended before its slot came; its reserved hits were given back (or the store failed to take them). */
+  onDelayReleased?(domain: string, released: boolean): void;
   /** A request held client-shaped input beyond its bound (request-limits.ts), decided all the same; once per field kind. */
   onOversized?(domain: string, field: OversizedField): void;
 }

@@ -60,6 +60,11 @@ export interface DecideOptions {
   readonly deadlineMs?: number;
   /** Answer what the call would get without counting anything (see check-only.ts); not reported to the observer. */
   readonly checkOnly?: boolean;
+  /**
+   * The call: its `signal` aborts when the caller cancels or the deadline passes. Read only when a request
+   * waits for a delayed slot (on_limit delay), which then ends at once and gives the slot back.
+   */
+  readonly call?: { readonly signal: AbortSignal };
 }
 
 export class RateLimiter {
@@ -68,7 +73,8 @@ export class RateLimiter {
 
   constructor(private readonly options: RateLimiterOptions) {
     this.observer = options.observer ?? noopObserver;
-    this.atLimit = new AtLimit(options.timer ?? clockTimer(options.clock));
+    const { store, clock } = options;
+    this.atLimit = new AtLimit(options.timer ?? clockTimer(clock), (refunds) => store.refund?.(refunds, clock.nowMs()) ?? Promise.resolve());
   }
 
   /** Decides one request. Rejects with InvalidRequestError for bad input, StoreError when the store fails. */
@@ -147,7 +153,7 @@ export class RateLimiter {
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
-    return owners === undefined ? decision : this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs }, observer);
+    return owners === undefined ? decision : this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs, ...(decideOptions.call !== undefined ? { call: decideOptions.call } : {}) }, observer);
   }
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */

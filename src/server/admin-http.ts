@@ -132,9 +132,11 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
         return send(res, 400, { error: 'body is not valid UTF-8 (raw bytes in a value: write each as \\udc80..\\udcff, see docs/limits.md)' });
       }
       try {
-        const decision = await options.limiter.decide(requestFromJson(text, limits), { checkOnly: jsonApi === 'check' });
+        const decision = await options.limiter.decide(requestFromJson(text, limits), { checkOnly: jsonApi === 'check', call: closeSignal(res) });
         return send(res, decision.overallCode === 'OVER_LIMIT' ? 429 : 200, decisionToJson(decision));
       } catch (err) {
+        // The client went away while a delayed request waited (its slot was given back): no one to answer.
+        if (res.destroyed && !res.writableFinished) return;
         if (err instanceof RateLimitError && err.code === 'INVALID_REQUEST') return send(res, 400, { error: err.message });
         if (err instanceof RateLimitError && err.code === 'REQUEST_TOO_LARGE') return send(res, 413, { error: err.message });
         options.onError?.(err);
@@ -149,6 +151,25 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       return send(res, 404, { error: `no route ${path}`, routes });
     }
   }
+}
+
+/**
+ * The HTTP exchange's end as an AbortSignal for the engine, made on first use (only a request that waits for
+ * a delayed slot reads it): aborted when the connection closes before the answer was sent.
+ */
+function closeSignal(res: http.ServerResponse): { readonly signal: AbortSignal } {
+  let controller: AbortController | undefined;
+  return {
+    get signal() {
+      if (controller === undefined) {
+        const c = (controller = new AbortController());
+        const abort = () => c.abort(new Error('client closed the connection'));
+        if (res.destroyed) abort();
+        else res.once('close', () => res.writableFinished || abort());
+      }
+      return controller.signal;
+    },
+  };
 }
 
 export async function startAdminServer(options: AdminServerOptions): Promise<{ port: number; close(): Promise<void> }> {

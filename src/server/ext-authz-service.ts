@@ -10,7 +10,7 @@ import type { Clock } from '../core/clock.js';
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS, type CheckRequestLimits } from './ext-authz-decode.js';
 import { encodeCheckResponse } from './ext-authz-encode.js';
 import { toGrpcError } from './grpc-errors.js';
-import { callDeadline, decisionDeadline } from './rls-service.js';
+import { callDeadline, callSignal, decisionDeadline } from './rls-service.js';
 
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 
@@ -43,14 +43,15 @@ export interface ExtAuthzServiceOptions {
 
 /**
  * Check from bytes to bytes with the caller's deadline (epoch ms, undefined = none), for both transports: decode
- * (throws synchronously for a malformed request), decide, encode.
+ * (throws synchronously for a malformed request), decide, encode. `call.signal` (read only by a request that
+ * waits for a delayed slot) aborts when the call ends.
  */
-export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined) => Promise<Buffer> {
+export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined, call?: { readonly signal: AbortSignal }) => Promise<Buffer> {
   const limits = options.limits ?? DEFAULT_CHECK_LIMITS;
   const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs, maxWaitMs } = options;
-  return (request, deadlineMs) => {
+  return (request, deadlineMs, call) => {
     const attrs = decodeCheckRequest(request, limits);
-    return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock, maxWaitMs)).then(encodeCheckResponse);
+    return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock, maxWaitMs), call).then(encodeCheckResponse);
   };
 }
 
@@ -58,13 +59,15 @@ export function extAuthzHandlers(options: ExtAuthzServiceOptions): grpc.UntypedS
   const answer = checkCall(options);
   const check: grpc.handleUnaryCall<Buffer, Buffer> = (call, callback) => {
     const fail = (err: unknown) => {
+      // Ended by its client or deadline (a delayed request's wait stops then): no one to answer, no error.
+      if (call.cancelled) return;
       const e = toGrpcError(err);
       options.onError?.(err, grpc.status[e.code]);
       callback(e);
     };
     let reply: Promise<Buffer>;
     try {
-      reply = answer(call.request, callDeadline(call));
+      reply = answer(call.request, callDeadline(call), callSignal(call));
     } catch (err) {
       fail(err);
       return;

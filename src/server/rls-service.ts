@@ -5,6 +5,7 @@ import type { RateLimiter } from '../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
 import { decodeRateLimitRequest } from './decode-request.js';
 import { toGrpcError } from './grpc-errors.js';
+import { Code, GrpcStatusError } from './lean/grpc-wire.js';
 import { encodeRateLimitResponse } from './encode-response.js';
 
 export interface RlsServiceOptions {
@@ -47,6 +48,25 @@ export function decisionDeadline(
   return clock.nowMs() + Math.min(budget, maxWaitMs);
 }
 
+/**
+ * A grpc-js call's end as an AbortSignal, made on first use (only a request that waits for a delayed slot
+ * reads it): aborted when the call is cancelled, by its client (RST_STREAM) or by its deadline passing.
+ */
+export function callSignal(call: { readonly cancelled: boolean; once(event: 'cancelled', listener: () => void): unknown }): { readonly signal: AbortSignal } {
+  let controller: AbortController | undefined;
+  return {
+    get signal() {
+      if (controller === undefined) {
+        const c = (controller = new AbortController());
+        const abort = () => c.abort(new GrpcStatusError(Code.CANCELLED, 'call cancelled'));
+        if (call.cancelled) abort();
+        else call.once('cancelled', abort);
+      }
+      return controller.signal;
+    },
+  };
+}
+
 /** A grpc-js call's deadline as epoch ms, or undefined when the caller sent none. */
 export function callDeadline(call: grpc.ServerUnaryCall<unknown, unknown>): number | undefined {
   const d = call.getDeadline();
@@ -61,6 +81,8 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
   // INVALID_ARGUMENT and checks the request limits before any per-descriptor work.
   const shouldRateLimit: grpc.handleUnaryCall<Buffer, unknown> = (call, callback) => {
     const fail = (err: unknown) => {
+      // Ended by its client or deadline (a delayed request's wait stops then): no one to answer, no error.
+      if (call.cancelled) return;
       const e = toGrpcError(err);
       options.onError?.(err, grpc.status[e.code]);
       callback(e);
@@ -73,7 +95,7 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
       return;
     }
     options.limiter
-      .decide(request, { deadlineMs: decisionDeadline(callDeadline(call), margin, options.defaultTimeoutMs, options.clock, options.maxWaitMs) })
+      .decide(request, { deadlineMs: decisionDeadline(callDeadline(call), margin, options.defaultTimeoutMs, options.clock, options.maxWaitMs), call: callSignal(call) })
       .then(
         (decision) => callback(null, encodeRateLimitResponse(decision)),
         fail,

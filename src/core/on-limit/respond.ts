@@ -6,12 +6,15 @@
  *   the redirect `location`, and the HTTP status for protocols that can set one (decision.httpStatus).
  * - admitted degraded: the degraded limits' request_headers go to the upstream (first of a name wins).
  * - admitted with a delay: the answer waits (on the injected timer) until the reserved slot comes; the store
- *   only granted a delay that ends by the caller's deadline (checks.ts storeOnLimit).
+ *   only granted a delay that ends by the caller's deadline (checks.ts storeOnLimit). When the call ends first
+ *   (its client cancelled, RST_STREAM, or the deadline passed), the wait stops at once (no timer is left) and
+ *   the hits the store reserved are given back (CounterStore.refund: the bucket's debt, the GCRA TAT moved
+ *   back, never past full), so the next request takes the slot no one will use.
  */
 import type { CompiledLimit } from '../../config/types.js';
 import type { CompiledOnLimit, OnLimitHeader } from '../../config/on-limit-types.js';
 import { escapingFor, renderTemplate, type TemplateValues } from '../../config/template.js';
-import type { LimitCheck, LimitOutcome } from '../../storage/counter-store.js';
+import type { LimitCheck, LimitOutcome, Refund } from '../../storage/counter-store.js';
 import type { DecisionObserver } from '../observer.js';
 import type { Timer } from '../timer.js';
 import type { HeaderValue, RateLimitDecision, RateLimitRequest } from '../types.js';
@@ -41,12 +44,20 @@ export interface AtLimitInput {
   /** After withBackoff. */
   readonly outcomes: readonly LimitOutcome[];
   readonly nowMs: number;
+  /** The call, whose `signal` (read only when a request waits: it may be made on first use) aborts when it ends. */
+  readonly call?: { readonly signal: AbortSignal };
 }
+
+/** Gives reserved hits back to the store, at the time of the release. */
+export type Release = (refunds: readonly Refund[]) => Promise<void>;
 
 const encoder = new TextEncoder();
 
 export class AtLimit {
-  constructor(private readonly timer: Timer) {}
+  constructor(
+    private readonly timer: Timer,
+    private readonly release: Release,
+  ) {}
 
   /** The decision with the on_limit answer applied; a promise only when a delayed request waits for its slot. */
   finish(decision: RateLimitDecision, input: AtLimitInput, observer: DecisionObserver): RateLimitDecision | Promise<RateLimitDecision> {
@@ -67,7 +78,30 @@ export class AtLimit {
     const answer = upstream.length === 0 ? decision : { ...decision, requestHeadersToAdd: [...decision.requestHeadersToAdd, ...upstream] };
     if (delayMs === 0) return answer;
     observer.onAtLimit?.(request.domain, 'delayed', delayMs);
-    return this.timer.waitUntil(input.nowMs + delayMs).then(() => answer);
+    return this.timer.waitUntil(input.nowMs + delayMs, input.call?.signal).then(
+      () => answer,
+      (err: unknown) => this.releaseSlots(input, observer).then(() => Promise.reject(err instanceof Error ? err : new Error(String(err)))),
+    );
+  }
+
+  /**
+   * The call ended before its slot came: every delayed check's hits go back to the store (the checks the
+   * store admitted with a wait; only token_bucket and leaky_bucket delay). A store that cannot take them
+   * back (unreachable) only loses the slot, as before: the answer is already moot.
+   */
+  private async releaseSlots(input: AtLimitInput, observer: DecisionObserver): Promise<void> {
+    const refunds: Refund[] = [];
+    input.outcomes.forEach((o, i) => {
+      const check = input.checks[i];
+      if (o.delayMs === undefined || check === undefined || check.hits <= 0) return;
+      if (check.algorithm !== 'token_bucket' && check.algorithm !== 'leaky_bucket') return;
+      refunds.push({ key: check.key, algorithm: check.algorithm, limit: check.limit, windowMs: check.windowMs, units: check.hits, windowStart: 0 });
+    });
+    if (refunds.length === 0) return;
+    await this.release(refunds).then(
+      () => observer.onDelayReleased?.(input.request.domain, true),
+      () => observer.onDelayReleased?.(input.request.domain, false),
+    );
   }
 }
 

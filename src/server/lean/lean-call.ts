@@ -63,7 +63,12 @@ export class LeanCall implements CallSignal {
   }
 
   get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      // Made after the call ended (made on first use): aborted already, as it would have been.
+      if (this.done) this.controller.abort(new GrpcStatusError(this.expired ? Code.DEADLINE_EXCEEDED : Code.CANCELLED, 'call ended'));
+    }
+    return this.controller.signal;
   }
 
   /**
@@ -174,7 +179,8 @@ export class LeanCall implements CallSignal {
 
   private failWith(err: unknown): void {
     if (this.done) {
-      this.lateAfterExpiry();
+      // The route gave up because the call ended (its signal's reason, e.g. a delayed wait stopped): not an answer.
+      if (this.controller === undefined || err !== this.controller.signal.reason) this.lateAfterExpiry();
       return;
     }
     const s = err instanceof GrpcStatusError ? { code: err.code, details: err.message } : this.hooks.toStatus(err);

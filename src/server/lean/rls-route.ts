@@ -26,8 +26,9 @@ export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
   const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
   const margin = options.deadlineMarginMs;
   const { limiter, clock, defaultTimeoutMs, maxWaitMs } = options;
-  return (bytes, deadlineMs) => {
+  return (bytes, deadlineMs, call) => {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
-    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs) }).then(encodeRateLimitResponse);
+    // `call` itself, not call.signal: the signal is made only if the request waits for a delayed slot.
+    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs), call }).then(encodeRateLimitResponse);
   };
 }

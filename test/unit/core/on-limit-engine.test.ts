@@ -119,4 +119,46 @@ describe('on_limit in the engine', () => {
     const again = await limiter.decide(request(['slow', 'y']), { deadlineMs: clock.nowMs() + 500 });
     expect(again.responseHeadersToAdd).toContainEqual({ key: 'retry-after', value: '2' });
   });
+
+  it('a delayed request whose call ends releases its slot: the wait stops and the next request takes it', async () => {
+    const { limiter, timer } = engine();
+    const now = timer.clock.nowMs();
+    await limiter.decide(request(['slow', 'c']));
+    const controller = new AbortController();
+    const a = limiter.decide(request(['slow', 'c']), { call: { signal: controller.signal } });
+    const b = limiter.decide(request(['slow', 'c']));
+    await eventuallyPending(timer, 2);
+    expect(timer.waitsAt()).toEqual([now + 1000, now + 2000]);
+    controller.abort(new Error('cancelled'));
+    await expect(a).rejects.toThrow('cancelled');
+    // B keeps its slot; a newcomer gets the one A gave back (2 s out again, not 3 s).
+    expect(timer.waitsAt()).toEqual([now + 2000]);
+    const c = limiter.decide(request(['slow', 'c']));
+    await eventuallyPending(timer, 2);
+    expect(timer.waitsAt()).toEqual([now + 2000, now + 2000]);
+    timer.advance(2000);
+    expect((await b).overallCode).toBe('OK');
+    expect((await c).overallCode).toBe('OK');
+  });
+
+  it('a call that ended before its delay began waits for nothing and reserves nothing', async () => {
+    const { limiter, timer } = engine();
+    const now = timer.clock.nowMs();
+    await limiter.decide(request(['slow', 'd']));
+    const controller = new AbortController();
+    controller.abort(new Error('gone'));
+    await expect(limiter.decide(request(['slow', 'd']), { call: { signal: controller.signal } })).rejects.toThrow('gone');
+    expect(timer.pending).toBe(0);
+    const next = limiter.decide(request(['slow', 'd']));
+    await eventuallyPending(timer, 1);
+    expect(timer.waitsAt()).toEqual([now + 1000]);
+    timer.advance(1000);
+    expect((await next).overallCode).toBe('OK');
+  });
 });
+
+/** The store call is a resolved promise: a few turns of the microtask queue bring a decision to its wait. */
+async function eventuallyPending(timer: FakeTimer, n: number): Promise<void> {
+  for (let i = 0; i < 100 && timer.pending < n; i++) await Promise.resolve();
+  expect(timer.pending).toBe(n);
+}
