@@ -14,6 +14,10 @@ FROM ${NODE_IMAGE}
 # No CONFIG_DIR here: the default ./config is a link to /etc/ratelimit, so that a deployment's own rules setting
 # (CONFIG_DIR, or envoyproxy/ratelimit's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY) is never contradicted by the image's.
 ENV NODE_ENV=production
+# A larger young generation: the objects of hundreds of requests in flight die young instead of being promoted
+# and collected by the old generation's GC (docs/performance.md: about half the GC time on the Redis path, for
+# up to ~110 MiB more resident memory under load). A NODE_OPTIONS of your own replaces this: keep the flag in it.
+ENV NODE_OPTIONS=--max-semi-space-size=64
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Production dependencies only: tsx and the test tooling are dev dependencies.

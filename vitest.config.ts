@@ -18,6 +18,9 @@ export const TRANSPORT_TESTS = [
   'test/e2e/redis-health.test.ts',
   'test/e2e/ext-authz-answers.test.ts',
   'test/e2e/ext-authz-malformed.test.ts',
+  'test/e2e/grpc-timeout.test.ts',
+  'test/e2e/grpc-guard.test.ts',
+  'test/envoy/ops-transport.test.ts',
 ];
 
 /**
@@ -33,6 +36,7 @@ export const TIMING_TESTS = [
   'test/e2e/lease-replicas.test.ts',
   'test/e2e/redis-replicas.test.ts',
   'test/e2e/throttling-replicas.test.ts',
+  'test/envoy/ops-restart.test.ts',
 ];
 
 const common = {

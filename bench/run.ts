@@ -6,6 +6,9 @@
  *   npm run bench -- --smoke                       # seconds: the same code paths, tiny counts
  *   npm run bench -- --against 127.0.0.1:18081     # also drive another RLS server (e.g. envoyproxy/ratelimit)
  *   options: --rounds 3 --requests 60000 --clients 8 --streams 16 --json bench-results.json
+ *   Redis side by side with envoyproxy/ratelimit (issue #20, bench/lib/redis-section.ts; skipped without the
+ *   reference binary): --side-requests 30000 --side-clients 50 --side-streams 10 --side-rate 2000, --young-gen
+ *   (also this service without the shipped V8 options), --only-redis (that section alone)
  *
  * Needs h2load (apt-get install nghttp2-client) for the gRPC rows; without it they are skipped and said so.
  * Starts its own redis-server on a free port (never 6379). The rules (bench/rules/bench.yaml) suit both this
@@ -23,6 +26,7 @@ import { compareEngines } from './lib/engine-compare.js';
 import { h2load, haveH2load, type LoadResult } from './lib/h2load.js';
 import { counter, cpuSeconds, external, startNoop, startOurs, type Target } from './lib/servers.js';
 import { fmt, median, ratioText, table } from './lib/stats.js';
+import { redisSection, type RedisSection } from './lib/redis-section.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -42,6 +46,7 @@ const against = args.includes('--against') ? opt('against', '') : undefined;
 const againstPid = args.includes('--against-pid') ? Number(opt('against-pid', '')) : undefined;
 const jsonPath = opt('json', smoke ? join(tmpdir(), 'ratelimit-bench-smoke.json') : 'bench-results.json');
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
+const ONLY_REDIS = flag('only-redis');
 
 const BODIES = {
   '1 descriptor': encodeRequest('bench', [{ entries: [['user', 'alice']] }]),
@@ -71,11 +76,26 @@ const rows: Row[] = [];
 const notes: string[] = [];
 const started: Target[] = [];
 const redis = await startRedis();
+let side: RedisSection | undefined;
 try {
   const hasH2load = await haveH2load();
   if (!hasH2load) notes.push('h2load not found: gRPC rows skipped (apt-get install nghttp2-client)');
   const env = { CONFIG_DIR: RULES_DIR };
   if (hasH2load) {
+    side = await redisSection({
+      rulesDir: RULES_DIR,
+      bodies: BODIES,
+      requests: Number(opt('side-requests', smoke ? '2000' : '30000')),
+      clients: Number(opt('side-clients', '50')),
+      streams: Number(opt('side-streams', '10')),
+      rounds: ROUNDS,
+      rate: Number(opt('side-rate', smoke ? '400' : '2000')),
+      rateSeconds: RATE_SECONDS,
+      nodeOptionVariants: flag('young-gen') ? [''] : [],
+      dir,
+    });
+  }
+  if (hasH2load && !ONLY_REDIS) {
     const noop = await startNoop();
     started.push(noop);
     const targets: { key: string; target: Target; scenario: string; baseline?: string }[] = [
@@ -132,12 +152,11 @@ try {
     rows.push({ scenario: `this service, Redis store, fixed rate ${fmt(RATE)}/s`, server: 'redis-lean', shape: '1 descriptor', rps: [fixed.rps], cpu: [], cpuRatios: [], p50: [fixed.p50], p99: [fixed.p99], p999: [fixed.p999], ratios: [] });
   }
 
-  const engine = await compareEngines({ redisUrl: redis.url, total: smoke ? 5000 : 200_000, keys: 10_000, inFlight: 200, rounds: ROUNDS });
+  const engine = ONLY_REDIS ? [] : await compareEngines({ redisUrl: redis.url, total: smoke ? 5000 : 200_000, keys: 10_000, inFlight: 200, rounds: ROUNDS });
   if (typeof engine === 'string') notes.push(engine);
   else for (const e of engine) rows.push({ scenario: e.name, server: 'engine', shape: '', rps: e.ours, cpu: [], cpuRatios: [], p50: [], p99: [], p999: [], baseline: 'rate-limiter-flexible', ratios: e.ours.map((x, i) => x / e.theirs[i]!), note: `rate-limiter-flexible: ${fmt(median(e.theirs))}/s` });
 
-  const bpk = bytesPerKey(KEYS_FOR_BYTES);
-  notes.push(`memory store at ${fmt(KEYS_FOR_BYTES)} keys: ${bpk}`);
+  if (!ONLY_REDIS) notes.push(`memory store at ${fmt(KEYS_FOR_BYTES)} keys: ${bytesPerKey(KEYS_FOR_BYTES)}`);
 } finally {
   for (const t of started) await t.stop();
   await redis.stop();
@@ -146,7 +165,12 @@ try {
 
 const ms = (xs: number[]) => (xs.length === 0 ? '' : median(xs).toFixed(2));
 console.log(`# npm run bench -- ${args.join(' ')}`.trimEnd());
-console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ${ROUNDS} round(s) alternated; closed loop h2load -c${CLIENTS} -m${STREAMS}, ${fmt(REQUESTS)} requests per run`);
+console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ${ROUNDS} round(s) alternated`);
+if (side !== undefined) {
+  console.log(`\n## Redis, side by side with envoyproxy/ratelimit\n\n${side.text}`);
+  for (const n of side.notes) console.log(`- ${n}`);
+  console.log(`\n## All scenarios (closed loop h2load -c${CLIENTS} -m${STREAMS}, ${fmt(REQUESTS)} requests per run)\n`);
+}
 console.log(
   table(
     ['scenario', 'descriptors', 'req/s (median)', 'p50 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/req', 'ratio to baseline: req/s', 'ratio: CPU per request', 'baseline'],
@@ -154,5 +178,5 @@ console.log(
   ),
 );
 for (const n of notes) console.log(`- ${n}`);
-writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, cpus: cpus().map((c) => c.model), rows, notes }, null, 2));
+writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, cpus: cpus().map((c) => c.model), rows, notes, redisSideBySide: side ?? null }, null, 2));
 console.log(`(JSON: ${jsonPath})`);

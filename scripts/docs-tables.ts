@@ -28,6 +28,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchOverLimitCache(() => ({ hits: 0, entries: 0 }));
   metrics.watchMemory(() => ({ keys: 0, bytes: 0, protectedKeys: 0, expired: 0, evicted: 0, unstored: 0 }));
   metrics.watchLeases(() => ({ claims: 0, leased: 0, returned: 0, unused: 0, held: 0 }));
+  metrics.watchGrpcConnections(() => ({ connections: 0, watches: 0 }));
   return metrics;
 }
 

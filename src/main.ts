@@ -5,6 +5,8 @@
 import { systemClock, type Clock } from './core/clock.js';
 import type { Timer } from './core/timer.js';
 import { RateLimiter } from './core/rate-limiter.js';
+import { withOversizedLog } from './core/observer.js';
+import { throttledLog } from './storage/throttled-log.js';
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
 import { configDirProblem } from './config/loader.js';
 import type { ConfigDescription } from './config/describe.js';
@@ -15,6 +17,7 @@ import { RulesHolder } from './reloader.js';
 import { startAdminServer } from './server/admin-http.js';
 import type { Listener } from './server/debug-http.js';
 import { startTransport } from './server/transport.js';
+import { ConnectionGuard } from './server/guard/connection-guard.js';
 import type { ReloadingServerCredentials } from './server/tls-credentials.js';
 import { grpcCredentials, startExtraListeners } from './listeners.js';
 import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
@@ -132,7 +135,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
-    observer: metrics.observer,
+    observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
     shadowMode: settings.shadowMode,
     ...(deps.timer !== undefined ? { timer: deps.timer } : {}),
     criticalityKey: settings.criticalityKey,
@@ -163,6 +166,16 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
+  const guard = new ConnectionGuard({
+    maxConnections: settings.grpcMaxConnections,
+    messageTimeoutMs: settings.grpcMessageTimeoutMs,
+    idleTimeoutMs: settings.grpcIdleTimeoutMs,
+    resetBurst: settings.grpcResetBurst,
+    resetRatePerS: settings.grpcResetRatePerS,
+    onAction: (action) => metrics.grpcGuard.inc({ action }),
+  });
+  health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));
+  metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
   let grpcServer: Awaited<ReturnType<typeof startTransport>> | undefined;
   let admin: Awaited<ReturnType<typeof startAdminServer>> | undefined;
   const extra: Listener[] = [];
@@ -182,6 +195,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         clock,
         deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
         defaultTimeoutMs: settings.redisCommandTimeoutMs,
+        maxWaitMs: settings.decisionMaxWaitMs,
         limits: { maxHeaders: settings.authzMaxHeaders },
         onError: grpcErrorsOf('ext_authz'),
       },
@@ -189,6 +203,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       requestLimits,
       deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
+      maxWaitMs: settings.decisionMaxWaitMs,
       ...(credentials === undefined ? {} : { credentials }),
       socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
       onError: onGrpcError,
@@ -196,6 +211,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
       onSendDelay: (ms) => margin.recordSend(ms),
       unseenWaitMs: () => loopClock.unseenWaitMs(),
+      connections: { guard, maxConcurrentStreams: settings.grpcMaxStreamsPerConnection, maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb },
     }).catch((err: unknown) => {
       const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
       throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);

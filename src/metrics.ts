@@ -4,6 +4,7 @@
  * so the core never imports prom-client. Label values come from the rules in use, never from requests
  * (metrics-labels.ts); labelled series exist (at zero) from start and from every reload.
  */
+import { GUARD_ACTIONS } from './server/guard/connection-guard.js';
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionObserver } from './core/observer.js';
@@ -22,6 +23,10 @@ export interface Metrics {
   readonly observer: DecisionObserver;
   readonly grpcErrors: Counter<'code'>;
   readonly grpcLateAnswers: Counter<'method'>;
+  /** What the gRPC port's connection guard did (server/guard/connection-guard.ts), by action. */
+  readonly grpcGuard: Counter<'action'>;
+  /** Exports the open gRPC connections and Watch calls. */
+  watchGrpcConnections(stats: () => { connections: number; watches: number }): void;
   readonly grpcRequestDuration: Histogram<'method'>;
   /** ext_authz Check calls answered (not gRPC errors), by domain (configured, or `unknown`) and result (authz/authorize.ts). */
   countAuthzCheck(domain: string, result: string): void;
@@ -89,6 +94,8 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const bansStarted = new Counter({ name: 'ratelimit_bans_started_total', help: 'Bans started by a rejection under a rule with `ban`.', labelNames: throttlingLabels, registers });
   const banRejections = new Counter({ name: 'ratelimit_ban_rejections_total', help: 'Limit checks rejected because their key was banned (not counted).', labelNames: throttlingLabels, registers });
   const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
+  const oversized = new Counter({ name: 'ratelimit_oversized_input_total', help: 'Requests decided with client-shaped input beyond its bound: a value longer than MAX_VALUE_BYTES (counted under a hash of it), a hits_addend above MAX_HITS_ADDEND (counted as 2^32-1).', labelNames: ['field'] as const, registers });
+  for (const field of ['value', 'hits_addend']) oversized.inc({ field }, 0);
   const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
   const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
@@ -144,6 +151,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       c.inc();
       duration.observe(ms / 1000);
     },
+    onOversized(_domain, field) {
+      oversized.inc({ field });
+    },
     onAtLimit(domain, action, delayMs) {
       if (action === 'degraded') degraded.inc({ domain: bounds.domain(domain) });
       else {
@@ -164,11 +174,19 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check answers by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors, store_failure (503, FAILURE_MODE=closed).', labelNames: ['domain', 'result'] as const, registers });
   for (const result of AUTHZ_RESULTS) authzChecks.inc({ domain: UNKNOWN_DOMAIN, result }, 0);
 
+  const grpcGuard = new Counter({ name: 'ratelimit_grpc_guard_total', help: 'gRPC connection guard actions: connection_refused (GRPC_MAX_CONNECTIONS), peer_refused and reset_goaway (rapid reset, GRPC_RESET_*), message_timeout (GRPC_MESSAGE_TIMEOUT_MS), idle_close (GRPC_IDLE_TIMEOUT_MS), watch_refused (GRPC_MAX_WATCH_STREAMS).', labelNames: ['action'] as const, registers });
+  for (const action of [...GUARD_ACTIONS, 'watch_refused']) grpcGuard.inc({ action }, 0);
+
   return {
     registry,
     observer,
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
+    grpcGuard,
+    watchGrpcConnections(stats) {
+      scrapedGauge(registers, 'ratelimit_grpc_connections', 'Open HTTP/2 connections on the gRPC port (GRPC_MAX_CONNECTIONS).', () => stats().connections);
+      scrapedGauge(registers, 'ratelimit_grpc_watch_streams', 'Open grpc.health.v1 Watch calls (GRPC_MAX_WATCH_STREAMS).', () => stats().watches);
+    },
     grpcLateAnswers: new Counter({ name: 'ratelimit_grpc_late_answers_total', help: 'Unary calls answered after the caller\'s deadline, by method.', labelNames: ['method'] as const, registers }),
     grpcRequestDuration: new Histogram({
       name: 'ratelimit_grpc_request_duration_seconds',

@@ -41,7 +41,12 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     ...(settings.redisClusterNodes.length > 0 ? { clusterNodes: parseHostPorts(settings.redisClusterNodes.join(',')) } : {}),
     ...(Object.keys(tls).length > 0 ? { tls } : {}),
     connectTimeoutMs: settings.redisConnectTimeoutMs,
-    commandTimeoutMs: settings.redisCommandTimeoutMs,
+    // The client's command timeout is only a backstop for a reply that never comes: every decision has its
+    // own deadline (the caller's, up to DECISION_MAX_WAIT_MS, or REDIS_COMMAND_TIMEOUT_MS without one), enforced
+    // by the stores with expiry in Redis. A command timeout below a caller's deadline would drop healthy
+    // answers the caller still waits for and answer them by FAILURE_MODE (issue 18 item 5).
+    commandTimeoutMs: Math.max(settings.decisionMaxWaitMs, settings.redisCommandTimeoutMs) + 1000,
+    probeTimeoutMs: settings.redisCommandTimeoutMs,
     clock,
     log: (message, error) => log.warn(message, error === undefined ? undefined : { error: describeError(error) }),
     logInfo: (message) => log.info(message),
@@ -95,6 +100,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     expectedReplicas: settings.expectedReplicas,
     clock,
     timeoutMarginMs: 1,
+    noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
     ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
     onFallback: (mode, reason, error) => {
       metrics.storeFallbacks.inc({ mode });

@@ -1,8 +1,8 @@
 /**
  * fixed_window: windows aligned to the Unix epoch (start = now - now mod W), as envoyproxy/ratelimit
  * aligns them; a request is allowed iff count + hits <= L. State: the window start and its count; a state
- * of any other window counts as empty (the stored start, not the key's TTL, decides, so the memory store
- * and Redis agree even if expiry runs late).
+ * of an earlier window counts as empty (the stored start, not the key's TTL, decides, so the memory store
+ * and Redis agree even if expiry runs late); a state of a later window is decided in that window.
  */
 import { mod } from './int-math.js';
 import type { Algorithm, AlgorithmParams, Evaluation } from './types.js';
@@ -21,7 +21,10 @@ function evaluate(
   hits: number,
 ): Evaluation<FixedWindowState> {
   const { limit, windowMs } = params;
-  const start = nowMs - mod(nowMs, windowMs);
+  // A state of a later window than now's (a caller whose clock is behind, or a call decided after the window it
+  // was made in had ended) is the window the store is in: decide there, never write an older window over it.
+  const nowStart = nowMs - mod(nowMs, windowMs);
+  const start = state !== undefined && state.start > nowStart ? state.start : nowStart;
   const count = state !== undefined && state.start === start ? state.count : 0;
   const allowed = count + hits <= limit;
   const remainingIfNotCommitted = Math.max(0, limit - count);

@@ -48,8 +48,11 @@ function evaluate(
   hits: number,
 ): Evaluation<SlidingWindowCounterState> {
   const { limit, windowMs } = params;
-  const ws = nowMs - mod(nowMs, windowMs);
-  const elapsed = nowMs - ws;
+  // A state of a later window than now's is the window the store is in (see fixed-window.ts): decide there,
+  // with the previous window weighing fully (elapsed 0) while now is before that window's start.
+  const nowStart = nowMs - mod(nowMs, windowMs);
+  const ws = state !== undefined && state.start > nowStart ? state.start : nowStart;
+  const elapsed = Math.max(0, nowMs - ws);
   let current = 0;
   let previous = 0;
   if (state !== undefined && state.start === ws) {

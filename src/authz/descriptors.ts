@@ -8,12 +8,19 @@ import type { CompiledAuthz, CompiledAuthzAction } from '../config/authz-types.j
 import type { DescriptorEntry, RequestDescriptor } from '../core/types.js';
 import { formatIp, maskIp, parseIp, type IpAddress } from './ip.js';
 import { allHeadersMatch, allQueryParametersMatch } from './matchers.js';
+import { normalizePath } from './path.js';
 import { cookieValue, pathWithoutQuery, queryParameter } from './request-values.js';
 import type { CheckAttributes, RegionLookup } from './types.js';
 
 export interface DescriptorOptions {
   /** Trusted region headers when an action names none (AUTHZ_REGION_HEADERS), lowercased. */
   readonly regionHeaders: readonly string[];
+  /**
+   * AUTHZ_CLIENT_ADDRESS_HEADER, lowercased: a header with the trusted client address; '' or absent → the
+   * source address. Envoy's ext_authz reports the TCP peer as the source even when xff_num_trusted_hops makes
+   * another address the client, so behind a load balancer Envoy must pass the client in a header.
+   */
+  readonly clientAddressHeader?: string;
   /** The GEOIP_DB lookup, when configured. */
   readonly region?: RegionLookup;
 }
@@ -28,7 +35,7 @@ interface RequestView {
 }
 
 export function buildDescriptors(authz: CompiledAuthz, attrs: CheckAttributes, options: DescriptorOptions): RequestDescriptor[] {
-  const view: RequestView = { attrs, ip: attrs.sourceAddress === undefined ? undefined : parseIp(attrs.sourceAddress), options };
+  const view: RequestView = { attrs, ip: clientIp(attrs, options.clientAddressHeader), options };
   const out: RequestDescriptor[] = [];
   for (const rl of authz.rateLimits) {
     const entries: DescriptorEntry[] = [];
@@ -44,6 +51,14 @@ export function buildDescriptors(authz: CompiledAuthz, attrs: CheckAttributes, o
     if (!dropped && entries.length > 0) out.push({ entries });
   }
   return out;
+}
+
+/** The header's address when configured and present as an IP, else the source address. */
+function clientIp(attrs: CheckAttributes, header: string | undefined): IpAddress | undefined {
+  const fromHeader = header ? attrs.http.headers.get(header)?.trim() : undefined;
+  const ip = fromHeader ? parseIp(fromHeader) : undefined;
+  if (ip !== undefined) return ip;
+  return attrs.sourceAddress === undefined ? undefined : parseIp(attrs.sourceAddress);
 }
 
 const absent = (skip: boolean): Produced => (skip ? 'skip' : 'drop');
@@ -76,8 +91,8 @@ function produce(action: CompiledAuthzAction, view: RequestView): Produced {
     case 'method':
       return http.method === '' ? 'drop' : { key: action.key, value: http.method };
     case 'path': {
-      const value = action.stripQuery ? pathWithoutQuery(http.path) : http.path;
-      return value === '' ? 'drop' : { key: action.key, value };
+      if (http.path === '') return 'drop';
+      return { key: action.key, value: normalizePath(action.stripQuery ? pathWithoutQuery(http.path) : http.path) };
     }
     case 'host':
       return http.host === '' ? 'drop' : { key: action.key, value: http.host.toLowerCase() };

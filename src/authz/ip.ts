@@ -11,7 +11,13 @@ export interface IpAddress {
   readonly bytes: Uint8Array;
 }
 
-/** Parses an IP literal (an IPv6 zone `%eth0` is dropped); undefined when it is not one. */
+/**
+ * Parses an IP literal (an IPv6 zone `%eth0` is dropped); undefined when it is not one. An IPv4-mapped IPv6
+ * address (`::ffff:203.0.113.5`, `::ffff:cb00:7105`) is the IPv4 address it maps: Envoy does the same for a
+ * client of a dual-stack listener (Address::addressFromSockAddr makes an Ipv4Instance of a v4-mapped peer),
+ * so ShouldRateLimit's remote_address and ext_authz's see one client as one `203.0.113.5`, rules on the IPv4
+ * address match it, and masked_remote_address applies the IPv4 prefix length.
+ */
 export function parseIp(text: string): IpAddress | undefined {
   const version = isIP(text);
   if (version === 4) return { version, bytes: Uint8Array.from(text.split('.').map(Number)) };
@@ -37,7 +43,13 @@ export function parseIp(text: string): IpAddress | undefined {
     bytes[2 * i] = g >> 8;
     bytes[2 * i + 1] = g & 0xff;
   });
-  return { version, bytes };
+  return isV4Mapped(bytes) ? { version: 4, bytes: bytes.slice(12) } : { version, bytes };
+}
+
+/** ::ffff:0:0/96 (RFC 4291 §2.5.5.2). */
+function isV4Mapped(bytes: Uint8Array): boolean {
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return false;
+  return bytes[10] === 0xff && bytes[11] === 0xff;
 }
 
 export function formatIp(ip: IpAddress): string {

@@ -230,6 +230,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.banMs !== undefined ? { banMs: l.banMs } : {}),
       ...(l.shares !== undefined ? { shares: Object.freeze({ ...l.shares }) } : {}),
       ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
+      ...(l.countEveryHit === true ? { countEveryHit: true as const } : {}),
     }),
   );
   return Object.freeze({

@@ -21,6 +21,7 @@ export interface DescribedLimit {
   readonly burst?: number;
   /** Quota leases: units claimed at a time and how long they are kept (ms). */
   readonly lease?: { readonly size: number; readonly ttl_ms: number };
+  readonly count_every_hit?: true;
   /** Only when set. */
   readonly soft_requests_per_unit?: number;
   /** Only when set (on-limit-types.ts describeOnLimit). */
@@ -89,6 +90,7 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...(l.onLimit !== undefined ? { on_limit: describeOnLimit(l.onLimit) } : {}),
       ...describeThrottling(l),
       ...(l.lease !== undefined ? { lease: { size: l.lease.size, ttl_ms: l.lease.ttlMs } } : {}),
+      ...(l.countEveryHit === true ? { count_every_hit: true as const } : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

@@ -70,6 +70,8 @@ export function readOnLimit(ctx: FileContext, field: Field | undefined, path: st
   const degradeMax = degradeMaxField === undefined ? undefined : readInt(ctx, degradeMaxField.value, join(path, 'degrade_max'), 0, 4_294_967_295, undefined);
   const requestHeaders = readHeaderMap(ctx, fields.get('request_headers'), join(path, 'request_headers'), new Set());
   const location = readTemplate(ctx, fields.get('location'), join(path, 'location'));
+  // The location is a header value: its own text must already be one (values inserted are percent-encoded).
+  if (location !== undefined && /[^\x21-\x7e]/.test(location.text)) ctx.error(valueNode(ctx, fields.get('location')!), join(path, 'location'), 'a location must be visible ASCII without spaces (percent-encode other characters)');
   if (action === 'redirect' && fields.get('location') === undefined) ctx.error(map, join(path, 'location'), 'action redirect needs a location');
   const status = readStatus(ctx, fields.get('status'), join(path, 'status'), action);
 

@@ -31,6 +31,8 @@ export interface RawLimit {
   readonly shares?: Shares;
   /** `lease:` (quota leases, validate-lease.ts); absent = none. */
   readonly lease?: LeaseSpec;
+  /** `count_every_hit: true` (validate-count.ts); absent = false. */
+  readonly countEveryHit?: true;
 }
 
 export interface RawRule {

@@ -37,6 +37,7 @@ export const RATE_LIMIT_KEYS = [
   'ban',
   'shares',
   'lease',
+  'count_every_hit',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -2,7 +2,14 @@
  * The `{{placeholder}}` templates of `on_limit` (body, header values, redirect location): parsed and checked
  * once at load, rendered per rejection with each inserted value escaped for where it lands, so a hostile
  * descriptor value (quotes, newlines, non-ASCII) can never break the body's syntax or a header.
+ *
+ * Rendering is total: any string renders and nothing throws. That matters because Envoy fails open by
+ * default: an error answered to a request whose values a client chose is a request never limited. Values
+ * may hold raw bytes that were not UTF-8 (lone surrogates U+DC80..U+DCFF, core/bytes.ts) or, over /json,
+ * any lone surrogate: a URL gets the bytes percent-encoded, a body gets U+FFFD for them.
  */
+import { encodeEscaped, wellFormed } from '../core/bytes.js';
+
 
 export const PLACEHOLDERS = ['retry_after', 'limit', 'remaining', 'window', 'name', 'domain', 'descriptor', 'reset_at'] as const;
 export type Placeholder = (typeof PLACEHOLDERS)[number];
@@ -61,17 +68,34 @@ const MARKUP: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>
 function escape(value: string, escaping: Escaping): string {
   switch (escaping) {
     case 'json':
-      return JSON.stringify(value).slice(1, -1);
+      // A lone surrogate would come out as "\udc80": valid JSON text that strict decoders refuse.
+      return JSON.stringify(wellFormed(value)).slice(1, -1);
     case 'markup':
-      return value.replace(/[&<>"']/g, (c) => MARKUP[c]!);
+      return wellFormed(value).replace(/[&<>"']/g, (c) => MARKUP[c]!);
     case 'header':
       // Envoy refuses header values with control characters; anything outside visible ASCII becomes '?'.
       return value.replace(/[^\x20-\x7e]/g, '?');
     case 'url':
-      return encodeURIComponent(value);
+      return percentEncode(value);
     case 'plain':
-      return value;
+      return wellFormed(value);
   }
+}
+
+const UNRESERVED = /^[A-Za-z0-9\-._~!'()*]*$/;
+
+/**
+ * Percent-encoding of the bytes the string stands for (encodeURIComponent's output for valid text, the same
+ * characters kept; it throws "URI malformed" on a lone surrogate, this never does): an escaped raw byte becomes its own %XX.
+ */
+export function percentEncode(value: string): string {
+  if (UNRESERVED.test(value)) return value;
+  let out = '';
+  for (const b of encodeEscaped(value)) {
+    const c = String.fromCharCode(b);
+    out += b < 0x80 && UNRESERVED.test(c) ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
 }
 
 export function renderTemplate(template: Template, values: TemplateValues, escaping: Escaping): string {

@@ -32,6 +32,8 @@ export interface CompiledLimit {
   readonly shares?: Shares;
   /** `lease:`: with the Redis backend, replicas decide from leased units of this limit (src/lease/). */
   readonly lease?: LeaseSpec;
+  /** `count_every_hit: true`: every hit is counted, even past the limit and on a rejected request (validate-count.ts). */
+  readonly countEveryHit?: true;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

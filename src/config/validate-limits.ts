@@ -11,6 +11,7 @@ import { paramsError } from '../algorithms/registry.js';
 import { parseWindow } from './duration.js';
 import { readOnLimit } from './on-limit.js';
 import { checkBesideLease, readLease } from './validate-lease.js';
+import { readCountEveryHit } from './validate-count.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from './raw.js';
@@ -81,7 +82,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease'] as const) {
+    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -252,6 +253,7 @@ function readLimit(
   checkBesideDegrade(ctx, fields, path, onLimit?.action, throttling);
   const lease = readLease(ctx, fields.get('lease'), path, effective, requestsPerUnit ?? 0);
   if (lease !== undefined) checkBesideLease(ctx, fields, path, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling });
+  const countEveryHit = readCountEveryHit(ctx, fields, path, effective, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling, leased: fields.has('lease') });
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket'
@@ -280,6 +282,7 @@ function readLimit(
     ...(onLimit !== undefined ? { onLimit } : {}),
     ...throttling,
     ...(lease !== undefined ? { lease } : {}),
+    ...(countEveryHit === true ? { countEveryHit } : {}),
   };
 }
 

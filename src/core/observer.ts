@@ -1,4 +1,5 @@
 import type { ThrottlingCounts } from '../throttling/report.js';
+import type { OversizedField } from './request-limits.js';
 import type { Criticality } from '../throttling/types.js';
 
 /**
@@ -32,9 +33,27 @@ export interface DecisionObserver {
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
   /** on_limit: an admitted request was delayed by `delayMs` for its reserved slot, or admitted degraded. */
   onAtLimit?(domain: string, action: 'delayed' | 'degraded', delayMs: number): void;
+  /** A request held client-shaped input beyond its bound (request-limits.ts), decided all the same; once per field kind. */
+  onOversized?(domain: string, field: OversizedField): void;
 }
 
 export const noopObserver: DecisionObserver = {
   onDescriptor: () => {},
   onDecision: () => {},
 };
+
+const OVERSIZED_MESSAGES: Readonly<Record<OversizedField, string>> = {
+  value: 'a request held a descriptor value longer than MAX_VALUE_BYTES: decided and counted under a SHA-256 of the value',
+  hits_addend: 'a request held a hits_addend above MAX_HITS_ADDEND: decided with hits 4294967295 (over every limit)',
+};
+
+/** `observer` that also writes one line per oversized request to `log` (rate-limited by the caller's log). */
+export function withOversizedLog(observer: DecisionObserver, log: (message: string) => void): DecisionObserver {
+  return {
+    ...observer,
+    onOversized(domain, field) {
+      observer.onOversized?.(domain, field);
+      log(OVERSIZED_MESSAGES[field]);
+    },
+  };
+}

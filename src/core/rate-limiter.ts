@@ -75,8 +75,8 @@ export class RateLimiter {
   async decide(original: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
     validate(original);
-    checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS);
-    const { request, criticality } = classify(original, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
+    const bounded = checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS, (field) => this.observer.onOversized?.(original.domain, field));
+    const { request, criticality } = classify(bounded, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
@@ -86,7 +86,7 @@ export class RateLimiter {
 
     const nowMs = this.options.clock.nowMs();
     const checkOnly = decideOptions.checkOnly === true;
-    const { checks, checkLimits, hasOnLimit } = planChecks(resolved, {
+    const { checks, refunds, checkLimits, hasOnLimit } = planChecks(resolved, {
       keyPrefix: this.options.keyPrefix,
       domain: request.domain,
       envoyKeys: this.options.keyFormat === 'envoy',
@@ -97,6 +97,8 @@ export class RateLimiter {
       checkOnly,
     });
 
+    // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
+    if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
     const reported = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));

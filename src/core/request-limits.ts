@@ -2,16 +2,22 @@
  * Bounds on one request, so that no single request can stall the event loop, take much memory, or hold a
  * shared Redis (issue #7: one 4 MiB request with 320k descriptors froze the loop for seconds).
  *
- * The servers check the cheap bounds while decoding (before any per-descriptor work); the engine checks
- * the whole request again before resolving anything, so every entry point (gRPC, /json, tests) is bound
- * by the same limits. Too big → RequestTooLargeError (gRPC RESOURCE_EXHAUSTED, HTTP 413); a bad value
- * (an absurd hits_addend, an empty domain) → InvalidRequestError (INVALID_ARGUMENT, HTTP 400).
- * Messages name the setting that raises the limit. Lengths are in bytes of what the string stands for
- * (core/bytes.ts: an escaped raw byte counts 1).
+ * What a client can shape (a descriptor value copied from a header, a hits_addend from metadata) is never
+ * refused: Envoy fails open by default, so an error answer would leave the request unlimited. Such input is
+ * decided like any other, and reported (observer onOversized: a metric and a rate-limited log line):
+ * - a value longer than MAX_VALUE_BYTES is matched whole and counted under a SHA-256 of the whole identity
+ *   (core/keys.ts hashes every long counter tag), so distinct long values keep distinct counters;
+ * - a hits_addend above MAX_HITS_ADDEND counts as PARAM_BOUNDS.maxHits (2^32 - 1): more than any limit, so the
+ *   request is over every limit it meets, and a limit that counts every charge charges that much.
+ * What Envoy's own configuration fixes (descriptor and entry counts, key lengths, the domain) and what cannot be
+ * decoded at all (a message over MAX_REQUEST_BYTES) is still refused: too big → RequestTooLargeError (gRPC
+ * RESOURCE_EXHAUSTED, HTTP 413). Messages name the setting that raises the limit. Lengths are in bytes of
+ * what the string stands for (core/bytes.ts: an escaped raw byte counts 1).
  */
+import { PARAM_BOUNDS } from '../algorithms/types.js';
 import { escapedByteLength } from './bytes.js';
-import { InvalidRequestError, RequestTooLargeError } from './errors.js';
-import type { RateLimitRequest } from './types.js';
+import { RequestTooLargeError } from './errors.js';
+import type { RateLimitRequest, RequestDescriptor } from './types.js';
 
 export interface RequestLimits {
   /** Largest encoded request (gRPC message, /json body), bytes. Enforced by the servers. */
@@ -22,9 +28,9 @@ export interface RequestLimits {
   readonly maxEntries: number;
   /** Bytes of one entry key, and of the domain. */
   readonly maxKeyBytes: number;
-  /** Bytes of one entry value. */
+  /** Bytes of one entry value; longer ones are decided all the same, and reported. */
   readonly maxValueBytes: number;
-  /** Largest hits_addend (request-level or per descriptor). */
+  /** Largest hits_addend (request-level or per descriptor) taken as it is; larger ones count as PARAM_BOUNDS.maxHits. */
   readonly maxHitsAddend: number;
 }
 
@@ -69,32 +75,38 @@ export function checkKeyBytes(bytes: number, path: FieldPath, limits: RequestLim
   }
 }
 
-export function checkValueBytes(bytes: number, path: FieldPath, limits: RequestLimits): void {
-  if (bytes > limits.maxValueBytes) {
-    throw new RequestTooLargeError(`${pathText(path)} is ${bytes} bytes; at most ${limits.maxValueBytes} are allowed (MAX_VALUE_BYTES)`);
-  }
-}
+/** Client-shaped input beyond the bounds, decided all the same (see the module comment). */
+export type OversizedField = 'value' | 'hits_addend';
 
-export function checkHitsAddend(hits: number, path: FieldPath, limits: RequestLimits): void {
-  if (hits > limits.maxHitsAddend) {
-    throw new InvalidRequestError(`${pathText(path)} is ${hits}; at most ${limits.maxHitsAddend} is allowed (MAX_HITS_ADDEND)`);
-  }
-}
-
-/** Checks a whole decoded request: counts first, then lengths, before any per-descriptor work. */
-export function checkRequest(request: RateLimitRequest, limits: RequestLimits): void {
+/**
+ * Checks a whole decoded request before any per-descriptor work: counts first, then lengths. Throws for what
+ * is refused; returns the request to decide, with every hits_addend above maxHitsAddend raised to
+ * PARAM_BOUNDS.maxHits, and calls `oversized` once per field kind found beyond its bound.
+ */
+export function checkRequest(request: RateLimitRequest, limits: RequestLimits, oversized?: (field: OversizedField) => void): RateLimitRequest {
   const { descriptors } = request;
   checkDescriptorCount(descriptors.length, limits);
   for (let i = 0; i < descriptors.length; i++) checkEntryCount(descriptors[i]!.entries.length, i, limits);
   checkKeyBytes(escapedByteLength(request.domain), 'domain', limits);
-  checkHitsAddend(request.hitsAddend, 'hits_addend', limits);
+  let longValue = false;
+  let bigHits = request.hitsAddend > limits.maxHitsAddend;
   for (let i = 0; i < descriptors.length; i++) {
     const d = descriptors[i]!;
     for (let j = 0; j < d.entries.length; j++) {
       const e = d.entries[j]!;
       checkKeyBytes(escapedByteLength(e.key), () => `descriptors[${i}].entries[${j}].key`, limits);
-      checkValueBytes(escapedByteLength(e.value), () => `descriptors[${i}].entries[${j}].value`, limits);
+      // Length first: only a long string is measured byte by byte.
+      if (e.value.length > limits.maxValueBytes / 3 && escapedByteLength(e.value) > limits.maxValueBytes) longValue = true;
     }
-    if (d.hitsAddend !== undefined) checkHitsAddend(d.hitsAddend, () => `descriptors[${i}].hits_addend`, limits);
+    if (d.hitsAddend !== undefined && d.hitsAddend > limits.maxHitsAddend) bigHits = true;
   }
+  if (longValue) oversized?.('value');
+  if (!bigHits) return request;
+  oversized?.('hits_addend');
+  const clamp = (hits: number): number => (hits > limits.maxHitsAddend ? PARAM_BOUNDS.maxHits : hits);
+  return {
+    ...request,
+    hitsAddend: clamp(request.hitsAddend),
+    descriptors: descriptors.map((d): RequestDescriptor => (d.hitsAddend === undefined ? d : { ...d, hitsAddend: clamp(d.hitsAddend) })),
+  };
 }

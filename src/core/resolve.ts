@@ -5,8 +5,10 @@
  * bans and elastic fields (throttling/plan.ts), on_limit's store part (on-limit/checks.ts) and a lease.
  */
 import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
-import type { LimitCheck } from '../storage/counter-store.js';
+import type { AlgorithmName } from '../algorithms/types.js';
+import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-store.js';
 import type { Criticality } from '../throttling/types.js';
+import { COUNTING_ALGORITHMS } from '../config/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
 import { counterKey, envoyCounterKey } from './keys.js';
 import { storeOnLimit } from './on-limit/checks.js';
@@ -27,6 +29,8 @@ export interface PlanContext {
 
 export interface PlannedChecks {
   readonly checks: LimitCheck[];
+  /** Units to give back before the checks are decided (descriptors with is_negative_hits). */
+  readonly refunds: Refund[];
   /** checkLimits[i]: the configured limit behind checks[i] (whose `limit` a soft or share ceiling may change). */
   readonly checkLimits: CompiledLimit[];
   /** Some limit has an `on_limit`. */
@@ -37,10 +41,12 @@ export interface PlannedChecks {
 export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): PlannedChecks {
   const checks: LimitCheck[] = [];
   const checkLimits: CompiledLimit[] = [];
+  const refunds: Refund[] = [];
   let hasOnLimit = false;
   for (const r of resolved) {
     r.firstCheck = checks.length;
     const enforce = enforced(r, ctx.shadowMode);
+    const shadow = r.rule !== undefined && (ctx.shadowMode || r.rule.shadowMode);
     for (const limit of r.limits) {
       const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
       const key = envoy
@@ -57,12 +63,32 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         burst: limit.burst,
         hits: r.hits,
         enforce,
+        ...countOver(limit, shadow),
         onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
+      const planned = checks[checks.length - 1]!;
+      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && isRefundAlgorithm(limit.algorithm)) {
+        refunds.push({ key, algorithm: limit.algorithm, limit: planned.limit, windowMs: limit.windowMs, units: r.refundUnits, windowStart: ctx.nowMs - (ctx.nowMs % limit.windowMs) });
+      }
     }
   }
-  return { checks, checkLimits, hasOnLimit };
+  return { checks, refunds, checkLimits, hasOnLimit };
+}
+
+/** sliding_window_log keeps the times of admitted hits, not a count: a refund has nothing to lower there. */
+function isRefundAlgorithm(algorithm: AlgorithmName): algorithm is RefundAlgorithm {
+  return algorithm !== 'sliding_window_log';
+}
+
+/**
+ * When a limit's hits count past it (storage/counter-store.ts LimitCheck.countOver): every hit with
+ * count_every_hit; a shadow-mode limit's hits whenever the request is admitted, as envoyproxy/ratelimit counts
+ * them (only the algorithms whose count may run past the limit: a bucket or the exact log only counts what fits).
+ */
+function countOver(limit: CompiledLimit, shadow: boolean): { countOver?: 'admitted' | 'always' } {
+  if (limit.countEveryHit === true) return { countOver: 'always' };
+  return shadow && COUNTING_ALGORITHMS.includes(limit.algorithm) ? { countOver: 'admitted' } : {};
 }
 
 /** A resolved descriptor: the rule that applies (if any) and the entries that identify its counters. */
@@ -73,6 +99,8 @@ export interface Resolved {
   readonly counterEntries: readonly DescriptorEntry[];
   readonly statsKey: string;
   readonly hits: number;
+  /** Envoy's is_negative_hits: units to give back to each limit (hits is then 0). */
+  readonly refundUnits?: number;
   /** Index of this descriptor's first check in the batch. */
   firstCheck: number;
 }
@@ -82,13 +110,22 @@ function isEnvoyCompatible(limit: CompiledLimit): boolean {
   return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
-/** Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report). */
+/**
+ * Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report;
+ * a refund never rejects, as envoyproxy/ratelimit answers negative hits OK).
+ */
 export function enforced(r: Resolved, shadowAll = false): boolean {
+  if (r.refundUnits !== undefined) return false;
   return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
 }
 
 export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
-  const hits = d.hitsAddend ?? requestHits;
+  const resolved = resolveLimits(domainName, domain, d, d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits));
+  // A refund (Envoy's is_negative_hits): checked with 0 hits, its units given back (planChecks).
+  return d.negativeHits === true ? { ...resolved, refundUnits: d.hitsAddend ?? requestHits } : resolved;
+}
+
+function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number): Resolved {
   // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
   // does); an override whose unit Envoy sent as UNKNOWN is ignored.
   if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {

@@ -57,6 +57,11 @@ export interface RequestDescriptor {
   readonly limit?: LimitOverride;
   /** Per-descriptor hits (UInt64Value, has presence): wins over the request-level value and may be 0 (check only). */
   readonly hitsAddend?: number;
+  /**
+   * Envoy's `is_negative_hits` (RateLimitDescriptor field 4, Envoy 1.38+): the hits are a refund, given back to
+   * this descriptor's limits (counts floored at 0) instead of added; the descriptor then never rejects.
+   */
+  readonly negativeHits?: true;
 }
 
 export interface RateLimitRequest {

@@ -16,10 +16,6 @@
  * gets the tokens back (never beyond full) only while it is counted under the same L.
  */
 import { getAlgorithm } from '../algorithms/registry.js';
-import type { FixedWindowState } from '../algorithms/fixed-window.js';
-import { ceilDiv, mulDivRem } from '../algorithms/int-math.js';
-import type { MeterState } from '../algorithms/meter.js';
-import type { SlidingWindowCounterState } from '../algorithms/sliding-window-counter.js';
 import type { AlgorithmParams } from '../algorithms/types.js';
 import type { LeaseAlgorithm } from '../algorithms/lease-support.js';
 
@@ -55,51 +51,4 @@ export function claimUnits(algorithm: LeaseAlgorithm, state: unknown, nowMs: num
   return { granted, remainingBefore: before, resetMs, againMs, next };
 }
 
-export interface GiveBackResult {
-  readonly returned: number;
-  /** The state after the give-back (undefined: none, i.e. empty window / full bucket). */
-  readonly next: unknown;
-}
-
-export function giveBackUnits(
-  algorithm: LeaseAlgorithm,
-  state: unknown,
-  nowMs: number,
-  params: AlgorithmParams,
-  units: number,
-  windowStart: number,
-): GiveBackResult {
-  if (state === undefined) return { returned: 0, next: state };
-  const { limit, windowMs } = params;
-  if (algorithm === 'fixed_window') {
-    const s = state as FixedWindowState;
-    if (s.start !== windowStart || windowStart + windowMs <= nowMs) return { returned: 0, next: state };
-    const back = Math.min(s.count, units);
-    return { returned: back, next: { start: s.start, count: s.count - back } };
-  }
-  if (algorithm === 'sliding_window_counter') {
-    const s = state as SlidingWindowCounterState;
-    if (s.start !== windowStart || windowStart + windowMs <= nowMs) return { returned: 0, next: state };
-    const back = Math.min(s.current, units);
-    return { returned: back, next: { ...s, current: s.current - back } };
-  }
-  const s = state as MeterState;
-  if (s.den !== limit || limit === 0) return { returned: 0, next: state };
-  if (s.tatMs < nowMs || (s.tatMs === nowMs && s.tatFrac === 0)) return { returned: 0, next: state };
-  const missingBefore = missing(s.tatMs - nowMs, s.tatFrac, limit, windowMs);
-  const [uq, ur] = mulDivRem(windowMs, units, limit);
-  let nm = s.tatMs - uq;
-  let nf = s.tatFrac - ur;
-  if (nf < 0) {
-    nf += limit;
-    nm -= 1;
-  }
-  if (nm < nowMs || (nm === nowMs && nf === 0)) return { returned: missingBefore, next: undefined };
-  return { returned: missingBefore - missing(nm - nowMs, nf, limit, windowMs), next: { tatMs: nm, tatFrac: nf, den: limit } };
-}
-
-/** Whole tokens a bucket lacks when it is dm + df/L ms short of full: ceil((dm·L + df) / W). */
-function missing(dm: number, df: number, limit: number, windowMs: number): number {
-  const [q, r] = mulDivRem(limit, dm, windowMs);
-  return q + ceilDiv(r + df, windowMs);
-}
+export { giveBackUnits, type GiveBackResult } from '../algorithms/give-back.js';

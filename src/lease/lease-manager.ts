@@ -73,7 +73,8 @@ export class LeaseManager {
 
   /** The lease terms of a check, or undefined when it cannot use a lease. */
   static termsOf(check: LimitCheck): LeaseTerms | undefined {
-    if (check.lease === undefined || check.keyFormat === 'envoy' || !isLeaseAlgorithm(check.algorithm)) return undefined;
+    // A check counted past its limit (shadow mode) is decided by the store, where the count lives.
+    if (check.lease === undefined || check.keyFormat === 'envoy' || check.countOver !== undefined || !isLeaseAlgorithm(check.algorithm)) return undefined;
     return { algorithm: check.algorithm, limit: check.limit, windowMs: check.windowMs, burst: check.burst, spec: check.lease };
   }
 
@@ -90,19 +91,23 @@ export class LeaseManager {
 
   /**
    * Takes `need` units of `key` from this replica's lease, claiming one first if needed: `taken` true (the
-   * caller puts them back if the request is rejected after all), or false when the lease shows the limit is
-   * spent (nothing left to claim: the caller rejects). Undefined when no lease could be had in time (the store
-   * failed, is not connected, or the deadline came): the caller then asks the store as usual. Units are taken
-   * here, at once, so concurrent requests never count the same unit twice.
+   * caller puts them back if the request is rejected after all), or false when the lease shows the limit has
+   * fewer than `need` left (the caller rejects). Undefined when `need` is more than a lease holds, or no lease
+   * could be had in time (the store failed, is not connected, or the deadline came): the caller then asks the
+   * store as usual. Units are taken here, at once, so concurrent requests never count the same unit twice.
    */
   async reserve(key: string, terms: LeaseTerms, need: number, deadline: Promise<void> | undefined): Promise<Reservation | undefined> {
+    // More hits than one lease holds: decided against the shared counter by the caller's store, leaving this
+    // replica's lease as it is (a claim sized for it would retire the lease, and a short one would mark it
+    // spent: every other request would then be rejected for it).
+    if (need > terms.spec.size) return undefined;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const nowMs = this.options.clock.nowMs();
       const lease = this.held(key, terms, nowMs);
       if (lease !== undefined && lease.take(need, nowMs)) {
         return { lease, taken: true };
       }
-      if (lease !== undefined && lease.spent()) return { lease, taken: false };
+      if (lease !== undefined && lease.spent(need)) return { lease, taken: false };
       let claim = this.claiming.get(key);
       if (claim === undefined) {
         if (!this.options.backend.connected()) return undefined;

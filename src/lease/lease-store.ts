@@ -14,7 +14,7 @@
  * Under a lease, `remaining` is the limit's remaining at the last claim less this replica's use since.
  */
 import type { Clock } from '../core/clock.js';
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from '../storage/counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager.js';
 
 export interface LeaseStoreOptions {
@@ -103,6 +103,10 @@ export class LeaseStore implements CounterStore {
         : { allowed: false, remaining: lease.remaining(), resetMs: lease.retryAfter(now) };
     });
     return outcomes;
+  }
+
+  refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    return this.inner.refund?.(refunds, nowMs) ?? Promise.resolve();
   }
 
   /** Give every lease back (after a reload: limits may have changed). */

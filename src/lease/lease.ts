@@ -85,9 +85,13 @@ export class Lease {
     this.expiresAt = end;
   }
 
-  /** The claim found fewer units than it asked for: once these are used, asking again is pointless until expiry. */
-  spent(): boolean {
-    return this.short;
+  /**
+   * The claim found fewer units than it asked for, and fewer than `hits` of what the limit had left then remain:
+   * asking again for `hits` is pointless until expiry. A request that would have fitted in what the limit had
+   * left (a claim got nothing because a bigger request asked) is not refused by this lease.
+   */
+  spent(hits: number): boolean {
+    return this.short && hits > this.remaining();
   }
 
   /** The window the units were counted in is over (window algorithms): they can be neither used nor given back. */

@@ -2,8 +2,9 @@
  * Decodes a RateLimitRequest from its protobuf bytes ourselves, instead of letting grpc-js do it, because:
  *
  * - a decode failure inside grpc-js becomes INTERNAL; here it is an InvalidRequestError (INVALID_ARGUMENT);
- * - the request limits are checked while reading (descriptor and entry counts, key and value lengths from
- *   their length prefixes), so an oversized request is refused before any per-descriptor work;
+ * - the request limits are checked while reading (descriptor and entry counts, key lengths from their length
+ *   prefixes), so an oversized request is refused before any per-descriptor work (long values are decided:
+ *   core/request-limits.ts);
  * - descriptor keys and values are decoded from their bytes with the injective escape of core/bytes.ts:
  *   protobuf `string` and `bytes` share the wire encoding, and a lossy UTF-8 decode would make distinct
  *   non-UTF-8 values share a counter.
@@ -13,7 +14,7 @@
  */
 import { decodeEscaped } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
-import { checkDescriptorCount, checkEntryCount, checkKeyBytes, checkValueBytes, type FieldPath, type RequestLimits } from '../core/request-limits.js';
+import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type FieldPath, type RequestLimits } from '../core/request-limits.js';
 import type { RateLimitRequest } from '../core/types.js';
 import { requestFromWire, type WireDescriptor, type WireEntry, type WireRequest } from './wire.js';
 
@@ -101,9 +102,9 @@ function entry(r: Reader, limits: RequestLimits): WireEntry {
     if (field === 1 || field === 2) {
       r.expect(LEN, type, field === 1 ? 'key' : 'value');
       const [s, e] = r.span();
-      // Lengths first, from the prefix: an oversized value is never decoded.
+      // A key's length first, from the prefix: an oversized key is never decoded. A long value is decoded and
+      // decided (core/request-limits.ts): a client chooses it, and an error answer would leave it unlimited.
       if (field === 1) checkKeyBytes(e - s, () => `${r.path}.key`, limits);
-      else checkValueBytes(e - s, () => `${r.path}.value`, limits);
       const text = decodeEscaped(r.buf, s, e);
       if (field === 1) key = text;
       else value = text;
@@ -148,6 +149,9 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescri
           hits.value = h.varint();
         } else h.skip(t);
       }
+    } else if (field === 4) {
+      r.expect(VARINT, type, 'is_negative_hits');
+      out.is_negative_hits = r.varint() !== 0;
     } else r.skip(type);
   }
   return out;

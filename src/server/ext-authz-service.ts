@@ -34,6 +34,8 @@ export interface ExtAuthzServiceOptions {
   readonly clock: Clock;
   readonly deadlineMarginMs: number | (() => number);
   readonly defaultTimeoutMs: number;
+  /** The longest a decision waits, whatever deadline the caller sent (default MAX_BUDGET_MS). */
+  readonly maxWaitMs?: number;
   readonly limits?: CheckRequestLimits;
   /** Every call answered with a gRPC error: the cause and the status name. */
   readonly onError?: (err: unknown, status: string) => void;
@@ -45,10 +47,10 @@ export interface ExtAuthzServiceOptions {
  */
 export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined) => Promise<Buffer> {
   const limits = options.limits ?? DEFAULT_CHECK_LIMITS;
-  const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs } = options;
+  const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs, maxWaitMs } = options;
   return (request, deadlineMs) => {
     const attrs = decodeCheckRequest(request, limits);
-    return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock)).then(encodeCheckResponse);
+    return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock, maxWaitMs)).then(encodeCheckResponse);
   };
 }
 

@@ -4,6 +4,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { AUTHORIZATION_SERVICE } from './ext-authz-service.js';
+import type { ConnectionGuard } from './guard/connection-guard.js';
+import { http2ServersOf, malformedTimeoutInterceptor, normalizeTimeouts } from './grpc-js-http2.js';
 import type { HealthState } from './health.js';
 import { loadProtos } from './protos.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from './unix-socket.js';
@@ -22,6 +24,11 @@ export interface GrpcServerOptions {
   readonly socketMode?: number;
   /** Extra grpc-js server options (e.g. 'grpc.max_receive_message_length'). */
   readonly serverOptions?: grpc.ServerOptions;
+  /** Most concurrent streams per connection (default 1,000) and memory one connection may buffer, MiB (default 32). */
+  readonly maxConcurrentStreams?: number;
+  readonly maxSessionMemoryMb?: number;
+  /** Connection bounds (count, message timeout, idle close, rapid reset); none when absent. */
+  readonly guard?: ConnectionGuard;
 }
 
 export interface RunningGrpcServer {
@@ -38,8 +45,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const server = new grpc.Server({
     // Envoy multiplexes many calls on few connections; keep them alive and let many streams share one.
     'grpc.keepalive_permit_without_calls': 1,
-    'grpc.max_concurrent_streams': 10_000,
+    'grpc.max_concurrent_streams': options.maxConcurrentStreams ?? 1000,
+    // grpc-js leaves session memory unbounded by default; bound it as the lean transport does.
+    'grpc-node.max_session_memory': options.maxSessionMemoryMb ?? 32,
     ...options.serverOptions,
+    // First, so innermost: a call with a malformed grpc-timeout is answered before any handler runs.
+    interceptors: [malformedTimeoutInterceptor(), ...(options.serverOptions?.interceptors ?? [])],
   });
   server.addService(protos.rlsServer, options.rls);
   if (options.authz !== undefined) server.addService(AUTHORIZATION_SERVICE, options.authz);
@@ -51,6 +62,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
   const bound = await new Promise<number>((resolve, reject) => {
     server.bindAsync(target, options.credentials ?? grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  for (const h2 of http2ServersOf(server)) {
+    normalizeTimeouts(h2);
+    options.guard?.attach(h2);
+  }
   if (socketPath !== undefined) {
     try {
       setSocketMode(socketPath, options.socketMode ?? 0o660);

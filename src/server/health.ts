@@ -4,6 +4,7 @@
  * (e.g. "ratelimit.store", the raw store state) each follow their own function. Watch streams push a change
  * as soon as refresh() sees one. Unknown names: Check → NOT_FOUND, Watch → SERVICE_UNKNOWN.
  */
+import { Code, GrpcStatusError } from './lean/grpc-wire.js';
 import * as grpc from '@grpc/grpc-js';
 
 export type Status = 'SERVING' | 'NOT_SERVING';
@@ -24,12 +25,27 @@ export class HealthState {
   private readonly current = new Map<string, Status>();
   private readonly watchers = new Map<HealthWatcher, string>();
   private shuttingDown = false;
+  /** Watch calls open now, and the most allowed (GRPC_MAX_WATCH_STREAMS): each holds a stream and its buffers. */
+  private openWatches = 0;
+  private maxWatches = Number.POSITIVE_INFINITY;
+  private onWatchRefused: (() => void) | undefined;
 
   /** `others`: further service names, each with its own status function. */
   constructor(isServing: () => boolean, others: Readonly<Record<string, () => boolean>> = {}) {
     for (const name of HEALTH_SERVICE_NAMES) this.sources.set(name, isServing);
     for (const [name, fn] of Object.entries(others)) this.sources.set(name, fn);
     for (const [name, fn] of this.sources) this.current.set(name, fn() ? 'SERVING' : 'NOT_SERVING');
+  }
+
+  /** At most `max` Watch calls at once; one more is answered RESOURCE_EXHAUSTED (and `onRefused` told). */
+  limitWatches(max: number, onRefused?: () => void): void {
+    this.maxWatches = max;
+    this.onWatchRefused = onRefused;
+  }
+
+  /** Watch calls open now. */
+  get watches(): number {
+    return this.openWatches;
   }
 
   /** Status of the overall service (""). */
@@ -70,13 +86,27 @@ export class HealthState {
    * watcher) or the returned function is called.
    */
   watch(service: string, w: HealthWatcher): () => void {
+    if (this.openWatches >= this.maxWatches) {
+      this.onWatchRefused?.();
+      throw new GrpcStatusError(Code.RESOURCE_EXHAUSTED, `too many Watch calls open (GRPC_MAX_WATCH_STREAMS=${this.maxWatches})`);
+    }
+    this.openWatches++;
+    let open = true;
+    const close = () => {
+      if (open) this.openWatches--;
+      open = false;
+    };
     w.write({ status: this.of(service) });
     if (this.shuttingDown) {
+      close();
       w.end();
       return () => undefined;
     }
     if (this.of(service) !== 'SERVICE_UNKNOWN') this.watchers.set(w, service);
-    return () => this.watchers.delete(w);
+    return () => {
+      close();
+      this.watchers.delete(w);
+    };
   }
 
   handlers(): grpc.UntypedServiceImplementation {
@@ -87,7 +117,14 @@ export class HealthState {
     };
     const watch: grpc.handleServerStreamingCall<{ service: string }, unknown> = (call) => {
       // Unknown names stay SERVICE_UNKNOWN; known ones get every change.
-      const stop = this.watch(call.request.service, call);
+      let stop: () => void;
+      try {
+        stop = this.watch(call.request.service, call);
+      } catch (err) {
+        const e = err as GrpcStatusError;
+        call.emit('error', { code: e.code, details: e.message });
+        return;
+      }
       call.on('cancelled', stop);
       call.on('close', stop);
     };

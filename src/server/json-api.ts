@@ -23,6 +23,12 @@ function str(v: unknown, path: string): string {
   return v;
 }
 
+function bool(v: unknown, path: string): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'boolean') throw new InvalidRequestError(`${path}: expected true or false`);
+  return v;
+}
+
 function num(v: unknown, path: string): number | string | undefined {
   if (v === undefined || v === null) return undefined;
   if ((typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d+$/.test(v))) return v;
@@ -73,6 +79,7 @@ export function requestFromJson(text: string, limits: RequestLimits = DEFAULT_RE
           ? { requests_per_unit: Number(num(field(limit, 'requestsPerUnit', 'requests_per_unit'), `descriptors[${i}].limit.requestsPerUnit`) ?? 0), unit: unitOf(limit.unit, `descriptors[${i}].limit.unit`) }
           : null,
         hits_addend: hits === undefined ? null : { value: hits },
+        is_negative_hits: bool(field(d, 'isNegativeHits', 'is_negative_hits'), `descriptors[${i}].isNegativeHits`),
       };
     }),
     hits_addend: Number(num(field(body, 'hitsAddend', 'hits_addend'), 'hitsAddend') ?? 0),

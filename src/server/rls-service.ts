@@ -17,24 +17,34 @@ export interface RlsServiceOptions {
   readonly requestLimits?: RequestLimits;
   /** Store budget when the caller sent no deadline. */
   readonly defaultTimeoutMs: number;
+  /** The longest a decision waits, whatever deadline the caller sent (DECISION_MAX_WAIT_MS; default MAX_BUDGET_MS). */
+  readonly maxWaitMs?: number;
   /** Every call answered with a gRPC error: the cause and the status name (e.g. UNAVAILABLE). */
   readonly onError?: (err: unknown, status: string) => void;
 }
 
-/** The longest a decision waits for the store, whatever deadline the caller sent. */
+/** The default longest wait of a decision, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
 export const MAX_BUDGET_MS = 10_000;
 
 /**
  * When the store must have answered, on the engine's clock: the time left before the gRPC deadline
  * (`deadlineMs`, wall-clock epoch ms as both transports give it; undefined when the caller sent no grpc-timeout)
- * less a margin, or the default budget when the caller set none. Converting the budget, not the instant, keeps
- * an injected clock consistent.
+ * less a margin, or the default budget when the caller set none, and never more than `maxWaitMs`. This one
+ * deadline bounds the whole decision, Redis call included: no shorter per-command timeout may cut a call the
+ * caller is still waiting for (it would be answered by FAILURE_MODE). Converting the budget, not the instant,
+ * keeps an injected clock consistent.
  */
-export function decisionDeadline(deadlineMs: number | undefined, margin: number | (() => number), defaultTimeoutMs: number, clock: Clock): number {
+export function decisionDeadline(
+  deadlineMs: number | undefined,
+  margin: number | (() => number),
+  defaultTimeoutMs: number,
+  clock: Clock,
+  maxWaitMs: number = MAX_BUDGET_MS,
+): number {
   const budget = deadlineMs !== undefined ? deadlineMs - Date.now() - (typeof margin === 'number' ? margin : margin()) : defaultTimeoutMs;
   // A caller may send any grpc-timeout (hours); no decision is worth waiting for that long, and timers
   // past 2^31 ms would fire at once.
-  return clock.nowMs() + Math.min(budget, MAX_BUDGET_MS);
+  return clock.nowMs() + Math.min(budget, maxWaitMs);
 }
 
 /** A grpc-js call's deadline as epoch ms, or undefined when the caller sent none. */
@@ -63,7 +73,7 @@ export function rlsHandlers(options: RlsServiceOptions): grpc.UntypedServiceImpl
       return;
     }
     options.limiter
-      .decide(request, { deadlineMs: decisionDeadline(callDeadline(call), margin, options.defaultTimeoutMs, options.clock) })
+      .decide(request, { deadlineMs: decisionDeadline(callDeadline(call), margin, options.defaultTimeoutMs, options.clock, options.maxWaitMs) })
       .then(
         (decision) => callback(null, encodeRateLimitResponse(decision)),
         fail,

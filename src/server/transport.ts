@@ -11,6 +11,7 @@ import type { RequestLimits } from '../core/request-limits.js';
 import { callTimingInterceptor, metricMethodName } from './call-timing.js';
 import { CHECK_PATH, checkCall, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
 import { toGrpcError } from './grpc-errors.js';
+import type { ConnectionGuard } from './guard/connection-guard.js';
 import { startGrpcServer } from './grpc-server.js';
 import type { HealthState } from './health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
@@ -34,6 +35,8 @@ export interface TransportOptions {
   readonly requestLimits: RequestLimits;
   readonly deadlineMarginMs: () => number;
   readonly defaultTimeoutMs: number;
+  /** The longest a decision waits, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
+  readonly maxWaitMs?: number;
   readonly credentials?: grpc.ServerCredentials;
   readonly socketMode?: number;
   /** A call answered with an error status (from the route or engine): the cause and the status name. */
@@ -42,6 +45,8 @@ export interface TransportOptions {
   readonly onLate: (method: string) => void;
   readonly onSendDelay: (ms: number) => void;
   readonly unseenWaitMs: () => number;
+  /** Connection bounds of the gRPC port (docs/security.md); none when absent. */
+  readonly connections?: { readonly guard: ConnectionGuard; readonly maxConcurrentStreams: number; readonly maxSessionMemoryMb: number };
   /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
   readonly authz?: ExtAuthzServiceOptions;
 }
@@ -53,8 +58,8 @@ export interface RunningTransport {
 }
 
 export function startTransport(o: TransportOptions): Promise<RunningTransport> {
-  const common = { host: o.host, port: o.port, ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
-  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs };
+  const common = { host: o.host, port: o.port, ...(o.connections ?? {}), ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
+  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs, ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }) };
   if (o.transport === 'grpc-js') {
     return startGrpcServer({
       ...common,

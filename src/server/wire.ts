@@ -20,6 +20,8 @@ export interface WireDescriptor {
   entries?: WireEntry[];
   limit?: { requests_per_unit?: number; unit?: string | number } | null;
   hits_addend?: { value?: string | number } | null;
+  /** Envoy 1.38+: the hits are a refund. */
+  is_negative_hits?: boolean;
 }
 export interface WireRequest { domain?: string; descriptors?: WireDescriptor[]; hits_addend?: number }
 
@@ -51,7 +53,7 @@ export function requestFromWire(w: WireRequest): RateLimitRequest {
     let limit: LimitOverride | undefined;
     if (d.limit != null) limit = { requestsPerUnit: toCount(d.limit.requests_per_unit, `descriptors[${i}].limit.requests_per_unit`), unit: unitFromWire(d.limit.unit) };
     const hitsAddend = d.hits_addend != null ? toCount(d.hits_addend.value, `descriptors[${i}].hits_addend`) : undefined;
-    return { entries, ...(limit ? { limit } : {}), ...(hitsAddend !== undefined ? { hitsAddend } : {}) };
+    return { entries, ...(limit ? { limit } : {}), ...(hitsAddend !== undefined ? { hitsAddend } : {}), ...(d.is_negative_hits === true ? { negativeHits: true as const } : {}) };
   });
   return { domain: w.domain ?? '', descriptors, hitsAddend: toCount(w.hits_addend, 'hits_addend') };
 }

@@ -1,5 +1,13 @@
 import type { AlgorithmName } from '../algorithms/types.js';
-import type { LeaseSpec } from '../algorithms/lease-support.js';
+import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
+
+/** The algorithms a refund applies to; leaky_bucket keeps token_bucket's state (giveBackAlgorithm). */
+export type RefundAlgorithm = LeaseAlgorithm | 'leaky_bucket';
+
+/** The give-back arithmetic (algorithms/give-back.ts, lua/lease/give_back.lua) of a refund's algorithm. */
+export function giveBackAlgorithm(algorithm: RefundAlgorithm): LeaseAlgorithm {
+  return algorithm === 'leaky_bucket' ? 'token_bucket' : algorithm;
+}
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
@@ -16,6 +24,17 @@ export interface LimitCheck {
   readonly hits: number;
   /** False for shadow-mode limits: their rejection does not veto the batch. */
   readonly enforce: boolean;
+  /**
+   * When the hits are counted beyond the usual "this check allows them and the batch is admitted"
+   * (fixed_window and sliding_window_counter only, whose state is a count that may run past the limit):
+   * - 'admitted': also when this check is over its limit, if the batch is admitted (shadow mode: counted and
+   *   reported, never enforced, as envoyproxy/ratelimit does);
+   * - 'always': whatever this check's or the batch's outcome (a rule's `count_every_hit`: a cost charged after
+   *   the response must count even when it crosses the limit). On a rejected batch these checks are counted
+   *   one after the other on the stored state, the batch's other checks writing nothing.
+   * A dry run (check-only) counts nothing.
+   */
+  readonly countOver?: 'admitted' | 'always';
   /**
    * 'envoy': a fixed_window check whose key is envoyproxy/ratelimit's (keys.ts envoyCounterKey); on Redis its
    * state is the reference's plain integer counter (INCRBY + EXPIRE) instead of "<start>:<count>". Other stores
@@ -99,6 +118,21 @@ export interface ApplyOptions {
   readonly deadlineMs?: number;
 }
 
+/**
+ * Units given back to one limit (a refund: a descriptor sent with Envoy's `is_negative_hits`), as a lease gives
+ * units back (algorithms/give-back.ts): a count never below 0, only into the window starting at windowStart
+ * (window algorithms); a bucket never above full (token_bucket state, which leaky_bucket shares).
+ */
+export interface Refund {
+  readonly key: string;
+  readonly algorithm: RefundAlgorithm;
+  /** L the state is counted under (a bucket's state only takes tokens back under the same L). */
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly units: number;
+  readonly windowStart: number;
+}
+
 /** What a remote store knows about itself, for readiness and health (src/server/service-health.ts). */
 export interface StoreHealth {
   /** A connection is open. */
@@ -112,8 +146,9 @@ export interface StoreHealth {
 /**
  * Where counters live. One call decides one request atomically:
  * every check is evaluated at `nowMs` against the current state; the batch is admitted when every
- * check with `enforce` is allowed; only then is each allowed check with hits > 0 committed.
- * A rejected batch changes nothing (a rejected request consumes no quota).
+ * check with `enforce` is allowed; only then is each allowed check with hits > 0 committed (and each check
+ * whose `countOver` says so). A rejected batch changes nothing (a rejected request consumes no quota) but for
+ * the checks with countOver 'always'.
  *
  * Implementations: memory (embedded default) and Redis. Over limit is a result, never an exception;
  * a store that cannot answer rejects the promise with a StoreError (core/errors.ts).
@@ -121,6 +156,8 @@ export interface StoreHealth {
 export interface CounterStore {
   readonly kind: string;
   apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]>;
+  /** Gives refunded units back, each atomically on its key; a store without it ignores refunds. */
+  refund?(refunds: readonly Refund[], nowMs: number): Promise<void>;
   /** True while the store can answer (Redis: connected and deciding successfully); memory is always ready. */
   isReady(): boolean;
   /** The store's own state (Redis); absent for stores that are always healthy (memory). */

@@ -20,7 +20,7 @@
  *   unless it is a ban. Soft and share ceilings arrive as the check's limit and burst, so are keyed apart.
  * - Bounded: at most `maxEntries`, the oldest insertion leaves first; expired entries leave when looked up.
  */
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from './counter-store.js';
 
 export interface OverLimitCacheOptions {
   /** Most entries kept (integer >= 1). */
@@ -51,6 +51,12 @@ export class OverLimitCache implements CounterStore {
     this.kind = inner.kind;
   }
 
+  /** A refund may make room on a key cached as over: it is forgotten, so the next request asks the store. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    for (const r of refunds) this.until.delete(r.key);
+    await this.inner.refund?.(refunds, nowMs);
+  }
+
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
     const cached = this.answer(checks, nowMs);
     if (cached) {
@@ -71,7 +77,7 @@ export class OverLimitCache implements CounterStore {
     for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
     checks.forEach((check, i) => {
       const o = outcomes[i];
-      if (o && check.hits === 1 && check.onLimit === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
+      if (o && check.hits === 1 && check.onLimit === undefined && check.countOver === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
         this.remember(entryKey(check), nowMs + o.resetMs, o.ban !== undefined);
       }
     });
@@ -116,7 +122,8 @@ export class OverLimitCache implements CounterStore {
     const outcomes: LimitOutcome[] = [];
     for (const check of checks) {
       // A check with on_limit store state may be delayed or degraded, and its rejections are counted: the store decides.
-      if (check.hits !== 1 || check.onLimit !== undefined) return undefined;
+      // A check counted past its limit (shadow mode, count_every_hit) must reach the store to be counted.
+      if (check.hits !== 1 || check.onLimit !== undefined || check.countOver !== undefined) return undefined;
       const key = entryKey(check);
       const until = this.until.get(key);
       if (until === undefined) return undefined;

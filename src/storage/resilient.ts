@@ -19,7 +19,7 @@
 import type { Clock } from '../core/clock.js';
 import { StoreError } from '../core/errors.js';
 import { withDeadline } from './deadline.js';
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from './counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from './counter-store.js';
 
 export type FailureMode = 'open' | 'closed' | 'local';
 export const FAILURE_MODES: readonly FailureMode[] = ['open', 'closed', 'local'];
@@ -35,6 +35,11 @@ export interface ResilientStoreOptions {
    * primary is given up on at `deadlineMs - timeoutMarginMs`.
    */
   readonly timeoutMarginMs?: number;
+  /**
+   * Deadline of a call that comes without one (the /json API, the CLI), ms from its start; default: none
+   * (the Redis client's own command timeout ends it). Calls with a deadline are bounded by that alone.
+   */
+  readonly noDeadlineTimeoutMs?: number;
   readonly clock: Clock;
   /** Called on every fallback answer, for a metric and a (throttled) log line. */
   readonly onFallback?: (mode: FailureMode, reason: string, error: unknown) => void;
@@ -60,6 +65,15 @@ export class ResilientStore implements CounterStore {
     }
     this.kind = primary.kind;
     this.margin = options.timeoutMarginMs ?? 5;
+  }
+
+  /**
+   * Refunds go to the primary only (the local fallback's counts are approximate anyway). One the primary cannot
+   * take is dropped, never thrown: the call it came with is still answered (a refund errs on the safe side).
+   */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    if (!this.primaryConnected()) return;
+    await this.primary.refund?.(refunds, nowMs).catch(() => undefined);
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
@@ -100,10 +114,16 @@ export class ResilientStore implements CounterStore {
     await Promise.all([this.primary.close(), this.options.local?.close()]);
   }
 
-  /** The primary's answer, or a STORE_TIMEOUT rejection at the deadline less the margin. */
+  /**
+   * The primary's answer, or a STORE_TIMEOUT rejection at the deadline less the margin. That deadline is the
+   * caller's (however long, up to DECISION_MAX_WAIT_MS): the Redis client's command timeout is set above
+   * every deadline (store-factory.ts), so a slow but healthy Redis answers for real; a call given up here
+   * expires in Redis at the same instant (batch.lua ARGV[3]) and so is counted at most once.
+   */
   private askPrimary(checks: readonly LimitCheck[], nowMs: number, deadlineMs: number | undefined): Promise<LimitOutcome[]> {
-    if (deadlineMs === undefined) return this.primary.apply(checks, nowMs);
-    const giveUpAt = deadlineMs - this.margin;
+    const budget = this.options.noDeadlineTimeoutMs;
+    if (deadlineMs === undefined && budget === undefined) return this.primary.apply(checks, nowMs);
+    const giveUpAt = deadlineMs !== undefined ? deadlineMs - this.margin : this.options.clock.nowMs() + budget!;
     return withDeadline(() => this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt }), giveUpAt, this.options.clock);
   }
 

@@ -16,6 +16,8 @@
  * 4. elastic, when admitted with hits > 0: the aggregate counts the hits too (its evaluation at the largest
  *    limit; not when `use` was given).
  * 5. ban, when finally rejected, enforced and hits > 0: a ban until now + ms starts; resetMs = max(resetMs, ms).
+ * A check with `countOver` writes its own state (counted past the limit) even when rejected; the batch decides
+ * whether it is kept (counter-store.ts LimitCheck.countOver).
  */
 import { getAlgorithm } from '../algorithms/registry.js';
 import { PARAM_BOUNDS, type AlgorithmOutcome, type Evaluation } from '../algorithms/types.js';
@@ -95,9 +97,9 @@ export function evaluateCheck(check: LimitCheck, nowMs: number, read: (key: stri
     }
   }
   const writes: StepWrite[] = [];
-  if (outcome.allowed && check.hits > 0) {
+  if ((outcome.allowed || check.countOver !== undefined) && check.hits > 0) {
     writes.push({ key: check.key, state: chosen.next, ttlMs: chosen.ttlMs, check });
-    if (elastic !== undefined) {
+    if (elastic !== undefined && outcome.allowed) {
       aggregate ??= aggregateOf();
       if (aggregate !== undefined && aggregate.outcome.allowed) {
         writes.push({ key: elastic.key, state: aggregate.next, ttlMs: aggregate.ttlMs, check: aggregateCheck(check, elastic.key) });

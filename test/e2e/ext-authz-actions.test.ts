@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthzTestClient, type HttpRequestSpec, type WireCheckResponse } from '../support/authz-client.js';
+import { RlsTestClient } from '../support/rls-client.js';
 import { countryRecord, writeMmdb } from '../support/mmdb-writer.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -86,6 +87,21 @@ describe('ext_authz Check: descriptors from the request', () => {
     expect(await series('per-ip', { ip: '2001:DB8:0:0::7' }, 2)).toEqual([true, true]);
     expect(await series('per-ip', { ip: '2001:db8::7' }, 1)).toEqual([false]);
     expect(policy(await check('per-ip', { ip: '10.0.0.3' }))).toBe('"per-ip.remote_address";q=2;w=60');
+  });
+
+  it('an IPv4-mapped source address is the IPv4 client: one counter with ShouldRateLimit, IPv4 rules match', async () => {
+    const rls = new RlsTestClient(svc.grpcAddress);
+    try {
+      // Envoy's own remote_address on a dual-stack listener is the dotted quad; ext_authz may get either form.
+      expect(await series('per-ip', { ip: '::ffff:203.0.113.5' }, 1)).toEqual([true]);
+      const shared = await rls.shouldRateLimit({ domain: 'per-ip', descriptors: [{ entries: [{ key: 'remote_address', value: '203.0.113.5' }] }] });
+      expect(shared.overall_code).toBe('OK');
+      expect(await series('per-ip', { ip: '::ffff:cb00:7105' }, 1)).toEqual([false]); // 2 per minute: spent
+      expect(policy(await check('per-ip', { ip: '::ffff:203.0.113.6' }))).toBe('"per-ip.remote_address";q=2;w=60');
+      expect(await series('per-subnet', { ip: '::ffff:10.1.2.9' }, 1)).toEqual([false]); // the 10.1.2.0/24 block
+    } finally {
+      rls.close();
+    }
   });
 
   it('per /24 and /64 (masked_remote_address), with a requests_per_unit: 0 block on one subnet', async () => {

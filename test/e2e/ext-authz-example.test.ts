@@ -42,6 +42,14 @@ describe('config/web.yaml through ext_authz Check', () => {
     expect(await ok({ ip: '198.51.100.20', method: 'GET', path: '/login' })).toBe(true);
   });
 
+  it('counts every spelling of /login against the sign-in limit (issue 18 item 8)', async () => {
+    const spellings = ['/login/', '//login', '/%6cogin', '/a/../login', '/%2Flogin', '/./login?x=1', '/LOGIN/../login;jsessionid=1', '/login/.', '/\\login', '/login'];
+    const results = [];
+    for (const path of [...spellings, '/login//']) results.push(await ok({ ip: '198.51.100.30', method: 'POST', path }));
+    expect(results).toEqual([...Array<boolean>(spellings.length).fill(true), false]);
+    expect(await ok({ ip: '198.51.100.30', method: 'POST', path: '/logins' })).toBe(true);
+  });
+
   it('limits scrapers by User-Agent to one request a minute', async () => {
     const ua = { 'user-agent': 'Scrapy/2.11 (+https://scrapy.org)' };
     expect([await ok({ ip: '192.0.2.80', headers: ua }), await ok({ ip: '192.0.2.81', headers: ua })]).toEqual([true, false]);

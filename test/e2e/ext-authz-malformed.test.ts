@@ -67,12 +67,9 @@ describe('ext_authz Check: malformed and hostile requests', () => {
     expect(await failure(encode(envoyCheckRequest(spec({ headers }))))).toEqual({ code: 'RESOURCE_EXHAUSTED', details: 'CheckRequest has more than 256 request headers (AUTHZ_MAX_HEADERS)' });
   });
 
-  it('a megabyte header value: RESOURCE_EXHAUSTED (MAX_REQUEST_BYTES); a 5 KB descriptor value: RESOURCE_EXHAUSTED (MAX_VALUE_BYTES)', async () => {
+  it('a megabyte header value: RESOURCE_EXHAUSTED (MAX_REQUEST_BYTES); a 5 KB descriptor value is decided (longer than MAX_VALUE_BYTES: counted under its hash)', async () => {
     expect((await failure(encode(envoyCheckRequest(spec({ headers: { 'x-user': 'u'.repeat(1 << 20) } }))))).code).toBe('RESOURCE_EXHAUSTED');
-    expect(await failure(encode(envoyCheckRequest(spec({ headers: { 'x-user': 'u'.repeat(5000) } }))))).toEqual({
-      code: 'RESOURCE_EXHAUSTED',
-      details: 'descriptors[1].entries[0].value is 5000 bytes; at most 4096 are allowed (MAX_VALUE_BYTES)',
-    });
+    expect((await client.check(spec({ headers: { 'x-user': 'u'.repeat(5000) } }))).status?.code).toBe(0);
     // A long value in a header no action reads costs nothing.
     expect((await client.check(spec({ headers: { 'x-other': 'o'.repeat(40_000) } }))).status?.code).toBe(0);
   });

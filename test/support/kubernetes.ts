@@ -1,79 +1,13 @@
 /**
- * Manifest checks for deploy/k8s without a cluster: a small kustomize (the features our kustomizations use:
- * resources and configMapGenerator; anything else is refused), and validation of every rendered object
- * against the Kubernetes schemas of the npm packages kubernetes-models and @kubernetes-models/prometheus-operator,
- * twice: their JSON-schema validators (types, formats, required fields) and their TypeScript declarations
+ * Manifest checks for deploy/k8s without a cluster: validation of every object the real kustomize renders
+ * (test/support/kustomize.ts) against the Kubernetes schemas of the npm packages kubernetes-models and
+ * @kubernetes-models/prometheus-operator, twice: their JSON-schema validators (types, formats, required fields) and their TypeScript declarations
  * (through the TypeScript compiler: an unknown or misspelled field is an error, as with kubectl --validate=strict).
  */
-import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import ts from 'typescript';
-import { parseAllDocuments } from 'yaml';
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> } } & Record<string, unknown>;
-
-const SUPPORTED = new Set(['apiVersion', 'kind', 'resources', 'configMapGenerator']);
-
-export function renderKustomization(dir: string): K8sObject[] {
-  const file = join(dir, 'kustomization.yaml');
-  const k = parseYaml(file)[0] as { resources?: string[]; configMapGenerator?: Generator[] } & Record<string, unknown>;
-  for (const key of Object.keys(k)) if (!SUPPORTED.has(key)) throw new Error(`${file}: '${key}' is not supported by this renderer`);
-  const objects: K8sObject[] = [];
-  for (const r of k.resources ?? []) {
-    const path = join(dir, r);
-    objects.push(...(statSync(path).isDirectory() ? renderKustomization(path) : (parseYaml(path) as K8sObject[])));
-  }
-  const renamed = new Map<string, string>();
-  for (const g of k.configMapGenerator ?? []) {
-    const data: Record<string, string> = {};
-    for (const f of g.files ?? []) {
-      const [key, path] = f.includes('=') ? (f.split('=', 2) as [string, string]) : [basename(f), f];
-      data[key] = readFileSync(join(dir, path), 'utf8');
-    }
-    for (const l of g.literals ?? []) {
-      const i = l.indexOf('=');
-      data[l.slice(0, i)] = l.slice(i + 1);
-    }
-    // An overlay's `behavior: merge | replace` changes the ConfigMap a base generated under that name.
-    const baseIndex = g.behavior === 'merge' || g.behavior === 'replace' ? objects.findIndex((o) => GENERATED.get(o) === g.name) : -1;
-    if (g.behavior !== undefined && g.behavior !== 'create' && baseIndex < 0) throw new Error(`${file}: no ConfigMap '${g.name}' in the resources to ${g.behavior}`);
-    const base = baseIndex >= 0 ? objects[baseIndex]! : undefined;
-    if (g.behavior === 'merge') Object.assign(data, { ...(base!.data as Record<string, string>), ...data });
-    // Like kustomize, a content hash suffix unless disabled (the digest differs from kustomize's own).
-    const name = g.options?.disableNameSuffixHash === true ? g.name : `${g.name}-${createHash('sha256').update(JSON.stringify(data)).digest('hex').slice(0, 10)}`;
-    renamed.set(g.name, name);
-    if (base !== undefined) renamed.set(base.metadata.name, name);
-    const made: K8sObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...(g.options?.labels ? { labels: g.options.labels } : {}) }, data };
-    GENERATED.set(made, g.name);
-    if (base !== undefined) objects.splice(baseIndex, 1, made);
-    else objects.push(made);
-  }
-  for (const o of objects) for (const v of podSpec(o)?.volumes ?? []) if (v.configMap && renamed.has(v.configMap.name)) v.configMap.name = renamed.get(v.configMap.name)!;
-  return objects;
-}
-
-/** The generator name of each generated ConfigMap, for overlays that merge into or replace it. */
-const GENERATED = new WeakMap<K8sObject, string>();
-
-interface Generator {
-  name: string;
-  behavior?: 'create' | 'merge' | 'replace';
-  files?: string[];
-  literals?: string[];
-  options?: { disableNameSuffixHash?: boolean; labels?: Record<string, string> };
-}
-
-function parseYaml(file: string): unknown[] {
-  const docs = parseAllDocuments(readFileSync(file, 'utf8'));
-  const out: unknown[] = [];
-  for (const d of docs) {
-    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors.map(String).join('; ')}`);
-    const v: unknown = d.toJSON();
-    if (v !== null && v !== undefined) out.push(v);
-  }
-  return out;
-}
 
 export interface Container {
   name: string;

@@ -32,8 +32,11 @@ export class RawH2Client {
     this.session.on('error', () => undefined); // surfaces per stream
   }
 
-  /** Sends `payload` as the whole request body (already framed); resolves with how the stream ended. */
-  call(path: string, payload: Buffer, timeoutMs: number): Promise<H2Outcome> {
+  /**
+   * Sends `payload` as the whole request body (already framed); resolves with how the stream ended.
+   * `grpcTimeout`: the header sent (default `${timeoutMs}m`; null: none); the call still gives up after timeoutMs + 2 s.
+   */
+  call(path: string, payload: Buffer, timeoutMs: number, grpcTimeout?: string | null): Promise<H2Outcome> {
     return new Promise((resolve) => {
       let status: number | undefined;
       let message = '';
@@ -50,7 +53,7 @@ export class RawH2Client {
         ':path': path,
         'content-type': 'application/grpc',
         te: 'trailers',
-        'grpc-timeout': `${timeoutMs}m`,
+        ...(grpcTimeout === null ? {} : { 'grpc-timeout': grpcTimeout ?? `${timeoutMs}m` }),
       });
       const timer = setTimeout(() => {
         stream.close(http2.constants.NGHTTP2_CANCEL);

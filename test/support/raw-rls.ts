@@ -16,6 +16,8 @@ export interface RawDescriptor {
   limit?: { requestsPerUnit: number; unit: number };
   /** UInt64Value: presence matters (0 = check only). */
   hitsAddend?: number;
+  /** is_negative_hits (field 4, Envoy 1.38+): the hits are a refund. */
+  negative?: boolean;
 }
 
 export function encodeRequest(domain: string, descriptors: RawDescriptor[], hitsAddend = 0): Uint8Array {
@@ -38,6 +40,7 @@ export function encodeRequest(domain: string, descriptors: RawDescriptor[], hits
       if (d.hitsAddend !== 0) w.uint32((1 << 3) | 0).uint64(d.hitsAddend);
       w.ldelim();
     }
+    if (d.negative === true) w.uint32((4 << 3) | 0).bool(true);
     w.ldelim();
   }
   if (hitsAddend !== 0) w.uint32((3 << 3) | 0).uint32(hitsAddend);

@@ -1,5 +1,5 @@
 /**
- * envoy.yaml (and its copy in deploy/k8s) checked against Envoy's API protos (published in the npm package
+ * envoy.yaml (and its copy in deploy/k8s/base) checked against Envoy's API protos (published in the npm package
  * @grpc/grpc-js-xds), plus the facts the sidecar relies on: admin on loopback, HTTP/2 to the sidecar, the
  * domain the rules declare, and descriptors built only from identity Envoy establishes.
  */

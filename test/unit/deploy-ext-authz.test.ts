@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfigDir } from '../../src/config/index.js';
 import { EnvoyProtos } from '../support/envoy-protos.js';
-import { podSpec, renderKustomization, schemaErrors, type K8sObject } from '../support/kubernetes.js';
+import { podSpec, schemaErrors, type K8sObject } from '../support/kubernetes.js';
+import { describeKustomize, kustomizeBuild } from '../support/kustomize.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
@@ -66,6 +67,10 @@ describe('envoy-ext-authz.yaml', () => {
     for (const d of domains) expect(result.config.authz?.get(d as string), `domain ${String(d)}`).toBeDefined();
   });
 
+  it('normalizes paths before ext_authz sees them, so a path limit has one spelling (issue 18 item 8)', () => {
+    expect(hcm(envoy)).toMatchObject({ normalize_path: true, merge_slashes: true, path_with_escaped_slashes_action: 'UNESCAPE_AND_REDIRECT' });
+  });
+
   it('strips the region headers the client could send before ext_authz reads them', () => {
     const filters = hcm(envoy).http_filters as Obj[];
     const names = filters.map((f) => f.name);
@@ -75,10 +80,10 @@ describe('envoy-ext-authz.yaml', () => {
   });
 });
 
-describe('deploy/k8s/ext-authz', () => {
+describeKustomize('deploy/k8s/ext-authz', () => {
   let objects: K8sObject[];
   beforeAll(() => {
-    objects = renderKustomization(join(ROOT, 'deploy/k8s/ext-authz'));
+    objects = kustomizeBuild(join(ROOT, 'deploy/k8s/ext-authz'));
   });
 
   it('ships the same envoy-ext-authz.yaml and rules as the repository root', () => {

@@ -119,7 +119,18 @@ function templateValues(input: AtLimitInput, i: number, retryAfter: number): Tem
     window: owner.limit.windowMs / 1000,
     name: owner.limit.name ?? owner.statsKey,
     domain: input.request.domain,
-    descriptor: entries.map((e) => `${e.key}=${e.value}`).join(','),
+    descriptor: shorten(entries.map((e) => `${e.key}=${e.value}`).join(',')),
     reset_at: new Date(resetAt).toISOString().replace(/\.\d{3}Z$/, 'Z'),
   };
+}
+
+/**
+ * The longest {{descriptor}} inserted, in UTF-16 units: a value may be longer than MAX_VALUE_BYTES (decided all
+ * the same, core/request-limits.ts), and a header or a location of tens of kilobytes would pass Envoy's header
+ * size limits. Longer text is cut and ends with '…' (a surrogate pair cut in half renders like any raw byte).
+ */
+export const MAX_DESCRIPTOR_TEXT = 1024;
+
+function shorten(text: string): string {
+  return text.length <= MAX_DESCRIPTOR_TEXT ? text : `${text.slice(0, MAX_DESCRIPTOR_TEXT - 1)}\u2026`;
 }

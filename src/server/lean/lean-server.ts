@@ -13,9 +13,10 @@ import * as http2 from 'node:http2';
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { metricMethodName } from '../call-timing.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from '../unix-socket.js';
-import { Code, parseGrpcTimeout } from './grpc-wire.js';
+import { Code, malformedTimeoutMessage, parseGrpcTimeout } from './grpc-wire.js';
 import { answerError, LeanCall, type CallHooks } from './lean-call.js';
 import type { RouteTable } from './routes.js';
+import type { ConnectionGuard } from '../guard/connection-guard.js';
 
 export interface LeanServerOptions {
   /** An IP or name, or `unix:/path/to.sock`. */
@@ -27,8 +28,12 @@ export interface LeanServerOptions {
   readonly credentials?: ServerCredentials;
   /** Permissions of the Unix socket file (default 0o660). */
   readonly socketMode?: number;
-  /** Most concurrent streams per connection (default 10,000, as the grpc-js server). */
+  /** Most concurrent streams per connection (default 1,000, GRPC_MAX_STREAMS_PER_CONNECTION). */
   readonly maxConcurrentStreams?: number;
+  /** Most memory one connection may buffer, MiB (default 32, GRPC_MAX_SESSION_MEMORY_MB). */
+  readonly maxSessionMemoryMb?: number;
+  /** Connection bounds (count, message timeout, idle close, rapid reset); none when absent. */
+  readonly guard?: ConnectionGuard;
 }
 
 export interface RunningLeanServer {
@@ -66,7 +71,7 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
   }
   const timeout = parseGrpcTimeout(headers['grpc-timeout']);
   if (timeout !== undefined && Number.isNaN(timeout)) {
-    answerError(stream, Code.INTERNAL, `malformed grpc-timeout '${String(headers['grpc-timeout'])}'`);
+    answerError(stream, Code.INTERNAL, malformedTimeoutMessage(headers['grpc-timeout']));
     return;
   }
   const method = metricMethodName(path);
@@ -74,10 +79,10 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
 }
 
 export async function startLeanServer(options: LeanServerOptions): Promise<RunningLeanServer> {
-  const settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 10_000 };
-  // Node refuses new streams once a session buffers more than maxSessionMemory (default 10 MB); the
-  // stream cap above bounds what a peer can make us hold instead, as grpc-js does.
-  const base = { settings, maxSessionMemory: 1024 };
+  const settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 1000 };
+  // Node refuses new streams once a session buffers more than maxSessionMemory: sized for small RLS calls,
+  // so that a peer cannot make one connection hold much more than its streams' messages.
+  const base = { settings, maxSessionMemory: options.maxSessionMemoryMb ?? 32 };
   const creds = options.credentials;
   const secure = creds?._isSecure() === true;
   const server = secure
@@ -87,6 +92,7 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     if (ctx !== null) (server as http2.Http2SecureServer).setSecureContext(ctx as Parameters<http2.Http2SecureServer['setSecureContext']>[0]);
   };
   if (secure) creds._addWatcher(onContext);
+  options.guard?.attach(server);
   let closing = false;
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {

@@ -19,14 +19,15 @@ export interface LeanRlsOptions {
   readonly deadlineMarginMs: number | (() => number);
   readonly requestLimits?: RequestLimits;
   readonly defaultTimeoutMs: number;
+  readonly maxWaitMs?: number;
 }
 
 export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
   const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
   const margin = options.deadlineMarginMs;
-  const { limiter, clock, defaultTimeoutMs } = options;
+  const { limiter, clock, defaultTimeoutMs, maxWaitMs } = options;
   return (bytes, deadlineMs) => {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
-    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock) }).then(encodeRateLimitResponse);
+    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs) }).then(encodeRateLimitResponse);
   };
 }

@@ -19,7 +19,9 @@
  * lost. An update of a key already stored is always kept. Each step is O(1) amortised: no full scans.
  */
 import { RateLimitError } from '../../core/errors.js';
-import type { CounterStore, LimitCheck, LimitOutcome } from '../counter-store.js';
+import { getAlgorithm } from '../../algorithms/registry.js';
+import { giveBackUnits } from '../../algorithms/give-back.js';
+import { giveBackAlgorithm, type CounterStore, type LimitCheck, type LimitOutcome, type Refund } from '../counter-store.js';
 import { applyBatch, type StateAccess } from './apply-batch.js';
 import { FREE, ORDINARY, PROTECTED, SlotTable, type ListId } from './slot-table.js';
 import { CODECS } from './state-codec.js';
@@ -122,6 +124,22 @@ export class MemoryStore implements CounterStore {
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+  }
+
+  refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    if (this.closed) return Promise.reject(new RateLimitError('INTERNAL', 'memory store is closed'));
+    const access = this.access(nowMs);
+    for (const r of refunds) {
+      const check: LimitCheck = { key: r.key, algorithm: r.algorithm, limit: r.limit, windowMs: r.windowMs, burst: 1, hits: 0, enforce: false };
+      const params = { limit: r.limit, windowMs: r.windowMs, burst: 1 };
+      const state = access.read(r.key, check);
+      const { returned, next } = giveBackUnits(giveBackAlgorithm(r.algorithm), state, nowMs, params, r.units, r.windowStart);
+      if (returned === 0) continue;
+      // No state is a full bucket: stored as one that is full now.
+      const ev = getAlgorithm(r.algorithm).evaluate(next, nowMs, params, 0);
+      access.write(r.key, next ?? ev.next, ev.ttlMs, check, false);
+    }
+    return Promise.resolve();
   }
 
   isReady(): boolean {

@@ -1,7 +1,8 @@
 /**
- * The one Redis script of the store (lua/batch.lua with the algorithm fragments inserted), its argument
- * encoding and its reply decoding, in one place. The script text is assembled once at start-up from the
- * .lua files and sent with EVALSHA, falling back to EVAL on NOSCRIPT (see BatchCommands).
+ * The one Redis script of the store (lua/batch.lua with the algorithm fragments inserted, its decision
+ * called per request by lua/requests.lua), its argument encoding and its reply decoding, in one place. The
+ * script text is assembled once at start-up from the .lua files and sent with EVALSHA, falling back to EVAL
+ * on NOSCRIPT (see BatchCommands).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../algo
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { decodeOnLimitTail, onLimitArgs } from './on-limit-args.js';
 import { decodeThrottlingFlags, throttlingArgs } from './throttling-args.js';
+import type { RequestBatcher, ScriptRequest } from './request-batcher.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
@@ -39,7 +41,8 @@ export interface LoadBatchScriptOptions {
 export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScript {
   const dir = options.algorithmsDir ?? join(LUA_DIR, 'algorithms');
   const template = readFileSync(join(LUA_DIR, 'batch.lua'), 'utf8');
-  if (!template.includes(MARKER)) throw new Error(`batch.lua lacks the marker line ${MARKER}`);
+  const at = template.indexOf(MARKER);
+  if (at < 0) throw new Error(`batch.lua lacks the marker line ${MARKER}`);
   let files: string[] = [];
   try {
     files = readdirSync(dir).filter((f) => f.endsWith('.lua'));
@@ -58,8 +61,12 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
-  // A function replacement keeps `$` sequences in the Lua text literal.
-  return { lua: template.replace(MARKER, () => parts.join('\n')), algorithms };
+  // batch.lua's decision (after the marker) becomes a function of one request's KEYS and ARGV, which
+  // requests.lua calls once per request of a call (cross-request batching, request-batcher.ts); the
+  // libraries and fragments before it are defined once per call.
+  const decide = `local function decide_request(KEYS, ARGV)\n${template.slice(at + MARKER.length)}\nend\n`;
+  const requests = `-- requests.lua\n${readFileSync(join(LUA_DIR, 'requests.lua'), 'utf8')}`;
+  return { lua: [template.slice(0, at), parts.join('\n'), decide, requests].join('\n'), algorithms };
 }
 
 /** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER, WINDOW_COUNT), as one text. */
@@ -111,26 +118,37 @@ export interface BatchReply {
 }
 
 /**
- * Run the script for checks whose keys share one slot. `commit` false evaluates without writing (the first
- * phase of a cross-slot request on Redis Cluster). `expiresRedisMs` is the instant in Redis's clock (epoch ms)
- * after which the script must not run, 0 for never. Rejects with the ioredis/Redis error as it is.
+ * One request's KEYS and ARGV in batch.lua's layout, for checks whose keys share one slot. `commit` false
+ * evaluates without writing (the first phase of a cross-slot request on Redis Cluster). `expiresRedisMs` is
+ * the instant in Redis's clock (epoch ms) after which the script must not run this request, 0 for never.
+ */
+export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs = 0): ScriptRequest {
+  const keys: string[] = [];
+  for (const c of checks) keys.push(c.key);
+  const extra = throttlingArgs(checks, keys);
+  const args: (string | number)[] = [nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
+  for (let i = 0; i < checks.length; i++) {
+    const c = checks[i]!;
+    args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, checkMode(c));
+    for (const v of extra[i]!) args.push(v);
+    onLimitArgs(c, args);
+  }
+  return { keys, args };
+}
+
+/**
+ * Run the script for checks whose keys share `slot` (0 on one node), batched with the other requests of
+ * this event-loop turn (request-batcher.ts). Rejects with the ioredis/Redis error as it is.
  */
 export async function runBatch(
-  commands: BatchCommands,
+  batcher: RequestBatcher,
+  slot: number,
   checks: readonly LimitCheck[],
   nowMs: number,
   commit: boolean,
   expiresRedisMs = 0,
 ): Promise<BatchReply> {
-  const keys: string[] = checks.map((c) => c.key);
-  const extra = throttlingArgs(checks, keys);
-  const args: (string | number)[] = [...keys, nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
-  checks.forEach((c, i) => {
-    args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, c.enforce ? 1 : 0);
-    for (const v of extra[i]!) args.push(v);
-    onLimitArgs(c, args);
-  });
-  const reply = await commands.call(keys.length, args);
+  const reply = await batcher.submit(slot, encodeBatch(checks, nowMs, commit, expiresRedisMs));
   return decodeBatchReply(reply, checks.length);
 }
 
@@ -155,4 +173,9 @@ export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply
     });
   }
   return { expired: false, admitted, outcomes };
+}
+
+/** ARGV +5 of a check (lua/batch.lua): 1 = enforce, + 2 = counted past its limit when admitted, + 4 = always counted. */
+export function checkMode(c: LimitCheck): number {
+  return (c.enforce ? 1 : 0) + (c.countOver === 'admitted' ? 2 : c.countOver === 'always' ? 4 : 0);
 }

@@ -17,9 +17,11 @@ import type { Clock } from '../../core/clock.js';
 import { systemClock } from '../../core/clock.js';
 import { RateLimitError, StoreError } from '../../core/errors.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
-import type { ApplyOptions, CounterStore, LimitCheck, LimitOutcome, StoreHealth } from '../counter-store.js';
+import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
+import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
+import { RequestBatcher } from './request-batcher.js';
 import { notAdmitted } from './on-limit-args.js';
 import { closeClient, isPermanentText, isTimeoutText, openClient, waitReady, type RedisClient } from './connection.js';
 import { planClient, type RedisConnectionOptions } from './options.js';
@@ -33,6 +35,11 @@ export interface RedisStoreStats {
   readonly requests: number;
   /** Script calls sent (one per request on one node; per slot, or twice per slot across slots, on Cluster). */
   readonly scriptCalls: number;
+  /**
+   * Script calls Redis ran: the scriptCalls of one event-loop turn (per slot on Cluster) travel as one call
+   * (request-batcher.ts), so under concurrency this is far below scriptCalls.
+   */
+  readonly scriptBatches: number;
   /** Pipelines written to Redis: one write and one reply read each, i.e. network round trips. */
   readonly roundTrips: number;
   /** Requests whose checks spanned several Cluster slots (the best-effort case). */
@@ -53,15 +60,18 @@ export interface RedisStoreInit {
   readonly probeKey?: string;
   /** Health tick period (default 1000 ms). */
   readonly healthIntervalMs?: number;
+  /** A health probe not answered within this long counts as a timeout (default: the client's command timeout). */
+  readonly probeTimeoutMs?: number;
   /** Told (throttle it) while the store cannot decide, naming the cause. */
   readonly logProblem?: LogFn;
 }
 
 export class RedisStore implements CounterStore {
+  private giveBackScripts: LeaseScripts | undefined;
   readonly kind = 'redis';
   private readonly clock: Clock;
   private readonly cluster: boolean;
-  private readonly commands: BatchCommands;
+  private readonly batcher: RequestBatcher;
   private readonly monitor: RedisHealth;
   private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 };
 
@@ -72,13 +82,20 @@ export class RedisStore implements CounterStore {
   ) {
     this.clock = init.clock ?? systemClock;
     this.cluster = client instanceof Cluster;
-    this.commands = new BatchCommands(client, init.script ?? loadBatchScript());
+    this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript()));
     this.countPipelines();
     const probeKey = init.probeKey ?? 'ratelimit-health-probe';
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
     this.monitor = new RedisHealth(client, {
       clock: this.clock,
-      probe: async () => void (await runBatch(this.commands, [probeCheck], this.clock.nowMs(), false)),
+      probe: async () => {
+        const probe = () => runBatch(this.batcher, this.slotOf(probeCheck), [probeCheck], this.clock.nowMs(), false);
+        const within = init.probeTimeoutMs;
+        await withDeadline(probe, within === undefined ? undefined : this.clock.nowMs() + within, this.clock).catch((error: unknown) => {
+          // Worded as the client's own timeout, so that health counts it as one (several in a row fail).
+          throw error instanceof StoreError && error.code === 'STORE_TIMEOUT' ? new StoreError('STORE_TIMEOUT', `health probe timed out after ${within} ms`) : error;
+        });
+      },
       ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
       ...(init.logProblem === undefined ? {} : { logProblem: init.logProblem }),
     });
@@ -113,6 +130,12 @@ export class RedisStore implements CounterStore {
   }
 
   /** Connected and deciding: the last real call or probe succeeded. */
+  /** Refunds with the lease give-back script (lua/lease/give_back.lua), one call per key, pipelined. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    const scripts = (this.giveBackScripts ??= new LeaseScripts(this.connection));
+    await Promise.all(refunds.map((r) => scripts.giveBack({ ...r, algorithm: giveBackAlgorithm(r.algorithm) }, nowMs)));
+  }
+
   isReady(): boolean {
     return this.monitor.health().healthy;
   }
@@ -155,7 +178,7 @@ export class RedisStore implements CounterStore {
   }
 
   stats(): RedisStoreStats {
-    return { ...this.counters };
+    return { ...this.counters, scriptBatches: this.batcher.calls };
   }
 
   async close(): Promise<void> {
@@ -202,6 +225,12 @@ export class RedisStore implements CounterStore {
       return { admitted, outcomes: admitted ? outcomes : outcomes.map(notAdmitted) };
     };
     const dry = await run(false);
+    if (!dry.admitted && !gaveUp()) {
+      // A rejected request still counts its checks counted whatever the outcome (count_every_hit), per slot.
+      const always = groups.map((g) => g.filter((i) => checks[i]!.countOver === 'always' && checks[i]!.hits > 0)).filter((g) => g.length > 0);
+      await Promise.all(always.map((g) => this.call(g.map((i) => checks[i]!), nowMs, true, expiresRedisMs)));
+      return { outcomes: dry.outcomes, committed: always.length > 0 };
+    }
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
     const final = await run(true);
     return { outcomes: final.outcomes, committed: final.admitted };
@@ -210,12 +239,17 @@ export class RedisStore implements CounterStore {
   /** One script call; an expired one (Redis past the caller's give-up time) rejects with STORE_TIMEOUT. */
   private async call(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs: number): Promise<BatchReply> {
     this.counters.scriptCalls++;
-    const reply = await runBatch(this.commands, checks, nowMs, commit, expiresRedisMs);
+    const reply = await runBatch(this.batcher, this.slotOf(checks[0]!), checks, nowMs, commit, expiresRedisMs);
     if (reply.expired) {
       this.counters.expiredCalls++;
       throw new StoreError('STORE_TIMEOUT', 'the script reached Redis after the request deadline and did nothing');
     }
     return reply;
+  }
+
+  /** The batcher's queue of a call: its keys' slot on Cluster (one per call), one queue on one node. */
+  private slotOf(first: LimitCheck): number {
+    return this.cluster ? keySlot(first.key) : 0;
   }
 
   /**
@@ -261,6 +295,8 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   readonly algorithmsDir?: string;
   /** Algorithms that must have a Lua fragment, else creation fails (default: every algorithm). */
   readonly requiredAlgorithms?: readonly AlgorithmName[];
+  /** A health probe not answered within this long counts as a timeout (default: commandTimeoutMs). */
+  readonly probeTimeoutMs?: number;
   /** Key the health probe evaluates (never written); give it the key prefix (ACLs may restrict keys). */
   readonly probeKey?: string;
   /** Reports good news about the connection ("connection ready"), unthrottled; default: `log`. */
@@ -288,6 +324,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     clock,
     script,
     ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),
+    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
     ...(logProblem === undefined ? {} : { logProblem }),
   });
 }

@@ -114,6 +114,32 @@ export function describeCounterStore(name: string, makeStore: () => Promise<Stor
         expect(o).toMatchObject({ allowed: true, remaining: 2 });
       });
 
+      const counting = algorithm === 'fixed_window' || algorithm === 'sliding_window_counter';
+
+      it.runIf(counting)('countOver admitted (shadow mode): counted past the limit when the batch is admitted, not when it is rejected', async () => {
+        const key = freshKey(algorithm, 'shadow-counted');
+        const shadow = (hits = 1): LimitCheck => ({ ...check(algorithm, key, 2, hits, false), countOver: 'admitted' });
+        const answers = [];
+        for (let i = 0; i < 5; i++) answers.push((await store.apply([shadow()], T0))[0]!.allowed);
+        expect(answers).toEqual([true, true, false, false, false]);
+        const rejected = await store.apply([check(algorithm, freshKey(algorithm, 'veto'), 0), shadow(3)], T0);
+        expect(rejected.map((o) => o.allowed)).toEqual([false, false]);
+        // the count (read under a higher limit of the same key) holds the 5 hits of the admitted requests only
+        expect((await store.apply([check(algorithm, key, 10, 0)], T0))[0]).toMatchObject({ remaining: 5 });
+      });
+
+      it.runIf(counting)('countOver always (count_every_hit): counted past the limit and on a rejected batch; hits 0 stays a pure check', async () => {
+        const key = freshKey(algorithm, 'always');
+        const always = (hits: number): LimitCheck => ({ ...check(algorithm, key, 5, hits), countOver: 'always' });
+        expect((await store.apply([always(4)], T0))[0]).toMatchObject({ allowed: true, remaining: 1 });
+        expect((await store.apply([always(3)], T0))[0]).toMatchObject({ allowed: false });
+        const veto = check(algorithm, freshKey(algorithm, 'veto2'), 0);
+        expect((await store.apply([veto, always(2), always(1)], T0)).map((o) => o.allowed)).toEqual([false, false, false]);
+        for (let i = 0; i < 3; i++) expect((await store.apply([always(0)], T0))[0]).toMatchObject({ allowed: false, remaining: 0 });
+        // 4 + 3 + 2 + 1 = 10 counted
+        expect((await store.apply([check(algorithm, key, 20, 0)], T0))[0]).toMatchObject({ remaining: 10 });
+      });
+
       it('starts afresh once the window has passed (state expiry by time)', async () => {
         const clock = new FakeClock(T0);
         const key = freshKey(algorithm, 'expiry');

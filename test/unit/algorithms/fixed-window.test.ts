@@ -74,4 +74,14 @@ describe('fixed_window', () => {
     expect(r.next).toEqual({ start: T0, count: 1 });
     expect(r.ttlMs).toBe(MINUTE - 5);
   });
+
+  it('decides a call from a clock behind the stored window in that window, never writing an older one over it', () => {
+    const params = { limit: 10, windowMs: 60_000, burst: 10 };
+    const stored = { start: 1_700_000_040_000, count: 10 };
+    const late = fixedWindow.evaluate(stored, stored.start - 5, params, 1);
+    expect(late.outcome.allowed).toBe(false);
+    expect(late.outcome.remainingIfNotCommitted).toBe(0);
+    expect(late.outcome.resetMs).toBe(60_005);
+    expect(late.next).toEqual({ start: stored.start, count: 11 });
+  });
 });

@@ -96,4 +96,18 @@ describe.each(ALGORITHM_NAMES)('Lua fragment %s', (name) => {
     await compare(name, `edge:${name}:b`, { limit: 4, windowMs: 1_000, burst: 4 }, start + 999, steps);
     await compare(name, `edge:${name}:c`, { limit: 0, windowMs: 1_000, burst: 1 }, start, steps);
   });
+
+  it('agrees on calls from a clock behind the stored window (a stale replica or a late claim; issue 18 item 4)', async () => {
+    const steps: Step[] = [
+      { dt: 0, hits: 2 },
+      { dt: 1_000, hits: 3 }, // the next window
+      { dt: -5, hits: 4 }, // 5 ms before it began: decided in it, never written over it
+      { dt: -1_000, hits: 1 },
+      { dt: 1_010, hits: 2 },
+      { dt: -2_500, hits: 0 },
+      { dt: 3_000, hits: 1 },
+    ];
+    await compare(name, `stale:${name}:a`, { limit: 10, windowMs: 1_000, burst: 10 }, 1_700_000_040_500, steps);
+    await compare(name, `stale:${name}:b`, { limit: 6, windowMs: 1_000, burst: 6 }, 1_700_000_040_999, steps);
+  });
 });

@@ -14,7 +14,13 @@ describe('IP addresses', () => {
     ['::', '::'],
     ['::1', '::1'],
     ['fe80::1%eth0', 'fe80::1'],
-    ['::ffff:10.1.2.3', '::ffff:a01:203'],
+    // IPv4-mapped: the IPv4 address, as Envoy gives a dual-stack listener's client (issue 18 item 7)
+    ['::ffff:10.1.2.3', '10.1.2.3'],
+    ['::ffff:cb00:7105', '203.0.113.5'],
+    ['0:0:0:0:0:FFFF:203.0.113.5', '203.0.113.5'],
+    ['::fffe:10.1.2.3', '::fffe:a01:203'], // not mapped
+    ['::10.1.2.3', '::a01:203'], // IPv4-compatible (deprecated): stays IPv6, as IN6_IS_ADDR_V4MAPPED says
+    ['64:ff9b::10.1.2.3', '64:ff9b::a01:203'], // NAT64: stays IPv6
   ])('%s prints as %s', (input, expected) => {
     expect(canon(input)).toBe(expected);
   });
@@ -26,6 +32,7 @@ describe('IP addresses', () => {
     ['192.168.255.255', 17, '192.168.128.0/17'],
     ['2001:db8:abcd:1234:5678::1', 64, '2001:db8:abcd:1234::/64'],
     ['2001:db8:abcd:1234:5678::1', 128, '2001:db8:abcd:1234:5678::1/128'],
+    ['::ffff:10.1.2.3', 24, '10.1.2.0/24'], // the IPv4 prefix length applies
   ])('%s masked to /%i is %s', (ip, len, expected) => {
     expect(maskIp(parseIp(ip)!, len)).toBe(expected);
   });

@@ -336,6 +336,13 @@ const EXPECTED: Record<string, string[]> = {
   'on-limit-redirect-bad-status.yaml': [
     "on-limit-redirect-bad-status.yaml:7:78: descriptors[0].rate_limit.on_limit.status: a redirect status must be one of 302, 303, 307, not 301",
   ],
+  'count-every-hit-bucket.yaml': [
+    'count-every-hit-bucket.yaml:8:24: descriptors[0].rate_limit.count_every_hit: count_every_hit cannot go with algorithm token_bucket (only fixed_window and sliding_window_counter keep a count that may run past the limit)',
+    'count-every-hit-bucket.yaml:14:24: descriptors[1].rate_limit.count_every_hit: count_every_hit cannot go with lease (leased units are decided away from the store)',
+  ],
+  'on-limit-redirect-location-not-ascii.yaml': [
+    "on-limit-redirect-location-not-ascii.yaml:7:46: descriptors[0].rate_limit.on_limit.location: a location must be visible ASCII without spaces (percent-encode other characters)",
+  ],
   'on-limit-redirect-without-location.yaml': [
     "on-limit-redirect-without-location.yaml:8:9: descriptors[0].rate_limit.on_limit.location: action redirect needs a location",
   ],

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { escapingFor, jsonBodyProblem, parseTemplate, renderTemplate, type Template, type TemplateValues } from '../../../src/config/template.js';
+import { decodeEscaped, wellFormed } from '../../../src/core/bytes.js';
+import { escapingFor, jsonBodyProblem, parseTemplate, percentEncode, renderTemplate, type Escaping, type Template, type TemplateValues } from '../../../src/config/template.js';
+import { prng } from '../../support/prng.js';
 
 const VALUES: TemplateValues = {
   retry_after: 7,
@@ -54,5 +56,29 @@ describe('on_limit templates', () => {
     expect(JSON.parse(renderTemplate(good, VALUES, 'json'))).toEqual({ e: 'limit "per-user"', who: VALUES.descriptor, n: 7, s: '10' });
     expect(jsonBodyProblem(template('{"who":{{descriptor}}}'))).toContain('{{descriptor}} must stand inside a JSON string');
     expect(jsonBodyProblem(template('{"n":{{limit}},}'))).toContain('not valid JSON');
+  });
+
+  it('renders any string in every escaping without throwing: raw bytes and lone surrogates included (issue 18 item 1)', () => {
+    const t = template('a{{descriptor}}b');
+    const r = prng('template-total');
+    const escapings: Escaping[] = ['json', 'markup', 'plain', 'header', 'url'];
+    for (let n = 0; n < 2000; n++) {
+      let value = '';
+      const len = r.int(0, 12);
+      for (let i = 0; i < len; i++) value += String.fromCharCode(r.pick([r.int(0, 0x7f), r.int(0x80, 0xffff), r.int(0xd800, 0xdfff)]));
+      for (const e of escapings) {
+        const out = renderTemplate(t, { ...VALUES, descriptor: value }, e);
+        expect(out.startsWith('a') && out.endsWith('b')).toBe(true);
+        if (e === 'json') expect(JSON.parse(`"${out.slice(1, -1)}"`)).toBe(wellFormed(value));
+        if (e === 'header') expect(out).toMatch(/^[\x20-\x7e]*$/);
+        if (e === 'url') expect(out).toMatch(/^[A-Za-z0-9\-._~!'()*%]*$/);
+      }
+    }
+  });
+
+  it('percent-encodes the bytes a value stands for, as encodeURIComponent does for valid text', () => {
+    expect(percentEncode('a b/é😀~')).toBe(encodeURIComponent('a b/é😀~'));
+    expect(percentEncode(decodeEscaped(Uint8Array.from([0x61, 0xff, 0xc3])))).toBe('a%FF%C3');
+    expect(percentEncode('\ud800')).toBe('%EF%BF%BD');
   });
 });

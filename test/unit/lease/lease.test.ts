@@ -16,10 +16,22 @@ describe('Lease', () => {
 
   it('with nothing granted, answers "no quota" until the claim reset, then asks again', () => {
     const empty = new Lease('k', fixed, T0 + 10_000, 10, 0, 0, 50_000, 50_000);
-    expect(empty.spent()).toBe(true);
+    expect(empty.spent(1)).toBe(true);
     expect(empty.take(1, T0 + 10_000)).toBe(false);
     expect(empty.retryAfter(T0 + 10_000)).toBe(50_000);
     expect(empty.expiresAt).toBe(T0 + 10_100); // asks again after 100 ms: another replica may have given units back
+  });
+
+  it('a claim that got nothing for a big request is not spent for a request that fits what the limit had (issue 18 item 3)', () => {
+    // 40 left before the claim, a request of 60 asked: nothing granted; a request of 30 still fits.
+    const short = new Lease('k', fixed, T0, 60, 0, 40, 60_000, 60_000);
+    expect(short.spent(60)).toBe(true);
+    expect(short.spent(30)).toBe(false);
+    // Granted what was left (8 of 10): once 5 are used, a request of 4 is spent, one of 3 is taken.
+    const partial = new Lease('k', fixed, T0, 10, 8, 8, 60_000);
+    expect(partial.take(5, T0)).toBe(true);
+    expect(partial.spent(4)).toBe(true);
+    expect(partial.spent(3)).toBe(false);
   });
 
   it('takes, puts back and reports the shared remaining at the claim less local use', () => {

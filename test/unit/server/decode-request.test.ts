@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/core/errors.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/core/request-limits.js';
 import { decodeRateLimitRequest } from '../../../src/server/decode-request.js';
+import { requestFromJson } from '../../../src/server/json-api.js';
 import { loadProtos } from '../../../src/server/protos.js';
 import { requestFromWire, type WireRequest } from '../../../src/server/wire.js';
 import { prng } from '../../support/prng.js';
@@ -80,22 +81,32 @@ describe('decodeRateLimitRequest', () => {
     expect(() => decodeRateLimitRequest(b, limits)).toThrow('request has more than 64 descriptors (MAX_REQUEST_DESCRIPTORS)');
   });
 
-  it('checks entry counts and key/value lengths from the wire', () => {
+  it('checks entry counts and key lengths from the wire; a long value is decoded (decided, never refused)', () => {
     const entries = (n: number) => Array.from({ length: n }, (_, i) => [`k${i}`, 'v'] as [string, string]);
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: entries(16) }]), limits)).not.toThrow();
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: entries(17) }]), limits)).toThrow('descriptors[1] has more than 16 entries (MAX_DESCRIPTOR_ENTRIES)');
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k'.repeat(257), 'v']] }]), limits)).toThrow('descriptors[0].entries[0].key is 257 bytes; at most 256 are allowed (MAX_KEY_BYTES)');
-    expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', '✓'.repeat(1366)]] }]), limits)).toThrow('descriptors[0].entries[0].value is 4098 bytes; at most 4096 are allowed (MAX_VALUE_BYTES)');
+    expect(decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', '✓'.repeat(1366)]] }]), limits).descriptors[0]!.entries[0]!.value).toBe('✓'.repeat(1366));
     expect(() => decodeRateLimitRequest(encodeRequest('d'.repeat(257), [{ entries: [['k', 'v']] }]), limits)).toThrow('domain is 257 bytes');
   });
 
-  it('names the offending field by its own index, also past the first descriptor and entry (decoder and checkRequest)', () => {
-    const bytes = encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k', 'v'.repeat(4097)], ['c', 'd']] }]);
-    expect(() => decodeRateLimitRequest(bytes, limits)).toThrow('descriptors[1].entries[1].value is 4097 bytes');
-    const request = decodeRateLimitRequest(bytes, { ...limits, maxValueBytes: 5000 });
-    expect(() => checkRequest(request, limits)).toThrow('descriptors[1].entries[1].value is 4097 bytes');
-    expect(() => checkRequest({ ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] }, { ...limits, maxValueBytes: 5000 })).toThrow(
-      'descriptors[1].hits_addend is 8589934592',
-    );
+  it('names the offending key by its own index; reports a long value and raises a hits_addend above the bound to 2^32 - 1 (checkRequest)', () => {
+    const bytes = encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k'.repeat(257), 'v'], ['c', 'd']] }]);
+    expect(() => decodeRateLimitRequest(bytes, limits)).toThrow('descriptors[1].entries[1].key is 257 bytes');
+    const request = decodeRateLimitRequest(encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k', 'v'.repeat(4097)]] }]), limits);
+    const seen: string[] = [];
+    expect(checkRequest(request, limits, (f) => seen.push(f))).toBe(request);
+    expect(seen).toEqual(['value']);
+    const hits = checkRequest({ ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] }, { ...limits, maxHitsAddend: 1000 }, (f) => seen.push(f));
+    expect(hits.descriptors.map((d) => d.hitsAddend)).toEqual([undefined, 4_294_967_295]);
+    expect(seen).toEqual(['value', 'value', 'hits_addend']);
+  });
+
+  it('reads is_negative_hits (RateLimitDescriptor field 4, Envoy 1.38+) as a refund, over gRPC and /json', () => {
+    const request = decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', 'v']], hitsAddend: 5, negative: true }, { entries: [['k', 'w']] }]), DEFAULT_REQUEST_LIMITS);
+    expect(request.descriptors.map((d) => [d.hitsAddend, d.negativeHits])).toEqual([[5, true], [undefined, undefined]]);
+    const json = requestFromJson('{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hitsAddend":5,"isNegativeHits":true}]}');
+    expect(json.descriptors[0]).toMatchObject({ hitsAddend: 5, negativeHits: true });
+    expect(() => requestFromJson('{"domain":"d","descriptors":[{"entries":[],"is_negative_hits":"yes"}]}')).toThrow('descriptors[0].isNegativeHits: expected true or false');
   });
 });

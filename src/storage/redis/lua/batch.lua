@@ -20,7 +20,9 @@ ARGV[4 + FIELDS * (i - 1) ..], for check i = 1 .. n (FIELDS = 6 + THROTTLING.FIE
           +2 window W in milliseconds (integer > 0)
           +3 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
           +4 hits to add (integer >= 0; 0 checks without counting)
-          +5 enforce: 1 = this check can veto the batch, 0 = shadow mode (reported, never vetoes)
+          +5 mode: the sum of 1 = enforce (this check can veto the batch; without it: shadow mode, reported,
+             never vetoes), 2 = counted past its limit when the batch is admitted, 4 = counted whatever the
+             outcome, even on a rejected batch (src/storage/counter-store.ts LimitCheck.countOver)
           +6 .. +12 throttling: ban and elastic, see lua/throttling/step.lua
           +13 .. +17 on_limit: max_delay, degrade_key, degrade_max, backoff_key, backoff_ttl (lua/on_limit.lua)
 
@@ -71,7 +73,7 @@ end
 local occurrences = {}
 local throttling = {}
 for i = 1, nkeys do
-  throttling[i] = THROTTLING.parse(HEADER + FIELDS * (i - 1) + 6)
+  throttling[i] = THROTTLING.parse(KEYS, ARGV, HEADER + FIELDS * (i - 1) + 6)
   for _, k in ipairs(THROTTLING.touched(KEYS[i], throttling[i])) do occurrences[k] = (occurrences[k] or 0) + 1 end
 end
 local saved = {}          -- saved[key] = { dump or false, pttl } for keys written before the decision
@@ -97,7 +99,9 @@ for i = 1, nkeys do
   local window = tonumber(ARGV[base + 3])
   local burst = tonumber(ARGV[base + 4])
   local hits = tonumber(ARGV[base + 5])
-  local enforce = ARGV[base + 6] == '1'
+  local mode = tonumber(ARGV[base + 6])
+  local enforce = mode % 2 == 1
+  local count_over = mode >= 2
   local ol = ON_LIMIT.parse(ARGV, base + 6 + THROTTLING.FIELDS)
   on_limit[i] = ol
 
@@ -121,7 +125,7 @@ for i = 1, nkeys do
   tail[i] = { delay, degraded }
 
   if allowed ~= 1 and (enforce or flags == 8) then admitted = 0 end
-  if allowed == 1 and hits > 0 then
+  if (allowed == 1 or count_over) and hits > 0 then
     local keys = THROTTLING.touched(key, throttling[i])
     local repeated = false
     for _, k in ipairs(keys) do repeated = repeated or occurrences[k] > 1 end
@@ -143,6 +147,7 @@ for i = 1, nkeys do
   reply[3 + 3 * (i - 1)] = remaining_if_not   -- replaced below for the checks that are committed
   reply[4 + 3 * (i - 1)] = reset_ms
   after_commit[i] = remaining_if_committed
+  if allowed ~= 1 then after_commit[i] = 0 end -- counted past its limit (mode 2 or 4): nothing is left
 end
 
 reply[1] = admitted
@@ -162,6 +167,18 @@ else
       redis.call('DEL', key)
     end
   end
+  -- Checks counted whatever the outcome (mode 4) count on a rejected batch, one after the other on the state
+  -- as it was (the keys were just put back), as the memory store does (storage/memory/apply-batch.ts).
+  if do_commit then
+    for i = 1, nkeys do
+      local base = HEADER + FIELDS * (i - 1)
+      local h = tonumber(ARGV[base + 5])
+      if tonumber(ARGV[base + 6]) >= 4 and h > 0 then
+        local _, _, _, _, count = ALGORITHMS[ARGV[base + 1]](KEYS[i], now, tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]), h)
+        count()
+      end
+    end
+  end
 end
 
 local committed = admitted == 1 and do_commit
@@ -170,7 +187,7 @@ for i = 1, nkeys do
   reply[at + 1] = tail[i][1]
   reply[at + 2] = tail[i][2]
   reply[at + 3] = ON_LIMIT.backoff(on_limit[i], now, admitted, committed, reply[2 + 3 * (i - 1)],
-    ARGV[HEADER + FIELDS * (i - 1) + 6] == '1', tonumber(ARGV[HEADER + FIELDS * (i - 1) + 5]))
+    tonumber(ARGV[HEADER + FIELDS * (i - 1) + 6]) % 2 == 1, tonumber(ARGV[HEADER + FIELDS * (i - 1) + 5]))
 end
 
 return reply

@@ -5,7 +5,8 @@ Same arithmetic, in the same order, as src/algorithms/sliding-window-counter.ts,
 long multiplication (INT_MATH.muldivrem, lib/int_math.lua) past 2^53 and the closed-form retry time.
 
 State under `key`: a string "<start of current window>:<current>:<previous>", kept until the end of the
-window after it (then `current` no longer weighs anything).
+window after it (then `current` no longer weighs anything). A state of a later window than now's is decided
+in that window (previous weighing fully while now is before it), never overwritten by an older one.
 
 Atomic because it runs inside the batch script.
 Cost: GET; commit: SET PX.
@@ -28,13 +29,14 @@ ALGORITHMS['sliding_window_counter'] = (function()
 
   return function(key, now, limit, window, burst, hits)
     local ws = now - (now - floor(now / window) * window)
-    local elapsed = now - ws
     local current, previous = 0, 0
     local raw = redis.call('GET', key)
     if raw then
       local s, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
       if s then
         s = tonumber(s)
+        -- a later window than now's is the window Redis is in (see fixed_window.lua): decide there
+        if s > ws then ws = s end
         if s == ws then
           current = tonumber(c)
           previous = tonumber(p)
@@ -43,6 +45,7 @@ ALGORITHMS['sliding_window_counter'] = (function()
         end
       end
     end
+    local elapsed = math.max(0, now - ws)
     local weighted = muldivrem(window - elapsed, previous, window)
     local estimate = current + weighted
     local allowed = estimate + hits <= limit

@@ -1,0 +1,45 @@
+/**
+ * The Redis side-by-side of `npm run bench` alone (issue #20): this service and envoyproxy/ratelimit, each on
+ * its own redis-server, h2load -c50 -m10, 1 and 3 descriptors, alternated rounds; CPU per request of each
+ * server and of its Redis.
+ *
+ *   npx tsx bench/redis-compare.ts [--rounds 3] [--requests 30000] [--young-gen] [--rate 2000] [--rate-seconds 10]
+ *   (--young-gen adds this service without the shipped V8 options; --env K=V passes a setting to this service)
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { encodeRequest } from '../test/support/raw-rls.js';
+import { redisSection } from './lib/redis-section.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string, def: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
+};
+const env = Object.fromEntries(args.flatMap((a, i) => (args[i - 1] === '--env' ? [a.split('=', 2) as [string, string]] : [])));
+const dir = mkdtempSync(join(tmpdir(), 'rl-bench-redis-'));
+try {
+  const section = await redisSection({
+    rulesDir: fileURLToPath(new URL('./rules', import.meta.url)),
+    bodies: {
+      '1 descriptor': encodeRequest('bench', [{ entries: [['user', 'alice']] }]),
+      '3 descriptors': encodeRequest('bench', [{ entries: [['user', 'alice']] }, { entries: [['ip', '10.0.0.1']] }, { entries: [['path', '/api']] }]),
+    },
+    requests: Number(opt('requests', '30000')),
+    clients: Number(opt('clients', '50')),
+    streams: Number(opt('streams', '10')),
+    rounds: Number(opt('rounds', '3')),
+    rate: Number(opt('rate', '2000')),
+    rateSeconds: Number(opt('rate-seconds', '10')),
+    nodeOptionVariants: args.flatMap((a, i) => (args[i - 1] === '--node-options' ? [a] : [])),
+    dir,
+    env,
+  });
+  console.log(`# npx tsx bench/redis-compare.ts ${args.join(' ')}`.trimEnd());
+  console.log(section.text);
+  for (const n of section.notes) console.log(`- ${n}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
