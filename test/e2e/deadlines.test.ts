@@ -57,11 +57,13 @@ interface Phase {
 async function phase(client: RlsTestClient, base: string): Promise<Phase> {
   const countedBefore = await lateAnswers(base);
   const results: Promise<grpc.status>[] = [];
+  const started = performance.now();
   for (let i = 0; i < CALLS; i++) {
     results.push(ask(client, `u${i % 50}`, 20).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code));
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const codes = await Promise.all(results);
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
   const margin = /^ratelimit_grpc_deadline_margin_seconds (\S+)/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1];
   const missed = codes.filter((c) => c === grpc.status.DEADLINE_EXCEEDED).length;
   const counted = (await lateAnswers(base)) - countedBefore;
@@ -69,7 +71,7 @@ async function phase(client: RlsTestClient, base: string): Promise<Phase> {
     missed,
     other: codes.filter((c) => c !== grpc.status.OK && c !== grpc.status.DEADLINE_EXCEEDED).map((c) => grpc.status[c]),
     counted,
-    summary: `${CALLS - missed}/${CALLS} in time, ${missed} DEADLINE_EXCEEDED, ${counted} counted late by the server; margin ${Number(margin) * 1000} ms; load average ${loadavg()[0]!.toFixed(1)}`,
+    summary: `${CALLS - missed}/${CALLS} in time, ${missed} DEADLINE_EXCEEDED, ${counted} counted late by the server; margin ${Number(margin) * 1000} ms; ${seconds} s; load average ${loadavg()[0]!.toFixed(1)}`,
   };
 }
 
@@ -77,11 +79,14 @@ describe('deadlines under a Redis stall', () => {
   it('answers concurrent 20 ms calls in time while Redis is paused: ≥ 99 %, or no worse than with Redis healthy on a starved machine', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'rl-deadlines-'));
     writeFileSync(join(dir, 'app.yaml'), RULES['app.yaml']);
+    const spawned = performance.now();
     const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'open', LOCAL_CACHE_SIZE: '0' });
+    console.log(`deadlines: service started in ${((performance.now() - spawned) / 1000).toFixed(1)} s`);
     const client = new RlsTestClient(service.grpcAddress);
     const base = `http://${service.httpAddress}`;
     try {
-      for (let i = 0; i < 20; i++) await ask(client, 'warm', 1000);
+      // Warm-up, not measured: the first call also connects, over a second at load 20.
+      for (let i = 0; i < 20; i++) await ask(client, 'warm', 10_000);
       const healthy = await phase(client, base);
       const stalled = await paused(() => phase(client, base));
       console.log(`deadlines, Redis healthy: ${healthy.summary}`);
@@ -106,13 +111,13 @@ describe('deadlines under a Redis stall', () => {
       await service.stop();
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 90_000); // at load 25 on 2 cores: 9.4 s to start the service, 8.9 + 7.0 s for the two phases (2 s each idle)
 
   it('counts an answer written after the deadline', async () => {
     const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: 'open', localCacheSize: 0 });
     const client = new RlsTestClient(t.grpcAddress);
     try {
-      await ask(client, 'warm', 1000);
+      await ask(client, 'warm', 10_000); // warm-up, not measured
       const before = await lateAnswers(t.httpBase);
       // Once the call is being decided, block the event loop past its deadline, as a long GC pause or a
       // CPU-starved pod would: the answer can only be written late.

@@ -19,10 +19,17 @@ afterAll(async () => {
   await redis.stop();
 });
 
+const ready = async (t: TestService) => (await fetch(`${t.httpBase}/readyz`)).status === 200;
+
 async function withService(mode: 'open' | 'closed' | 'local', body: (t: TestService, c: RlsTestClient) => Promise<void>): Promise<void> {
-  const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: mode, expectedReplicas: 2, cacheKeyPrefix: `rl-${mode}:` });
+  // A healthy Redis call must decide, not time out: at load 24 a call took more than the 100 ms default
+  // REDIS_COMMAND_TIMEOUT_MS (the first answer fell to FAILURE_MODE=closed: remaining 0). With the caller's
+  // deadline bounding Redis calls (DECISION_MAX_WAIT_MS) the setting only backs the health probe, where 2 s
+  // is as harmless.
+  const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: mode, expectedReplicas: 2, cacheKeyPrefix: `rl-${mode}:`, redisCommandTimeoutMs: 2000 });
   const client = new RlsTestClient(t.grpcAddress);
   try {
+    await eventually(() => ready(t), { timeoutMs: 15_000, what: 'the store to decide' });
     await body(t, client);
   } finally {
     client.close();
@@ -31,8 +38,10 @@ async function withService(mode: 'open' | 'closed' | 'local', body: (t: TestServ
   }
 }
 
-const ask = (c: RlsTestClient, user: string) => c.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: user }] }] }, 200);
-const ready = async (t: TestService) => (await fetch(`${t.httpBase}/readyz`)).status === 200;
+// What is proven here is the answer each mode gives, not its speed (test/e2e/deadlines.test.ts and
+// redis-paused.test.ts prove the deadlines): a stopped Redis refuses at once (no offline queue), so a generous
+// deadline costs nothing when idle, and at load 20 a 200 ms one expired in the test process's own gRPC client.
+const ask = (c: RlsTestClient, user: string) => c.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: user }] }] }, 3000);
 
 describe('failure modes with Redis stopped', () => {
   it('closed: rejects while Redis is down, reports NOT_SERVING / 503, and recovers', async () => {
