@@ -71,7 +71,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const dirProblem = await configDirProblem(settings.configDir);
   if (dirProblem !== undefined) throw new StartupError(`cannot start: CONFIG_DIR ${dirProblem}`);
 
-  const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes };
+  // A capacity server (CAPACITY_CONFIG) may run without rate-limit rules; otherwise no rules file is an error.
+  const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes, allowEmpty: settings.capacityConfig !== '' };
   const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void>; capacityLimits?: (config: CompiledConfig) => void } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).

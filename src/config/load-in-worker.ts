@@ -41,7 +41,7 @@ const { workerData } = require('node:worker_threads');
 `;
 export function loadConfigDirInWorker(dir: string, options: WorkerLoadOptions): Promise<CompileResult> {
   const limits = limitsOf(options);
-  const request: WorkerRequest = { dir, allFiles: options.allFiles ?? false, limits };
+  const request: WorkerRequest = { dir, allFiles: options.allFiles ?? false, allowEmpty: options.allowEmpty ?? false, limits };
   return new Promise<CompileResult>((resolve) => {
     let settled = false;
     const worker = new Worker(BOOT, {

@@ -15,6 +15,7 @@ import { validateFile } from './validate.js';
 export interface WorkerRequest {
   readonly dir: string;
   readonly allFiles: boolean;
+  readonly allowEmpty: boolean;
   readonly limits: ConfigLimits;
 }
 
@@ -36,7 +37,7 @@ const record = (e: ConfigError): ErrorRecord => ({ file: e.file, line: e.line, c
 
 const request = workerData as WorkerRequest;
 const limits = request.limits; // complete: load-in-worker.ts filled in the defaults (limitsOf)
-const { files, errors } = await readConfigFiles(request.dir, { allFiles: request.allFiles, maxFileBytes: limits.maxFileBytes });
+const { files, errors } = await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
 const reply: WorkerReply = {
   readErrors: errors.map(record),
   validated: files.map((f) => {

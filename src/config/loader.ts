@@ -29,6 +29,11 @@ export interface ReadOptions {
   readonly allFiles?: boolean;
   /** Files larger than this are refused unread (default 1 MiB, CONFIG_MAX_FILE_BYTES). */
   readonly maxFileBytes?: number;
+  /**
+   * A directory without any rules file is no error (default: it is). Only for a service that has other work than
+   * the rules, e.g. a capacity server (CAPACITY_CONFIG) that answers no rate-limit request.
+   */
+  readonly allowEmpty?: boolean;
 }
 
 const MAX_ATTEMPTS = 5;
@@ -91,7 +96,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
       errors.push(fileError(name, `cannot read file: ${reason(err)}`));
     }
   }
-  if (files.length === 0 && errors.length === 0) errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
+  if (files.length === 0 && errors.length === 0 && options.allowEmpty !== true) errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
   return { files, errors };
 }
 
@@ -158,6 +163,7 @@ export async function loadConfigDir(dir: string, options: CompileOptions & ReadO
   const limits = limitsOf(options);
   const { files, errors } = await readConfigFiles(dir, {
     ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
+    ...(options.allowEmpty !== undefined ? { allowEmpty: options.allowEmpty } : {}),
     maxFileBytes: limits.maxFileBytes,
   });
   return withReadErrors(errors, compileConfigFiles(files, { ...options, limits }));
