@@ -10,7 +10,7 @@
  */
 import type { Clock } from './clock.js';
 import type { CapacityShares } from './capacity-rule.js';
-import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type StoreHealth } from '../storage/counter-store.js';
+import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 
 interface Bucket {
   tokens: number;
@@ -74,6 +74,11 @@ export class CapacityRuleStore implements CounterStore {
     }
     rest.forEach((i, k) => (outcomes[i] = restOutcomes[k]!));
     return outcomes;
+  }
+
+  /** Refunds (is_negative_hits, a cancelled delay) concern the store's own keys: passed through. */
+  async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
+    await this.inner.refund?.(refunds, nowMs);
   }
 
   isReady(): boolean {
