@@ -41,6 +41,8 @@ describeEnvoy('dynamic metadata, hits_addend and quota_mode through Envoy', () =
     stack = await startEnvoyStack({
       backend: 'memory',
       rules: { 'meta.yaml': RULES },
+      // The answer's dynamic metadata (quotaModeViolations) is sent only when asked for, as in the reference.
+      settings: { responseDynamicMetadata: true },
       config: ({ service, upstream }) =>
         rlsBootstrap({
           service,
