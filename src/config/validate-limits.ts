@@ -216,7 +216,8 @@ function readLimit(
   const rpuField = fields.get('requests_per_unit');
   // envoyproxy/ratelimit reads an omitted requests_per_unit as 0 and so rejects every request without a word;
   // here it must be written (`requests_per_unit: 0` still blocks on purpose).
-  if (rpuField === undefined) {
+  // (A capacity limit says the same in its own words: validate-capacity-rule.ts.)
+  if (rpuField === undefined && !fields.has('capacity')) {
     ctx.error(map, join(path, 'requests_per_unit'), 'requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit');
   }
   const requestsPerUnit = rpuField

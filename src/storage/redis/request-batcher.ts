@@ -11,7 +11,10 @@
  * larger than the bounds goes alone. Deadlines stay per request: each carries its own expiry (batch.lua's
  * ARGV[3]), which Redis checks when it reaches that request, and the caller's timer is its own.
  */
-import type { BatchCommands } from './batch-script.js';
+/** How the batcher runs one script call (BatchCommands in batch-script.ts: EVALSHA, EVAL on NOSCRIPT). */
+export interface ScriptCaller {
+  call(keyCount: number, args: (string | number)[]): Promise<unknown>;
+}
 
 export interface BatchLimits {
   /** Most requests in one call (default 128). */
@@ -54,7 +57,7 @@ export class RequestBatcher {
   calls = 0;
 
   constructor(
-    private readonly commands: BatchCommands,
+    private readonly commands: ScriptCaller,
     private readonly limits: BatchLimits = DEFAULT_BATCH_LIMITS,
   ) {}
 
