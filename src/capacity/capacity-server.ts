@@ -133,6 +133,11 @@ export class CapacityServer {
     return seconds > 0 && nowMs < (res.stateSinceMs ?? this.options.stateSinceMs) + seconds * 1000;
   }
 
+  /** The resource of an id if it was used here. */
+  find(id: string): Resource | undefined {
+    return this.resources.get(id);
+  }
+
   /** The resource of an id with its template in force, made on first use. */
   resource(id: string): Resource {
     const template = this.options.config().find(id);
