@@ -133,6 +133,11 @@ export class CapacityServer {
     return seconds > 0 && nowMs < (res.stateSinceMs ?? this.options.stateSinceMs) + seconds * 1000;
   }
 
+  /** Reports a grant on `res` (both stores). */
+  granted(res: Resource): void {
+    this.options.observer?.onGrant?.(res.id);
+  }
+
   /** The resource of an id if it was used here. */
   find(id: string): Resource | undefined {
     return this.resources.get(id);
@@ -168,7 +173,7 @@ export class CapacityServer {
     if (old === undefined) this.leases++;
     res.store.assign(client, lease);
     res.bands.assign(client, old, lease);
-    this.options.observer?.onGrant?.(res.id);
+    this.granted(res);
     return leaseMessage(lease);
   }
 

@@ -157,6 +157,7 @@ export class RedisCapacity {
       if (written === 1) {
         res.store.assign(ask.client, lease);
         res.bands.assign(ask.client, old, lease);
+        this.server.granted(res);
         return leaseMessage(lease);
       }
       if (attempt >= MAX_ATTEMPTS) {

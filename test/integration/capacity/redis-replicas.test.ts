@@ -4,6 +4,7 @@
  * capacity between them; sequential answers are the memory store's (so Doorman's); both replicas are masters;
  * learning mode follows the marker key (kept over a replica restart, back after FLUSHALL).
  */
+import calculateSlot from 'cluster-key-slot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CapacityServer } from '../../../src/capacity/capacity-server.js';
 import { parseCapacityConfig, type CapacityConfig } from '../../../src/capacity/config.js';
@@ -58,6 +59,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(stores.map((s) => s.close()));
   await redis?.stop();
+});
+
+describe('capacity keys', () => {
+  it('put the keys of one resource on one Cluster slot, whatever the id (braces, prefix with braces, long, empty)', () => {
+    for (const [prefix, id] of [
+      ['rl:', 'api'],
+      ['rl:', 'a}b{c'],
+      ['{x}', 'api'],
+      ['rl:', 'r'.repeat(2000)],
+      ['', ''],
+    ] as const) {
+      const k = capacityKeys(prefix, id);
+      expect(new Set([k.leases, k.version, k.since].map((key) => calculateSlot(key))).size).toBe(1);
+    }
+    expect(capacityKeys('rl:', 'a').leases).not.toBe(capacityKeys('rl:', 'b').leases);
+  });
 });
 
 describe('capacity on Redis: replicas share one state', () => {
