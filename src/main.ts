@@ -28,7 +28,8 @@ import { LoopClock } from './server/loop-clock.js';
 import type { RequestLimits } from './core/request-limits.js';
 import type { Notice, Settings } from './settings.js';
 import { StartupError } from './startup-error.js';
-import { buildStore } from './store-factory.js';
+import { buildStore, redisOptions } from './store-factory.js';
+import { createRedisStore, type RedisStore } from './storage/redis/redis-store.js';
 import { leaseRulesHook } from './lease/rules-hook.js';
 import { capacityRules } from './capacity-rules-hook.js';
 import type { CompiledConfig } from './config/types.js';
@@ -194,10 +195,13 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   let credentials: ReloadingServerCredentials | undefined;
   let extAuthz: ExtAuthzSetup | undefined;
   let capacity: CapacitySetup | undefined;
+  let capacityRedis: RedisStore | undefined;
   try {
     extAuthz = await setUpExtAuthz(settings, { limiter, config: () => holder.config, metrics, log });
     if (settings.capacityConfig !== '') {
-      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats) }, onError: grpcErrorsOf('capacity') });
+      // BACKEND=redis: the capacity leases get their own connection (closed with the capacity service).
+      capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
+      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     }
     credentials = grpcCredentials(settings, log);
     grpcServer = await startTransport({
@@ -254,6 +258,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     watcher?.close();
     extAuthz?.close();
     capacity?.close();
+    await capacityRedis?.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();
@@ -321,6 +326,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         credentials?.close();
         extAuthz.close();
         capacity?.close();
+        await capacityRedis?.close();
         await admin.close();
         await Promise.all(extra.map((l) => l.close()));
         await store.close();

@@ -9,7 +9,7 @@ import type { Clock } from '../core/clock.js';
 import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
 import { decideShare } from './algorithms.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';
-import { LeaseStore } from './lease-store.js';
+import { LeaseStore, type StoredLease } from './lease-store.js';
 import { PriorityBands } from './priority-bands.js';
 import type * as M from './messages.js';
 import { algorithmMessage } from './messages.js';
@@ -38,9 +38,11 @@ export interface CapacityServerOptions {
 
 export class Resource {
   /** Every lease of the resource: the totals answered and exported, expiry, the global cap. */
-  readonly store = new LeaseStore();
+  store = new LeaseStore();
   /** The same leases by priority band (priority-bands.ts). */
-  readonly bands = new PriorityBands();
+  bands = new PriorityBands();
+  /** When this resource's state began (Redis store: the marker key's time); undefined: the server's. */
+  stateSinceMs: number | undefined;
   constructor(
     readonly id: string,
     public template: ResourceTemplate,
@@ -68,44 +70,31 @@ export class CapacityServer {
   }
 
   getCapacity(req: M.GetCapacityRequest): M.GetCapacityResponse {
-    checkId(req.client_id, 'client_id');
-    const response: M.ResourceResponse[] = [];
-    for (const r of req.resource) {
-      checkId(r.resource_id, 'resource_id');
-      checkWants(r.wants, r.resource_id);
-      const res = this.resource(r.resource_id);
-      const lease = this.decide(res, req.client_id, r.wants, 1, r.has?.capacity, r.priority);
-      const t = res.template;
-      response.push({
-        resource_id: r.resource_id,
-        gets: lease,
-        safe_capacity: t.safeCapacity ?? this.capacity(res) / res.store.count,
-      });
-    }
-    return { response };
+    return {
+      response: capacityAsks(req).map(({ id, ask }) => {
+        const res = this.resource(id);
+        return this.resourceResponse(res, this.decide(res, ask));
+      }),
+    };
   }
 
   getServerCapacity(req: M.GetServerCapacityRequest): M.GetServerCapacityResponse {
-    checkId(req.server_id, 'server_id');
-    const response: M.ServerCapacityResourceResponse[] = [];
-    for (const r of req.resource) {
-      checkId(r.resource_id, 'resource_id');
-      let wants = 0;
-      let subclients = 0;
-      let priority = 0;
-      for (const band of r.wants) {
-        checkWants(band.wants, r.resource_id);
-        wants += band.wants;
-        subclients += Math.max(0, Math.trunc(band.num_clients));
-        priority = Math.max(priority, band.priority);
-      }
-      const res = this.resource(r.resource_id);
-      // A server with no clients still holds a lease; it counts as one subclient so shares stay finite.
-      const lease = this.decide(res, req.server_id, wants, Math.max(1, subclients), r.has?.capacity, priority);
-      const t = res.template;
-      response.push({ resource_id: r.resource_id, gets: lease, algorithm: algorithmMessage(t.algorithm), safe_capacity: t.safeCapacity ?? 0 });
-    }
-    return { response };
+    return {
+      response: serverCapacityAsks(req).map(({ id, ask }) => {
+        const res = this.resource(id);
+        return this.serverResourceResponse(res, this.decide(res, ask));
+      }),
+    };
+  }
+
+  /** A GetCapacity answer for one resource once its lease is recorded (the safe capacity counts it). */
+  resourceResponse(res: Resource, gets: M.Lease): M.ResourceResponse {
+    return { resource_id: res.id, gets, safe_capacity: res.template.safeCapacity ?? this.capacity(res) / res.store.count };
+  }
+
+  serverResourceResponse(res: Resource, gets: M.Lease): M.ServerCapacityResourceResponse {
+    const t = res.template;
+    return { resource_id: res.id, gets, algorithm: algorithmMessage(t.algorithm), safe_capacity: t.safeCapacity ?? 0 };
   }
 
   releaseCapacity(req: M.ReleaseCapacityRequest): M.ReleaseCapacityResponse {
@@ -141,10 +130,21 @@ export class CapacityServer {
   /** Whether the resource is in learning mode at `nowMs`. */
   learning(res: Resource, nowMs: number): boolean {
     const seconds = res.template.algorithm.learningModeDuration;
-    return seconds > 0 && nowMs < this.options.stateSinceMs + seconds * 1000;
+    return seconds > 0 && nowMs < (res.stateSinceMs ?? this.options.stateSinceMs) + seconds * 1000;
   }
 
-  private resource(id: string): Resource {
+  /** Reports a grant on `res` (both stores). */
+  granted(res: Resource): void {
+    this.options.observer?.onGrant?.(res.id);
+  }
+
+  /** The resource of an id if it was used here. */
+  find(id: string): Resource | undefined {
+    return this.resources.get(id);
+  }
+
+  /** The resource of an id with its template in force, made on first use. */
+  resource(id: string): Resource {
     const template = this.options.config().find(id);
     let res = this.resources.get(id);
     if (res === undefined) {
@@ -163,32 +163,89 @@ export class CapacityServer {
     }
   }
 
-  private decide(res: Resource, client: string, wants: number, subclients: number, reportedHas: number | undefined, priority: number): M.Lease {
+  private decide(res: Resource, ask: Ask): M.Lease {
     const now = this.options.clock.nowMs();
     this.clean(res, now);
+    const client = ask.client;
+    const old = res.store.get(client);
+    if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
+    const lease = this.grant(res, ask, now);
+    if (old === undefined) this.leases++;
+    res.store.assign(client, lease);
+    res.bands.assign(client, old, lease);
+    this.granted(res);
+    return leaseMessage(lease);
+  }
+
+  /**
+   * The lease `ask` gets on `res` (whose expired leases are already dropped) at `now`, not yet recorded: the
+   * client's reported `has` in learning mode, else the resource's algorithm. Shared by the memory and the
+   * Redis store (redis-capacity.ts), so both answer exactly alike.
+   */
+  grant(res: Resource, ask: Ask, now: number): StoredLease {
     const store = res.store;
     const algorithm = res.template.algorithm;
-    const old = store.get(client);
-    if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
+    const old = store.get(ask.client);
     const capacity = this.capacity(res);
     let has: number;
-    if (this.learning(res, now)) has = Math.max(0, reportedHas ?? 0);
+    if (this.learning(res, now)) has = Math.max(0, ask.reportedHas ?? 0);
     else {
       // The algorithm runs in this client's priority band on what the higher bands leave; with one band that
       // is the whole resource. Never more than is unallocated over all bands.
-      const view = res.bands.band(priority).view(client);
-      has = decideShare(algorithm.kind, res.bands.capacityFor(priority, capacity), view, { client, wants, subclients });
+      const view = res.bands.band(ask.priority).view(ask.client);
+      has = decideShare(algorithm.kind, res.bands.capacityFor(ask.priority, capacity), view, { client: ask.client, wants: ask.wants, subclients: ask.subclients });
       // With several bands, a sharing kind is also capped by what is unallocated over all of them. (With one
       // band that cap is the algorithm's own; NO_ALGORITHM and STATIC never look at it, in Doorman either.)
       const sharing = algorithm.kind !== 'NO_ALGORITHM' && algorithm.kind !== 'STATIC';
       if (sharing && res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (old?.has ?? 0)));
     }
     const expiryMs = now + algorithm.leaseLength * 1000;
-    if (old === undefined) this.leases++;
-    const lease = { has, wants, subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority };
-    store.assign(client, lease);
-    res.bands.assign(client, old, lease);
-    this.options.observer?.onGrant?.(res.id);
-    return { expiry_time: Math.floor(expiryMs / 1000), refresh_interval: algorithm.refreshInterval, capacity: has };
+    return { has, wants: ask.wants, subclients: ask.subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority: ask.priority };
   }
+}
+
+/** One client's request for one resource, as both GetCapacity and GetServerCapacity come down to it. */
+export interface Ask {
+  readonly client: string;
+  readonly wants: number;
+  readonly subclients: number;
+  readonly reportedHas: number | undefined;
+  readonly priority: number;
+}
+
+/** The asks of a GetCapacity request, validated (each resource once per request, in order). */
+export function capacityAsks(req: M.GetCapacityRequest): { id: string; ask: Ask }[] {
+  checkId(req.client_id, 'client_id');
+  return req.resource.map((r) => {
+    checkId(r.resource_id, 'resource_id');
+    checkWants(r.wants, r.resource_id);
+    return { id: r.resource_id, ask: { client: req.client_id, wants: r.wants, subclients: 1, reportedHas: r.has?.capacity, priority: r.priority } };
+  });
+}
+
+/** The asks of a GetServerCapacity request: each resource's wants summed over the priority bands. */
+export function serverCapacityAsks(req: M.GetServerCapacityRequest): { id: string; ask: Ask }[] {
+  checkId(req.server_id, 'server_id');
+  return req.resource.map((r) => {
+    checkId(r.resource_id, 'resource_id');
+    let wants = 0;
+    let subclients = 0;
+    let priority = 0;
+    for (const band of r.wants) {
+      checkWants(band.wants, r.resource_id);
+      wants += band.wants;
+      subclients += Math.max(0, Math.trunc(band.num_clients));
+      priority = Math.max(priority, band.priority);
+    }
+    // A server with no clients still holds a lease; it counts as one subclient so shares stay finite.
+    return { id: r.resource_id, ask: { client: req.server_id, wants, subclients: Math.max(1, subclients), reportedHas: r.has?.capacity, priority } };
+  });
+}
+
+export function checkClientId(id: string): void {
+  checkId(id, 'client_id');
+}
+
+export function leaseMessage(lease: StoredLease): M.Lease {
+  return { expiry_time: Math.floor(lease.expiryMs / 1000), refresh_interval: lease.refreshInterval, capacity: lease.has };
 }

@@ -7,14 +7,24 @@
 import * as grpc from '@grpc/grpc-js';
 import { InvalidRequestError } from '../core/errors.js';
 import { toGrpcError } from '../server/grpc-errors.js';
-import type { CapacityServer } from './capacity-server.js';
 import { CAPACITY_METHODS, CAPACITY_SERVICE, methodCodec, type CapacityMethod } from './messages.js';
 import type * as M from './messages.js';
 
 export type BytesHandler = (request: Buffer) => Promise<Uint8Array>;
 
+/**
+ * What answers the four methods: the memory store's CapacityServer synchronously (no promise on its path), or
+ * the Redis store (redis-capacity.ts) with promises.
+ */
+export interface CapacityAnswers {
+  discovery(): M.DiscoveryResponse;
+  getCapacity(req: M.GetCapacityRequest): M.GetCapacityResponse | Promise<M.GetCapacityResponse>;
+  getServerCapacity(req: M.GetServerCapacityRequest): M.GetServerCapacityResponse | Promise<M.GetServerCapacityResponse>;
+  releaseCapacity(req: M.ReleaseCapacityRequest): M.ReleaseCapacityResponse | Promise<M.ReleaseCapacityResponse>;
+}
+
 /** The answer of one method to its decoded request. */
-function answer(server: CapacityServer, method: CapacityMethod, request: unknown): unknown {
+function answer(server: CapacityAnswers, method: CapacityMethod, request: unknown): unknown {
   switch (method) {
     case 'Discovery':
       return server.discovery();
@@ -28,7 +38,7 @@ function answer(server: CapacityServer, method: CapacityMethod, request: unknown
 }
 
 /** Path (`/doorman.Capacity/GetCapacity`) → handler, one per method. */
-export function capacityRoutes(server: CapacityServer): Map<string, BytesHandler> {
+export function capacityRoutes(server: CapacityAnswers): Map<string, BytesHandler> {
   const routes = new Map<string, BytesHandler>();
   for (const method of CAPACITY_METHODS) {
     const codec = methodCodec(method);
@@ -40,7 +50,8 @@ export function capacityRoutes(server: CapacityServer): Map<string, BytesHandler
         return Promise.reject(new InvalidRequestError(`malformed ${method} request: ${err instanceof Error ? err.message : String(err)}`));
       }
       try {
-        return Promise.resolve(codec.encode(answer(server, method, request)));
+        const result = answer(server, method, request);
+        return result instanceof Promise ? result.then((r) => codec.encode(r)) : Promise.resolve(codec.encode(result));
       } catch (err) {
         return Promise.reject(err instanceof Error ? err : new Error(String(err)));
       }

@@ -1,6 +1,7 @@
 /**
  * The capacity service as the composition root starts it (CAPACITY_CONFIG): load the resource file (an invalid
- * one stops the start), serve decisions from memory, hot-reload the file like the rules (the directory is
+ * one stops the start), serve decisions from memory or, with BACKEND=redis, from the state all replicas share
+ * in Redis (redis-capacity.ts), hot-reload the file like the rules (the directory is
  * watched, so ConfigMap swaps are seen; a bad file keeps the last good one, logged and counted), drop expired
  * leases periodically, and, with CAPACITY_PARENT, take capacities from a parent server.
  */
@@ -14,7 +15,9 @@ import type { CapacityConfig } from './config.js';
 import { capacityStats, describeCapacity } from './describe.js';
 import { loadCapacityFile } from './load.js';
 import { ParentLink } from './parent.js';
+import { RedisCapacity } from './redis-capacity.js';
 import { capacityGrpcService, capacityRoutes, type BytesHandler } from './rpc.js';
+import type { RedisClient } from '../storage/redis/connection.js';
 
 export interface CapacitySettings {
   readonly capacityConfig: string;
@@ -23,6 +26,8 @@ export interface CapacitySettings {
   readonly capacityServerId: string;
   readonly workers: number;
   readonly backend: string;
+  /** Prefix of the Redis keys (CACHE_KEY_PREFIX), for BACKEND=redis. */
+  readonly cacheKeyPrefix: string;
   readonly configDebounceMs: number;
   readonly configPollIntervalMs: number;
   readonly configWatch: boolean;
@@ -52,12 +57,24 @@ export interface CapacitySetup {
 /** How often idle resources are swept of expired leases. */
 const CLEAN_INTERVAL_MS = 1000;
 
-export async function setUpCapacity(settings: CapacitySettings, deps: { clock: Clock; log: Logger; report?: CapacityReport; onError?: (err: unknown, status: string) => void }): Promise<CapacitySetup> {
+export interface CapacityDeps {
+  clock: Clock;
+  log: Logger;
+  report?: CapacityReport;
+  onError?: (err: unknown, status: string) => void;
+  /** BACKEND=redis: the connection the leases are kept on (every replica on it shares one state). */
+  redis?: RedisClient;
+}
+
+export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDeps): Promise<CapacitySetup> {
   const file = settings.capacityConfig;
   const { clock, log } = deps;
-  // Leases live in this process's memory: workers behind one port would each grant the whole capacity.
-  if (settings.workers > 1) throw new StartupError('CAPACITY_CONFIG needs WORKERS=1: capacity leases are kept in the memory of one process (docs/capacity.md)');
-  if (settings.backend === 'redis') log.warn('capacity leases are kept in memory, not in Redis: replicas must not share a resource (docs/capacity.md)', { file });
+  const redis = settings.backend === 'redis' ? deps.redis : undefined;
+  if (settings.backend === 'redis' && redis === undefined) throw new StartupError('BACKEND=redis with CAPACITY_CONFIG needs a Redis connection for the capacity leases');
+  // In memory, leases live in one process: workers behind one port would each grant the whole capacity.
+  if (redis === undefined && settings.workers > 1) throw new StartupError('CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory: capacity leases are kept in the memory of one process (docs/capacity.md)');
+  // Each replica would take its own lease from the parent and share it out of the one Redis state: over-grant.
+  if (redis !== undefined && settings.capacityParent !== '') throw new StartupError('CAPACITY_PARENT with BACKEND=redis is not supported yet: use BACKEND=memory for an intermediate capacity server (docs/capacity.md)');
   const first = await loadCapacityFile(file);
   if (!first.ok) throw new StartupError(`capacity resource file ${file} is invalid`, first.errors.map(String));
   let current = first.config;
@@ -67,7 +84,8 @@ export async function setUpCapacity(settings: CapacitySettings, deps: { clock: C
     clock,
     config: () => current,
     address: () => address,
-    // The memory store's state is lost with the process: learning mode counts from this start.
+    // The memory store's state is lost with the process: learning mode counts from this start. (On Redis each
+    // resource's marker key says when its state began.)
     stateSinceMs: clock.nowMs(),
     maxLeases: settings.capacityMaxLeases,
     ...(parent === undefined ? {} : { capacityOf: (id: string) => parent.capacityOf(id) }),
@@ -99,7 +117,7 @@ export async function setUpCapacity(settings: CapacitySettings, deps: { clock: C
   deps.report?.watch?.(() => capacityStats(server, clock.nowMs()));
   const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
   sweep.unref();
-  const routes = capacityRoutes(server);
+  const routes = capacityRoutes(redis === undefined ? server : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases }));
   return {
     server,
     routes,

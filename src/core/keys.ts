@@ -107,3 +107,16 @@ export function elasticKey(prefix: string, domain: string, ruleStatsKey: string,
   if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
   return `${prefix}{${tag}}:${algorithm}:${windowMs}`;
 }
+
+/**
+ * The keys of one capacity resource (src/capacity/redis-capacity.ts), under one hash tag (the escaped
+ * resource id, hashed when long, as counter tags) so that a decision's keys are on one Redis Cluster node:
+ *
+ *   <prefix>capacity:{<resource>}:leases | :version | :since
+ */
+export function capacityKeys(prefix: string, resourceId: string): { leases: string; version: string; since: string } {
+  let tag = escapeComponent(resourceId);
+  if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
+  const base = `${prefix}capacity:{${tag === '' ? '%.' : tag}}`;
+  return { leases: `${base}:leases`, version: `${base}:version`, since: `${base}:since` };
+}
