@@ -238,11 +238,11 @@ describe.runIf(available)('CAPACITY_PARENT: our server as an intermediate under 
 });
 
 describe('capacity service settings', () => {
-  it('refuses WORKERS > 1: leases live in one process', async () => {
+  it('refuses WORKERS > 1 on the memory store: leases live in one process (on Redis they are shared)', async () => {
     const d = mkdtempSync(join(tmpdir(), 'capacity-workers-'));
     try {
       writeFileSync(join(d, 'resources.yaml'), CONFIG);
-      await expect(startTestService({}, { capacityConfig: join(d, 'resources.yaml'), workers: 2, backend: 'redis' })).rejects.toThrow(/CAPACITY_CONFIG needs WORKERS=1/);
+      await expect(startTestService({}, { capacityConfig: join(d, 'resources.yaml'), workers: 2 })).rejects.toThrow(/CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory/);
     } finally {
       rmSync(d, { recursive: true, force: true });
     }
