@@ -46,6 +46,8 @@ function accepts(port: number): Promise<boolean> {
 export class DoormanProcess {
   private guard: ChildProcess | undefined;
   private pid: number | undefined;
+  /** Set when the server exited without being killed (a Doorman crash), with the end of its stderr. */
+  crashed: string | undefined;
   private readonly dir: string;
   readonly configFile: string;
 
@@ -92,8 +94,13 @@ export class DoormanProcess {
     const pid = new Promise<number>((ok) => guard.stdout?.once('data', (c: Buffer) => ok(Number(c.toString().trim()))));
     const exited = new Promise<never>((_, reject) => guard.once('exit', (code) => reject(new Error(`doorman :${this.port} exited (${code}): ${stderr}`))));
     exited.catch(() => undefined);
-    guard.once('exit', () => {
-      if (this.guard === guard) this.guard = undefined;
+    guard.once('exit', (code) => {
+      if (this.guard !== guard) return; // killed on purpose
+      this.guard = undefined;
+      // Doorman died by itself (e.g. its ReleaseCapacity writes a map without a lock, so concurrent releases crash
+      // it with "concurrent map writes"): say so, or every later test only sees grants that never come
+      this.crashed = `doorman :${this.port} exited by itself (${code}): ${stderr.slice(-1500)}`;
+      console.error(this.crashed);
     });
     this.pid = await Promise.race([pid, exited]);
     await Promise.race([eventually(() => accepts(this.port), { timeoutMs: 10_000, what: `doorman :${this.port}` }), exited]);

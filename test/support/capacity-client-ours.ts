@@ -13,6 +13,8 @@ import { spawnService, type ServiceProcess } from './service-process.js';
 /** What the client tests need of a capacity server: ours or the real Doorman. */
 export interface CapacityPeer {
   readonly address: string;
+  /** Set when the server exited without being killed, with why. */
+  readonly crashed?: string | undefined;
   start(): Promise<void>;
   /** SIGKILL: no goodbye to clients. */
   kill(): Promise<void>;
