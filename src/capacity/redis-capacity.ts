@@ -1,48 +1,34 @@
 /**
- * The capacity service on Redis (BACKEND=redis): every replica reads and writes one state per resource, so
- * each answers as master and replicas never grant more than the capacity between them.
+ * The capacity service on Redis (BACKEND=redis): every replica decides on one state per resource kept in Redis,
+ * so each answers as master and replicas never grant more than the capacity between them.
  *
- * A decision is optimistic: read the resource's leases, version and marker in one script (read.lua), rebuild
- * the in-memory view (LeaseStore, bands, index) from them, decide with the SAME code as the memory store
- * (CapacityServer.grant), and write with commit.lua only if the version is still the one read. On a conflict
- * (another replica wrote in between) read and decide again, at most MAX_ATTEMPTS times with a little jitter;
- * if it still conflicts the client is answered the lease it already holds (or 0), which never over-grants.
+ * A decision is optimistic: bring this replica's copy of the resource's leases up to date (redis-lease-cache.ts:
+ * the changes since its version, O(1) when it wrote last), decide with the SAME code as the memory store
+ * (CapacityServer.grant, O(log n)), and commit with a version check (commit.lua). On a conflict (another replica
+ * wrote in between) synchronise and decide again, at most MAX_ATTEMPTS times with a little jitter; if it still
+ * conflicts the client is answered the lease it already holds (or 0), which never over-grants.
  *
- * Cost: O(n log n) per decision in the leases of the resource (the hash is read whole and the index rebuilt),
- * where the memory store is O(log n); docs/capacity.md says so.
+ * Decisions on one resource run one after another in a replica (so only replicas conflict), each bounded by
+ * `timeoutMs` from its arrival: a call that cannot be decided in time (Redis paused or slow) fails with
+ * UNAVAILABLE instead of queueing behind the stalled one; a Redis error is UNAVAILABLE too. Nothing is granted
+ * that Redis does not hold.
  *
  * Learning mode counts from the resource's marker key: set when the state began (first use, or after Redis
  * lost it: a flush, a failover to an empty replica), so a replica restart keeps the state and no learning.
  */
-import { readFileSync } from 'node:fs';
-import { capacityKeys } from '../core/keys.js';
 import type { Clock } from '../core/clock.js';
-import { RequestTooLargeError } from '../core/errors.js';
-import { BatchCommands, type BatchScript } from '../storage/redis/batch-script.js';
+import { RateLimitError, RequestTooLargeError, StoreError } from '../core/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, leaseMessage, serverCapacityAsks, checkClientId, type Ask, type CapacityServer, type Resource } from './capacity-server.js';
-import { LeaseStore, type StoredLease } from './lease-store.js';
 import type * as M from './messages.js';
-import { PriorityBands } from './priority-bands.js';
+import { RedisLeaseCache } from './redis-lease-cache.js';
 
-const LUA_DIR = new URL('../storage/redis/lua/capacity/', import.meta.url);
+export { packLease, unpackLease } from './redis-lease-cache.js';
+
 const MAX_ATTEMPTS = 5;
 const MAX_JITTER_MS = 5;
-
-function script(name: string): BatchScript {
-  return { lua: readFileSync(new URL(name, LUA_DIR), 'utf8'), algorithms: [] };
-}
-
-/** "has wants subclients priority expiryMs refreshInterval": numbers as JavaScript prints them (exact for doubles). */
-export function packLease(l: StoredLease): string {
-  return `${l.has} ${l.wants} ${l.subclients} ${l.priority} ${l.expiryMs} ${l.refreshInterval}`;
-}
-
-export function unpackLease(text: string): StoredLease | undefined {
-  const p = text.split(' ').map(Number);
-  if (p.length !== 6 || !p.every(Number.isFinite)) return undefined;
-  return { has: p[0]!, wants: p[1]!, subclients: p[2]!, priority: p[3]!, expiryMs: p[4]!, refreshInterval: p[5]! };
-}
+/** Default bound on one call's decisions when none is configured (DECISION_MAX_WAIT_MS in the service). */
+const DEFAULT_TIMEOUT_MS = 10_000;
 
 export interface RedisCapacityOptions {
   readonly client: RedisClient;
@@ -50,21 +36,19 @@ export interface RedisCapacityOptions {
   readonly clock: Clock;
   /** Most leases per resource in Redis (CAPACITY_MAX_LEASES); past it new clients are refused. */
   readonly maxLeases?: number;
+  /** Longest a call waits for its decisions (queue and Redis), in real milliseconds; then UNAVAILABLE. */
+  readonly timeoutMs?: number;
+  /** Changes Redis logs per resource for replicas to catch up with (tests shorten it). */
+  readonly logLength?: number;
   /** Waits between attempts (injected so tests need not sleep). */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-interface Snapshot {
-  readonly token: string;
-  readonly expired: string[];
-}
-
 export class RedisCapacity {
-  private readonly read: BatchCommands;
-  private readonly commit: BatchCommands;
+  readonly cache: RedisLeaseCache;
   /** Decisions that still conflicted after MAX_ATTEMPTS (answered the client's current lease). */
   conflicts = 0;
-  /** Decisions read and made again because another decision wrote first. */
+  /** Decisions synchronised and made again because another replica wrote first. */
   retries = 0;
   /** Per resource, the tail of this replica's decisions: they run one after another, so only other replicas conflict. */
   private readonly queues = new Map<string, Promise<unknown>>();
@@ -73,8 +57,7 @@ export class RedisCapacity {
     private readonly server: CapacityServer,
     private readonly options: RedisCapacityOptions,
   ) {
-    this.read = new BatchCommands(options.client, script('read.lua'));
-    this.commit = new BatchCommands(options.client, script('commit.lua'));
+    this.cache = new RedisLeaseCache(options.client, options.prefix, options.logLength);
   }
 
   /** Every replica on one Redis answers for the same state: each is a master. */
@@ -83,101 +66,77 @@ export class RedisCapacity {
   }
 
   async getCapacity(req: M.GetCapacityRequest): Promise<M.GetCapacityResponse> {
+    const deadline = this.deadline();
     const response: M.ResourceResponse[] = [];
     for (const { id, ask } of capacityAsks(req)) {
       const res = this.server.resource(id);
-      response.push(this.server.resourceResponse(res, await this.decide(res, ask)));
+      response.push(this.server.resourceResponse(res, await this.queued(res, deadline, () => this.decide(res, ask))));
     }
     return { response };
   }
 
   async getServerCapacity(req: M.GetServerCapacityRequest): Promise<M.GetServerCapacityResponse> {
+    const deadline = this.deadline();
     const response: M.ServerCapacityResourceResponse[] = [];
     for (const { id, ask } of serverCapacityAsks(req)) {
       const res = this.server.resource(id);
-      response.push(this.server.serverResourceResponse(res, await this.decide(res, ask)));
+      response.push(this.server.serverResourceResponse(res, await this.queued(res, deadline, () => this.decide(res, ask))));
     }
     return { response };
   }
 
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
     checkClientId(req.client_id);
+    const deadline = this.deadline();
     for (const id of req.resource_id) {
-      const k = capacityKeys(this.options.prefix, id);
-      await this.commit.call(3, [k.leases, k.version, k.since, '', req.client_id, '', 1]);
-      const res = this.server.find(id);
-      if (res !== undefined) this.forget(res, req.client_id);
+      const res = this.server.resource(id);
+      await this.queued(res, deadline, () => this.release(res, req.client_id));
     }
     return {};
   }
 
-  private forget(res: Resource, client: string): void {
-    const lease = res.store.get(client);
-    if (lease === undefined) return;
-    res.store.release(client);
-    res.bands.release(client, lease.priority);
-  }
-
-  /** Reads the resource into `res` (its store and bands replaced by what Redis holds, expired leases left out). */
-  private async load(res: Resource, now: number): Promise<Snapshot> {
-    const k = capacityKeys(this.options.prefix, res.id);
-    const reply = await this.read.call(3, [k.leases, k.version, k.since, now]);
-    if (!Array.isArray(reply) || reply.length < 2 || reply.length % 2 !== 0) throw new Error(`unexpected capacity read reply for ${res.id}`);
-    const items = reply as string[];
-    const store = new LeaseStore();
-    const bands = new PriorityBands();
-    const expired: string[] = [];
-    for (let i = 2; i < items.length; i += 2) {
-      const client = String(items[i]);
-      const lease = unpackLease(String(items[i + 1]));
-      // Unreadable entries are dropped like expired ones (they cannot be honoured).
-      if (lease === undefined || lease.expiryMs < now) expired.push(client);
-      else {
-        store.assign(client, lease);
-        bands.assign(client, undefined, lease);
-      }
-    }
-    res.store = store;
-    res.bands = bands;
-    res.stateSinceMs = Number(items[0]);
-    return { token: `${String(items[0])}:${String(items[1])}`, expired };
+  private deadline(): number {
+    return performance.now() + (this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
   /**
-   * One decision at a time per resource in this replica: concurrent ones would each read the same version and
-   * all but one fail their commit (measured: 40 concurrent clients on two replicas exhausted the retries on
-   * 60% of decisions without this; conflicts are then only between replicas).
+   * Runs `work` after this replica's earlier work on the resource, answering by `deadline` (performance.now()
+   * ms) at the latest. Work whose turn comes after its deadline is skipped; work that is running when the
+   * deadline passes finishes in the background (bounded by the Redis command timeout) and is then seen by the
+   * next decision through the log, but its caller has its UNAVAILABLE already.
    */
-  private decide(res: Resource, ask: Ask): Promise<M.Lease> {
-    const prev = this.queues.get(res.id) ?? Promise.resolve();
-    const next = prev.then(
-      () => this.decideNow(res, ask),
-      () => this.decideNow(res, ask),
-    );
+  private queued<T>(res: Resource, deadline: number, work: () => Promise<T>): Promise<T> {
+    const late = (): StoreError => new StoreError('STORE_TIMEOUT', `capacity state of ${res.id} in Redis: no answer within ${this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`);
+    const turn = (): Promise<T> => (performance.now() >= deadline ? Promise.reject(late()) : work());
+    const next = (this.queues.get(res.id) ?? Promise.resolve()).then(turn, turn);
     this.queues.set(res.id, next);
     const done = (): void => {
       if (this.queues.get(res.id) === next) this.queues.delete(res.id);
     };
     next.then(done, done);
-    return next;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(late()), Math.max(0, deadline - performance.now()));
+      next.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(unavailable(res.id, err));
+        },
+      );
+    });
   }
 
-  private async decideNow(res: Resource, ask: Ask): Promise<M.Lease> {
-    const k = capacityKeys(this.options.prefix, res.id);
+  private async decide(res: Resource, ask: Ask): Promise<M.Lease> {
     for (let attempt = 1; ; attempt++) {
       const now = this.options.clock.nowMs();
-      const snap = await this.load(res, now);
+      await this.cache.refresh(res, now);
       const old = res.store.get(ask.client);
       if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held on this resource; try again later');
       const lease = this.server.grant(res, ask, now);
-      // The hash lives until its last lease expires (plus a second), then an idle resource costs nothing.
-      let last = lease.expiryMs;
-      res.store.forEach((_, l) => (last = Math.max(last, l.expiryMs)));
-      const keepMs = Math.ceil(last - now) + 1000;
-      const written = await this.commit.call(3, [k.leases, k.version, k.since, snap.token, ask.client, packLease(lease), keepMs, ...snap.expired]);
-      if (written === 1) {
-        res.store.assign(ask.client, lease);
-        res.bands.assign(ask.client, old, lease);
+      if (await this.cache.commit(res, ask.client, lease, now)) {
         this.server.granted(res);
         return leaseMessage(lease);
       }
@@ -190,6 +149,26 @@ export class RedisCapacity {
       await (this.options.sleep ?? delay)(Math.random() * MAX_JITTER_MS * attempt);
     }
   }
+
+  /** Drops the client's lease; a client without one costs a synchronisation and no write. */
+  private async release(res: Resource, client: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const now = this.options.clock.nowMs();
+      await this.cache.refresh(res, now);
+      if (res.store.get(client) === undefined) return;
+      // The last attempt writes whatever the state: dropping a lease never over-grants.
+      if (await this.cache.commit(res, client, undefined, now, attempt >= MAX_ATTEMPTS)) return;
+      this.retries++;
+      await (this.options.sleep ?? delay)(Math.random() * MAX_JITTER_MS * attempt);
+    }
+  }
+}
+
+/** Our own errors pass; anything else is Redis failing (refused, closed, timed out): UNAVAILABLE, named. */
+function unavailable(resource: string, err: unknown): Error {
+  if (err instanceof RateLimitError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new StoreError('STORE_UNAVAILABLE', `capacity state of ${resource} in Redis unavailable: ${message}`, { cause: err });
 }
 
 function delay(ms: number): Promise<void> {

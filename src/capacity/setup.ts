@@ -31,6 +31,8 @@ export interface CapacitySettings {
   readonly configDebounceMs: number;
   readonly configPollIntervalMs: number;
   readonly configWatch: boolean;
+  /** BACKEND=redis: longest a capacity call waits for Redis (then UNAVAILABLE). */
+  readonly decisionMaxWaitMs?: number;
 }
 
 export interface CapacityReport {
@@ -117,7 +119,7 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
   deps.report?.watch?.(() => capacityStats(server, clock.nowMs()));
   const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
   sweep.unref();
-  const routes = capacityRoutes(redis === undefined ? server : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases }));
+  const routes = capacityRoutes(redis === undefined ? server : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases, ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }) }));
   return {
     server,
     routes,

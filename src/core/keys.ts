@@ -112,11 +112,11 @@ export function elasticKey(prefix: string, domain: string, ruleStatsKey: string,
  * The keys of one capacity resource (src/capacity/redis-capacity.ts), under one hash tag (the escaped
  * resource id, hashed when long, as counter tags) so that a decision's keys are on one Redis Cluster node:
  *
- *   <prefix>capacity:{<resource>}:leases | :version | :since
+ *   <prefix>capacity:{<resource>}:leases | :version | :since | :log | :expiries
  */
-export function capacityKeys(prefix: string, resourceId: string): { leases: string; version: string; since: string } {
+export function capacityKeys(prefix: string, resourceId: string): { leases: string; version: string; since: string; log: string; expiries: string } {
   let tag = escapeComponent(resourceId);
   if (tag.length > MAX_TAG_LENGTH) tag = `#${createHash('sha256').update(tag).digest('base64url')}`;
   const base = `${prefix}capacity:{${tag === '' ? '%.' : tag}}`;
-  return { leases: `${base}:leases`, version: `${base}:version`, since: `${base}:since` };
+  return { leases: `${base}:leases`, version: `${base}:version`, since: `${base}:since`, log: `${base}:log`, expiries: `${base}:expiries` };
 }

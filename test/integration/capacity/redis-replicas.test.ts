@@ -7,50 +7,25 @@
 import calculateSlot from 'cluster-key-slot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CapacityServer } from '../../../src/capacity/capacity-server.js';
-import { parseCapacityConfig, type CapacityConfig } from '../../../src/capacity/config.js';
-import { RedisCapacity, unpackLease } from '../../../src/capacity/redis-capacity.js';
+import type { CapacityConfig } from '../../../src/capacity/config.js';
+import type { RedisCapacity } from '../../../src/capacity/redis-capacity.js';
 import { FakeClock } from '../../../src/core/clock.js';
 import { capacityKeys } from '../../../src/core/keys.js';
-import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
+import type { RedisStore } from '../../../src/storage/redis/redis-store.js';
+import { ask, capacityConfig as config, startReplica, sumInRedis as sumIn } from '../../support/capacity-redis.js';
 import { prng } from '../../support/prng.js';
 import { startRedis } from '../../support/redis.js';
-
-const PREFIX = 'rl:';
-
-function config(kind: string, capacity: number, learning: number): CapacityConfig {
-  const text = `resources:\n  - identifier_glob: "*"\n    capacity: ${capacity}\n    algorithm: {kind: ${kind}, lease_length: 60, refresh_interval: 5, learning_mode_duration: ${learning}}\n`;
-  const cfg = parseCapacityConfig('r.yaml', text);
-  if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
-  return cfg.config;
-}
 
 let redis: Awaited<ReturnType<typeof startRedis>>;
 const stores: RedisStore[] = [];
 
 async function replica(cfg: CapacityConfig, clock: FakeClock, name: string): Promise<RedisCapacity> {
-  const store = createRedisStore({ url: redis.url, clock });
-  stores.push(store);
-  await store.waitUntilReady(5000);
-  const server = new CapacityServer({ clock, config: () => cfg, address: () => name, stateSinceMs: clock.nowMs() });
-  return new RedisCapacity(server, { client: store.connection, prefix: PREFIX, clock });
+  const r = await startReplica({ url: redis.url }, cfg, clock, name);
+  stores.push(r.store);
+  return r.capacity;
 }
 
-function ask(r: RedisCapacity, client: string, resource: string, wants: number, has?: number) {
-  return r
-    .getCapacity({ client_id: client, resource: [{ resource_id: resource, priority: 1, wants, ...(has === undefined ? {} : { has: { capacity: has, expiry_time: 0, refresh_interval: 0 } }) }] })
-    .then((res) => res.response[0]!);
-}
-
-/** Σ has of the unexpired leases Redis holds for a resource. */
-async function sumInRedis(resource: string, nowMs: number): Promise<number> {
-  const all = await stores[0]!.connection.hgetall(capacityKeys(PREFIX, resource).leases);
-  let sum = 0;
-  for (const text of Object.values(all)) {
-    const lease = unpackLease(text);
-    if (lease !== undefined && lease.expiryMs >= nowMs) sum += lease.has;
-  }
-  return sum;
-}
+const sumInRedis = (resource: string, nowMs: number) => sumIn(stores[0]!, resource, nowMs);
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -71,7 +46,7 @@ describe('capacity keys', () => {
       ['', ''],
     ] as const) {
       const k = capacityKeys(prefix, id);
-      expect(new Set([k.leases, k.version, k.since].map((key) => calculateSlot(key))).size).toBe(1);
+      expect(new Set([k.leases, k.version, k.since, k.log, k.expiries].map((key) => calculateSlot(key))).size).toBe(1);
     }
     expect(capacityKeys('rl:', 'a').leases).not.toBe(capacityKeys('rl:', 'b').leases);
   });

@@ -1,0 +1,149 @@
+/**
+ * The replicas' copies of the capacity state on Redis (src/capacity/redis-lease-cache.ts): a replica catches up
+ * with the changes since its version, reads the whole state only when its copy is of a lost state or the log
+ * no longer reaches back, and decides on a copy equal to what Redis holds. Three replicas with interleaved
+ * concurrent clients, a log shorter than the traffic, the log deleted and the state flushed mid-run: never more
+ * than the capacity between them, every copy equal to Redis afterwards.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../../src/core/clock.js';
+import { capacityKeys } from '../../../src/core/keys.js';
+import { PREFIX, ask, capacityConfig, copyOf, leasesInRedis, startReplica, sumInRedis, type Replica } from '../../support/capacity-redis.js';
+import { prng } from '../../support/prng.js';
+import { startRedis } from '../../support/redis.js';
+
+let redis: Awaited<ReturnType<typeof startRedis>>;
+const replicas: Replica[] = [];
+
+async function replicasOf(n: number, clock: FakeClock, kind = 'FAIR_SHARE', capacity = 100, logLength?: number): Promise<Replica[]> {
+  const cfg = capacityConfig(kind, capacity, 0);
+  const made: Replica[] = [];
+  for (let i = 0; i < n; i++) made.push(await startReplica({ url: redis.url }, cfg, clock, `r${i}`, logLength === undefined ? {} : { logLength }));
+  replicas.push(...made);
+  return made;
+}
+
+/** Every replica synchronised at `now` holds exactly the unexpired leases Redis holds. */
+async function expectCopiesEqualRedis(rs: Replica[], resource: string, now: number): Promise<void> {
+  const truth = await leasesInRedis(rs[0]!.store, resource, now);
+  for (const r of rs) {
+    await r.capacity.cache.refresh(r.server.resource(resource), now);
+    expect(copyOf(r, resource)).toEqual(truth);
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  await Promise.all(replicas.map((r) => r.store.close()));
+  await redis?.stop();
+});
+
+describe('capacity on Redis: incremental copies', () => {
+  it('one replica synchronises for O(1): after the first read, no full read and no change to apply, at 1,000 clients', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a] = await replicasOf(1, clock, 'FAIR_SHARE', 20_000);
+    for (let i = 0; i < 1000; i++) await ask(a!.capacity, `c${i}`, 'solo', 1 + ((i * 37) % 100));
+    const before = { ...a!.capacity.cache.stats };
+    for (let i = 0; i < 200; i++) await ask(a!.capacity, `c${i % 7}`, 'solo', 1000);
+    expect(a!.capacity.cache.stats.fullReads).toBe(before.fullReads);
+    expect(a!.capacity.cache.stats.changesApplied).toBe(before.changesApplied);
+    expect(before.fullReads).toBe(1);
+    await expectCopiesEqualRedis([a!], 'solo', clock.nowMs());
+  });
+
+  it('a second replica applies only the changes since its version; a restarted one (no copy) reads the whole state once', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a, b] = await replicasOf(2, clock);
+    for (let i = 0; i < 300; i++) await ask(a!.capacity, `c${i}`, 'pair', 1);
+    await ask(b!.capacity, 'c0', 'pair', 1); // b's first use: one full read
+    const stats = { ...b!.capacity.cache.stats };
+    await ask(a!.capacity, 'c1', 'pair', 2);
+    await ask(a!.capacity, 'c2', 'pair', 3);
+    await ask(b!.capacity, 'c3', 'pair', 4);
+    expect(b!.capacity.cache.stats.fullReads - stats.fullReads).toBe(0);
+    expect(b!.capacity.cache.stats.changesApplied - stats.changesApplied).toBe(2);
+    const [restarted] = await replicasOf(1, clock);
+    await ask(restarted!.capacity, 'c4', 'pair', 5);
+    expect(restarted!.capacity.cache.stats.fullReads).toBe(1);
+    await expectCopiesEqualRedis([a!, b!, restarted!], 'pair', clock.nowMs());
+  });
+
+  it('three replicas, interleaved concurrent clients, a short log, the log deleted mid-run: never more than the capacity', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const rs = await replicasOf(3, clock, 'FAIR_SHARE', 100, 8);
+    const rand = prng('capacity-redis-sync');
+    const latest = new Map<string, number>();
+    for (let round = 0; round < 8; round++) {
+      if (round === 4) await rs[0]!.store.connection.del(capacityKeys(PREFIX, 'three').log);
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) => {
+          const client = `c${(i * 7 + round) % 45}`;
+          return ask(rs[(i + round) % 3]!.capacity, client, 'three', rand.int(1, 20)).then((a) => latest.set(client, a.gets.capacity));
+        }),
+      );
+      // The clients' own view: each holds its latest answer (leases last 60 s, rounds are 5 s apart).
+      expect([...latest.values()].reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(100 + 1e-9);
+      expect(await sumInRedis(rs[0]!.store, 'three', clock.nowMs())).toBeLessThanOrEqual(100 + 1e-9);
+      clock.advance(5000);
+    }
+    const stats = rs.map((r) => r.capacity.cache.stats);
+    // The log (8 changes) was outrun or lost: some copies were read whole, most caught up from changes.
+    expect(stats.reduce((n, s) => n + s.fullReads, 0)).toBeGreaterThan(3);
+    expect(stats.reduce((n, s) => n + s.deltaReads, 0)).toBeGreaterThan(stats.reduce((n, s) => n + s.fullReads, 0));
+    expect(rs.reduce((n, r) => n + r.capacity.retries, 0)).toBeGreaterThan(0);
+    expect(await sumInRedis(rs[0]!.store, 'three', clock.nowMs())).toBeGreaterThan(50);
+    await expectCopiesEqualRedis(rs, 'three', clock.nowMs());
+  });
+
+  it('a flush (even within the same millisecond) is seen by every copy: the lost leases are gone, versions restart', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a, b] = await replicasOf(2, clock, 'FAIR_SHARE', 10);
+    expect((await ask(a!.capacity, 'p', 'flush', 10)).gets.capacity).toBe(10);
+    expect((await ask(b!.capacity, 'q', 'flush', 10)).gets.capacity).toBe(0);
+    await a!.store.connection.flushall();
+    // b's copy says p holds 10; the state is lost, so q gets it all (learning mode is off here).
+    expect((await ask(b!.capacity, 'q', 'flush', 10)).gets.capacity).toBe(10);
+    // a's copy is of the old state at a higher version than the new one: it must not take the new log as its own.
+    expect((await ask(a!.capacity, 'p', 'flush', 10)).gets.capacity).toBe(0);
+    await expectCopiesEqualRedis([a!, b!], 'flush', clock.nowMs());
+  });
+
+  it('expired leases leave Redis and every copy; their share goes to the next asker', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const cfg = capacityConfig('FAIR_SHARE', 30, 0, 20);
+    const [a, b] = [await startReplica({ url: redis.url }, cfg, clock, 'a'), await startReplica({ url: redis.url }, cfg, clock, 'b')];
+    replicas.push(a, b);
+    for (const c of ['x', 'y', 'z']) expect((await ask(a.capacity, c, 'exp', 10)).gets.capacity).toBe(10);
+    clock.advance(10_000);
+    expect((await ask(b.capacity, 'y', 'exp', 10)).gets.capacity).toBe(10); // y refreshed, x and z not
+    clock.advance(10_001); // x and z expired, y holds until +30 s
+    expect((await ask(b.capacity, 'w', 'exp', 30)).gets.capacity).toBe(20);
+    const k = capacityKeys(PREFIX, 'exp');
+    expect(Object.keys(await a.store.connection.hgetall(k.leases)).sort()).toEqual(['w', 'y']);
+    expect(await a.store.connection.zcard(k.expiries)).toBe(2);
+    await expectCopiesEqualRedis([a, b], 'exp', clock.nowMs());
+    expect([...copyOf(a, 'exp').keys()].sort()).toEqual(['w', 'y']);
+    // Once every lease has run out the resource's hash, expiries and log expire in Redis too.
+    const ttl = await a.store.connection.pttl(k.log);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(20_000 + 1000);
+  });
+
+  it('a release on one replica reaches the others as a change, and releasing an unknown client writes nothing', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a, b] = await replicasOf(2, clock, 'FAIR_SHARE', 10);
+    expect((await ask(a!.capacity, 'p', 'rel', 10)).gets.capacity).toBe(10);
+    expect((await ask(b!.capacity, 'q', 'rel', 10)).gets.capacity).toBe(0);
+    const version = await a!.store.connection.get(capacityKeys(PREFIX, 'rel').version);
+    await a!.capacity.releaseCapacity({ client_id: 'nobody', resource_id: ['rel'] });
+    expect(await a!.store.connection.get(capacityKeys(PREFIX, 'rel').version)).toBe(version);
+    await a!.capacity.releaseCapacity({ client_id: 'p', resource_id: ['rel'] });
+    const full = b!.capacity.cache.stats.fullReads;
+    expect((await ask(b!.capacity, 'q', 'rel', 10)).gets.capacity).toBe(10);
+    expect(b!.capacity.cache.stats.fullReads).toBe(full);
+    await expectCopiesEqualRedis([a!, b!], 'rel', clock.nowMs());
+  });
+});
