@@ -2,16 +2,17 @@
  * The capacity service on Redis (BACKEND=redis): every replica decides on one state per resource kept in Redis,
  * so each answers as master and replicas never grant more than the capacity between them.
  *
- * A decision is optimistic: bring this replica's copy of the resource's leases up to date (redis-lease-cache.ts:
- * the changes since its version, O(1) when it wrote last), decide with the SAME code as the memory store
- * (CapacityServer.grant, O(log n)), and commit with a version check (commit.lua). On a conflict (another replica
- * wrote in between) synchronise and decide again, at most MAX_ATTEMPTS times with a little jitter; if it still
- * conflicts the client is answered the lease it already holds (or 0), which never over-grants.
+ * Decisions are optimistic and batched per resource: the asks (and releases) waiting for a resource in this
+ * replica are decided one after another on the replica's copy of its leases (redis-lease-cache.ts), with the
+ * SAME code as the memory store (CapacityServer.grant, O(log n) each), and written in one round trip that
+ * checks the copy's version (exchange.lua). If another replica wrote in between, nothing is written, the copy
+ * catches up from the changes that come back, and the batch is decided again, at most MAX_ATTEMPTS times with
+ * a little jitter; then asks are answered the lease the client already holds (or 0), which never over-grants.
+ * One replica alone thus costs one Redis call per batch and never reads its own writes back.
  *
- * Decisions on one resource run one after another in a replica (so only replicas conflict), each bounded by
- * `timeoutMs` from its arrival: a call that cannot be decided in time (Redis paused or slow) fails with
- * UNAVAILABLE instead of queueing behind the stalled one; a Redis error is UNAVAILABLE too. Nothing is granted
- * that Redis does not hold.
+ * Each call is bounded by `timeoutMs` from its arrival (DECISION_MAX_WAIT_MS): one that cannot be decided in
+ * time (Redis paused or slow) fails with UNAVAILABLE instead of waiting behind the stalled batch; a Redis error
+ * is UNAVAILABLE too. Nothing is granted that Redis does not hold.
  *
  * Learning mode counts from the resource's marker key: set when the state began (first use, or after Redis
  * lost it: a flush, a failover to an empty replica), so a replica restart keeps the state and no learning.
@@ -20,13 +21,16 @@ import type { Clock } from '../core/clock.js';
 import { RateLimitError, RequestTooLargeError, StoreError } from '../core/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, leaseMessage, serverCapacityAsks, checkClientId, type Ask, type CapacityServer, type Resource } from './capacity-server.js';
+import type { StoredLease } from './lease-store.js';
 import type * as M from './messages.js';
-import { RedisLeaseCache } from './redis-lease-cache.js';
+import { RedisLeaseCache, setLease, type LeaseWrite } from './redis-lease-cache.js';
 
 export { packLease, unpackLease } from './redis-lease-cache.js';
 
 const MAX_ATTEMPTS = 5;
 const MAX_JITTER_MS = 5;
+/** Most decisions written in one round trip (bounds the script's arguments and its time in Redis). */
+const MAX_BATCH = 128;
 /** Default bound on one call's decisions when none is configured (DECISION_MAX_WAIT_MS in the service). */
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -44,14 +48,22 @@ export interface RedisCapacityOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+/** One ask (or release: `ask` undefined) waiting for its resource's next batch. */
+interface Pending {
+  readonly client: string;
+  readonly ask: Ask | undefined;
+  readonly deadline: number;
+  readonly done: (lease: M.Lease | undefined, error?: unknown) => void;
+}
+
 export class RedisCapacity {
   readonly cache: RedisLeaseCache;
   /** Decisions that still conflicted after MAX_ATTEMPTS (answered the client's current lease). */
   conflicts = 0;
-  /** Decisions synchronised and made again because another replica wrote first. */
+  /** Batches decided again because another replica wrote first. */
   retries = 0;
-  /** Per resource, the tail of this replica's decisions: they run one after another, so only other replicas conflict. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Per resource, the asks waiting for the batch after the one in flight. */
+  private readonly waiting = new Map<string, Pending[]>();
 
   constructor(
     private readonly server: CapacityServer,
@@ -70,7 +82,7 @@ export class RedisCapacity {
     const response: M.ResourceResponse[] = [];
     for (const { id, ask } of capacityAsks(req)) {
       const res = this.server.resource(id);
-      response.push(this.server.resourceResponse(res, await this.queued(res, deadline, () => this.decide(res, ask))));
+      response.push(this.server.resourceResponse(res, (await this.enqueue(res, ask.client, ask, deadline))!));
     }
     return { response };
   }
@@ -80,7 +92,7 @@ export class RedisCapacity {
     const response: M.ServerCapacityResourceResponse[] = [];
     for (const { id, ask } of serverCapacityAsks(req)) {
       const res = this.server.resource(id);
-      response.push(this.server.serverResourceResponse(res, await this.queued(res, deadline, () => this.decide(res, ask))));
+      response.push(this.server.serverResourceResponse(res, (await this.enqueue(res, ask.client, ask, deadline))!));
     }
     return { response };
   }
@@ -88,10 +100,7 @@ export class RedisCapacity {
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
     checkClientId(req.client_id);
     const deadline = this.deadline();
-    for (const id of req.resource_id) {
-      const res = this.server.resource(id);
-      await this.queued(res, deadline, () => this.release(res, req.client_id));
-    }
+    for (const id of req.resource_id) await this.enqueue(this.server.resource(id), req.client_id, undefined, deadline);
     return {};
   }
 
@@ -99,65 +108,98 @@ export class RedisCapacity {
     return performance.now() + (this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   }
 
+  private late(res: Resource): StoreError {
+    return new StoreError('STORE_TIMEOUT', `capacity state of ${res.id} in Redis: no answer within ${this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`);
+  }
+
   /**
-   * Runs `work` after this replica's earlier work on the resource, answering by `deadline` (performance.now()
-   * ms) at the latest. Work whose turn comes after its deadline is skipped; work that is running when the
-   * deadline passes finishes in the background (bounded by the Redis command timeout) and is then seen by the
-   * next decision through the log, but its caller has its UNAVAILABLE already.
+   * Joins the resource's next batch and answers by `deadline` (performance.now() ms) at the latest: a batch
+   * still in Redis when it passes finishes in the background (bounded by the Redis command timeout), and the
+   * next decision sees its writes through the log, but this caller has its UNAVAILABLE already.
    */
-  private queued<T>(res: Resource, deadline: number, work: () => Promise<T>): Promise<T> {
-    const late = (): StoreError => new StoreError('STORE_TIMEOUT', `capacity state of ${res.id} in Redis: no answer within ${this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`);
-    const turn = (): Promise<T> => (performance.now() >= deadline ? Promise.reject(late()) : work());
-    const next = (this.queues.get(res.id) ?? Promise.resolve()).then(turn, turn);
-    this.queues.set(res.id, next);
-    const done = (): void => {
-      if (this.queues.get(res.id) === next) this.queues.delete(res.id);
-    };
-    next.then(done, done);
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(late()), Math.max(0, deadline - performance.now()));
-      next.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          reject(unavailable(res.id, err));
-        },
-      );
+  private enqueue(res: Resource, client: string, ask: Ask | undefined, deadline: number): Promise<M.Lease | undefined> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(this.late(res)), Math.max(0, deadline - performance.now()));
+      const done = (lease: M.Lease | undefined, error?: unknown): void => {
+        clearTimeout(timer);
+        if (error === undefined) resolve(lease);
+        else reject(unavailable(res.id, error));
+      };
+      const queue = this.waiting.get(res.id);
+      if (queue !== undefined) queue.push({ client, ask, deadline, done });
+      else {
+        this.waiting.set(res.id, []);
+        void this.drain(res, [{ client, ask, deadline, done }]);
+      }
     });
   }
 
-  private async decide(res: Resource, ask: Ask): Promise<M.Lease> {
-    for (let attempt = 1; ; attempt++) {
-      const now = this.options.clock.nowMs();
-      await this.cache.refresh(res, now);
-      const old = res.store.get(ask.client);
-      if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held on this resource; try again later');
-      const lease = this.server.grant(res, ask, now);
-      if (await this.cache.commit(res, ask.client, lease, now)) {
-        this.server.granted(res);
-        return leaseMessage(lease);
+  /** Decides batches on the resource until none waits; the map entry marks a batch in flight. */
+  private async drain(res: Resource, first: Pending[]): Promise<void> {
+    let batch = first;
+    for (;;) {
+      const now = performance.now();
+      const live = batch.filter((p) => (p.deadline > now ? true : (p.done(undefined, this.late(res)), false)));
+      if (live.length > 0) {
+        try {
+          await this.decideBatch(res, live);
+        } catch (error) {
+          for (const p of live) p.done(undefined, error);
+        }
       }
-      if (attempt >= MAX_ATTEMPTS) {
-        // Still contended: answer what the client holds (it is counted in Redis), never a new grant.
-        this.conflicts++;
-        return old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old);
+      const queue = this.waiting.get(res.id) ?? [];
+      if (queue.length === 0) {
+        this.waiting.delete(res.id);
+        return;
       }
-      this.retries++;
-      await (this.options.sleep ?? delay)(Math.random() * MAX_JITTER_MS * attempt);
+      batch = queue.splice(0, MAX_BATCH);
     }
   }
 
-  /** Drops the client's lease; a client without one costs a synchronisation and no write. */
-  private async release(res: Resource, client: string): Promise<void> {
+  private async decideBatch(res: Resource, batch: Pending[]): Promise<void> {
+    if (!this.cache.has(res.id)) await this.cache.refresh(res, this.options.clock.nowMs());
     for (let attempt = 1; ; attempt++) {
       const now = this.options.clock.nowMs();
-      await this.cache.refresh(res, now);
-      if (res.store.get(client) === undefined) return;
-      // The last attempt writes whatever the state: dropping a lease never over-grants.
-      if (await this.cache.commit(res, client, undefined, now, attempt >= MAX_ATTEMPTS)) return;
+      res.store.clean(now);
+      res.bands.clean(now);
+      const last = attempt >= MAX_ATTEMPTS;
+      const undo: [string, StoredLease | undefined][] = [];
+      const writes: LeaseWrite[] = [];
+      const answers = new Map<Pending, { lease?: M.Lease; error?: unknown; granted?: boolean }>();
+      for (const p of batch) {
+        const old = res.store.get(p.client);
+        if (p.ask === undefined) {
+          // Sent even when the copy has no lease for the client: the copy may be behind (Redis drops nothing
+          // then, and bumps no version).
+          answers.set(p, {});
+          undo.push([p.client, old]);
+          writes.push({ client: p.client, lease: undefined });
+          setLease(res, p.client, undefined);
+        } else if (last) {
+          // Still contended: the asks get what they hold (it is counted in Redis), never a new grant.
+          answers.set(p, { lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
+          this.conflicts++;
+        } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
+          answers.set(p, { error: new RequestTooLargeError('too many leases held on this resource; try again later') });
+        } else {
+          const lease = this.server.grant(res, p.ask, now);
+          undo.push([p.client, old]);
+          writes.push({ client: p.client, lease });
+          setLease(res, p.client, lease);
+          answers.set(p, { lease: leaseMessage(lease), granted: true });
+        }
+      }
+      const rollback = (): void => {
+        for (let i = undo.length - 1; i >= 0; i--) setLease(res, undo[i]![0], undo[i]![1]);
+      };
+      // The last attempt writes only releases, whatever the state: dropping a lease never over-grants.
+      if (writes.length === 0 || (await this.cache.exchange(res, now, writes, rollback, last))) {
+        for (const [p, a] of answers) {
+          if (a.granted === true) this.server.granted(res);
+          p.done(a.lease, a.error);
+        }
+        return;
+      }
       this.retries++;
       await (this.options.sleep ?? delay)(Math.random() * MAX_JITTER_MS * attempt);
     }

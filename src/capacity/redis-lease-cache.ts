@@ -1,15 +1,15 @@
 /**
  * One replica's copy of a resource's leases on Redis (BACKEND=redis), kept up to date incrementally: Redis holds
  * the leases, a version (the number of changes ever written) and a bounded log of the last changes
- * (lua/capacity/sync.lua, commit.lua). Before a decision the replica asks for the changes since the version its
- * copy is at and applies them to its LeaseStore and bands (the memory store's structures, so the decision is
- * the memory store's O(log n) one); it receives the whole hash only when its copy is of a lost state (another
- * marker), too far behind, or the log no longer reaches back. Its commit names the marker and version it decided
- * on and is refused if anyone wrote since; on success the copy plus its own change IS the state at the new
- * version, so a replica that wrote last synchronises for O(1).
+ * (lua/capacity/exchange.lua). The replica decides on its copy (the memory store's LeaseStore and bands, so the
+ * decision is the memory store's O(log n) one) and sends its writes with the marker and version the copy is
+ * of: if nobody wrote since, they are written and the copy, which holds them already, IS the state at the new
+ * version (one round trip, nothing read back); if someone did, nothing is written, the replica takes back its
+ * tentative writes and applies the changes since its version that come back instead (the whole hash only when
+ * its copy is of a lost state, too far behind, or the log no longer reaches back), and decides again.
  *
  * Expired leases are dropped from the copy by the replica's clock (LeaseStore.clean, as the memory store), and
- * from Redis by commit.lua (a sorted set of expiries, at most 64 per commit), which logs them: applying the drop
+ * from Redis by the script (a sorted set of expiries, at most 64 per write), which logs them: applying the drop
  * of a lease the copy already dropped is a no-op.
  */
 import { readFileSync } from 'node:fs';
@@ -47,6 +47,8 @@ interface CopyOf {
 }
 
 export interface LeaseCacheStats {
+  /** Round trips to Redis (exchange.lua calls). */
+  exchanges: number;
   /** Synchronisations that read the whole lease hash (first use, a flush, a lost or outrun log). */
   fullReads: number;
   /** Synchronisations answered with changes only. */
@@ -55,36 +57,76 @@ export interface LeaseCacheStats {
   changesApplied: number;
 }
 
+/** A lease to write (undefined: drop the client's lease). */
+export interface LeaseWrite {
+  readonly client: string;
+  readonly lease: StoredLease | undefined;
+}
+
 export class RedisLeaseCache {
-  private readonly sync: BatchCommands;
-  private readonly commitScript: BatchCommands;
+  private readonly script: BatchCommands;
   private readonly copies = new Map<string, CopyOf>();
-  readonly stats: LeaseCacheStats = { fullReads: 0, deltaReads: 0, changesApplied: 0 };
+  readonly stats: LeaseCacheStats = { exchanges: 0, fullReads: 0, deltaReads: 0, changesApplied: 0 };
 
   constructor(
     client: RedisClient,
     private readonly prefix: string,
     private readonly logLength = DEFAULT_LOG_LENGTH,
   ) {
-    this.sync = new BatchCommands(client, script('sync.lua'));
-    this.commitScript = new BatchCommands(client, script('commit.lua'));
+    this.script = new BatchCommands(client, script('exchange.lua'));
+  }
+
+  /** Whether this replica holds a copy of the resource (else its first exchange is a read). */
+  has(id: string): boolean {
+    return this.copies.has(id);
   }
 
   /** Brings `res`'s store and bands up to the state in Redis at `now`; throws on a Redis error (the copy unchanged). */
   async refresh(res: Resource, now: number): Promise<void> {
+    await this.exchange(res, now, [], () => undefined, false);
+  }
+
+  /**
+   * Writes `writes`, already applied to the copy, if the state is still the one the copy is of: true, the copy
+   * is now at the new version. Else `undo` takes them back out of the copy, the copy catches up, and false:
+   * decide again. `force` writes whatever the state (releases: dropping a lease never over-grants); the copy
+   * is then forgotten (others may have written) and read again next time. On a Redis error `undo` runs too:
+   * whether or not the writes reached Redis, the log brings them next time.
+   */
+  async exchange(res: Resource, now: number, writes: readonly LeaseWrite[], undo: () => void, force: boolean): Promise<boolean> {
     const k = capacityKeys(this.prefix, res.id);
     const copy = this.copies.get(res.id);
-    const fresh = `${now} ${randomBytes(6).toString('base64url')}`;
-    const reply = await this.sync.call(4, [k.leases, k.version, k.since, k.log, fresh, copy?.marker ?? '', copy?.version ?? '-1', this.logLength]);
-    if (!Array.isArray(reply) || reply.length < 3) throw new Error(`unexpected capacity sync reply for ${res.id}`);
+    const args: (string | number)[] = [k.leases, k.version, k.since, k.log, k.expiries, `${now} ${randomBytes(6).toString('base64url')}`, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0'];
+    for (const w of writes) args.push(w.client, w.lease === undefined ? '' : packLease(w.lease), w.lease?.expiryMs ?? 0);
+    let reply: unknown;
+    this.stats.exchanges++;
+    try {
+      reply = await this.script.call(5, args);
+    } catch (error) {
+      undo();
+      throw error;
+    }
+    if (!Array.isArray(reply) || reply.length < 2) throw new Error(`unexpected capacity exchange reply for ${res.id}`);
     const items = reply.map(String);
+    if (items[0] === 'w') {
+      if (force || copy === undefined) this.copies.delete(res.id);
+      else this.copies.set(res.id, { marker: copy.marker, version: items[1]! });
+      return true;
+    }
+    undo();
+    this.apply(res, items, now);
+    return false;
+  }
+
+  /** A synchronisation reply: { marker, version, 'd', change... } or { marker, version, 'f', client, lease, ... }. */
+  private apply(res: Resource, items: string[], now: number): void {
     const [marker, version, kind] = items as [string, string, string];
     if (kind === 'f') {
       const store = new LeaseStore();
       const bands = new PriorityBands();
       for (let i = 3; i + 1 < items.length; i += 2) {
         const lease = unpackLease(items[i + 1]!);
-        // Unreadable and expired entries are left out (they cannot be honoured; commit.lua drops them in time).
+        // Unreadable and expired entries are left out (they cannot be honoured; the script drops them in time).
         if (lease === undefined || lease.expiryMs < now) continue;
         store.assign(items[i]!, lease);
         bands.assign(items[i]!, undefined, lease);
@@ -93,7 +135,7 @@ export class RedisLeaseCache {
       res.bands = bands;
       this.stats.fullReads++;
     } else {
-      for (let i = 3; i < items.length; i++) this.apply(res, items[i]!);
+      for (let i = 3; i < items.length; i++) this.applyChange(res, items[i]!);
       this.stats.deltaReads++;
       this.stats.changesApplied += items.length - 3;
       res.store.clean(now);
@@ -103,49 +145,22 @@ export class RedisLeaseCache {
     this.copies.set(res.id, { marker, version });
   }
 
-  /**
-   * Writes `client`'s lease (undefined: drops it) if the state is still the one the copy is of; on success the
-   * copy takes the change and the new version. Returns false on a conflict (nothing written). `force` writes
-   * whatever the state (a release: dropping a lease never over-grants); the copy then synchronises next time.
-   */
-  async commit(res: Resource, client: string, lease: StoredLease | undefined, now: number, force = false): Promise<boolean> {
-    const copy = this.copies.get(res.id);
-    if (copy === undefined && !force) return false;
-    const k = capacityKeys(this.prefix, res.id);
-    const args = [k.leases, k.version, k.since, k.log, k.expiries, force ? '' : copy!.marker, copy?.version ?? '', client, lease === undefined ? '' : packLease(lease), lease?.expiryMs ?? 0, now, this.logLength];
-    const written = Number(await this.commitScript.call(5, args));
-    if (force) {
-      this.copies.delete(res.id);
-      return true;
-    }
-    if (!(written > 0)) return false;
-    if (lease === undefined) forget(res, client);
-    else {
-      const old = res.store.get(client);
-      res.store.assign(client, lease);
-      res.bands.assign(client, old, lease);
-    }
-    this.copies.set(res.id, { marker: copy!.marker, version: String(written) });
-    return true;
-  }
-
   /** One logged change: "<packed lease>\n<client>" or "-\n<client>". */
-  private apply(res: Resource, change: string): void {
+  private applyChange(res: Resource, change: string): void {
     const at = change.indexOf('\n');
-    const client = change.slice(at + 1);
     const lease = change.startsWith('-\n') ? undefined : unpackLease(change.slice(0, at));
-    if (lease === undefined) forget(res, client);
-    else {
-      const old = res.store.get(client);
-      res.store.assign(client, lease);
-      res.bands.assign(client, old, lease);
-    }
+    setLease(res, change.slice(at + 1), lease);
   }
 }
 
-function forget(res: Resource, client: string): void {
-  const lease = res.store.get(client);
-  if (lease === undefined) return;
-  res.store.release(client);
-  res.bands.release(client, lease.priority);
+/** Puts a lease into a copy (store and bands), or takes the client's out (undefined). */
+export function setLease(res: Resource, client: string, lease: StoredLease | undefined): void {
+  const old = res.store.get(client);
+  if (lease !== undefined) {
+    res.store.assign(client, lease);
+    res.bands.assign(client, old, lease);
+  } else if (old !== undefined) {
+    res.store.release(client);
+    res.bands.release(client, old.priority);
+  }
 }
