@@ -27,7 +27,7 @@ import { RedisLeaseCache, setLease, type LeaseWrite } from './redis-lease-cache.
 
 export { packLease, unpackLease } from './redis-lease-cache.js';
 
-const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 8;
 const MAX_JITTER_MS = 5;
 /** Most decisions written in one round trip (bounds the script's arguments and its time in Redis). */
 const MAX_BATCH = 128;
