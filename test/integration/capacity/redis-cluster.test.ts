@@ -1,6 +1,6 @@
 /**
  * The capacity service on a real Redis Cluster (three masters): each resource's five keys share its hash tag,
- * so sync.lua and commit.lua run on the node of that slot (a key elsewhere would be CROSSSLOT). Two replicas
+ * so exchange.lua runs on the node of that slot (a key elsewhere would be CROSSSLOT). Two replicas
  * on resources spread over the nodes answer as one process would, see each other's grants and releases, and
  * never hold more than the capacity between them.
  */
