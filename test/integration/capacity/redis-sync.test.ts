@@ -151,6 +151,20 @@ describe('capacity on Redis: incremental copies', () => {
     expect(ttl).toBeLessThanOrEqual(20_000 + 1000);
   });
 
+  it('client ids with newlines, spaces and dashes travel through the log unchanged', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a, b] = await replicasOf(2, clock, 'FAIR_SHARE', 30);
+    await ask(b!.capacity, 'first', 'odd ids', 1); // b's copy exists before the odd ids are written
+    const ids = ['-\n-', 'a\nb c', ' 1 2 3 4 5 6', '{tag}\n'];
+    for (const id of ids) expect((await ask(a!.capacity, id, 'odd ids', 5)).gets.capacity).toBe(5);
+    const full = b!.capacity.cache.stats.fullReads;
+    expect((await ask(b!.capacity, 'last', 'odd ids', 30)).gets.capacity).toBe(9);
+    expect(b!.capacity.cache.stats.fullReads).toBe(full);
+    expect([...copyOf(b!, 'odd ids').keys()].sort()).toEqual([...ids, 'first', 'last'].sort());
+    await a!.capacity.releaseCapacity({ client_id: '-\n-', resource_id: ['odd ids'] });
+    await expectCopiesEqualRedis([a!, b!], 'odd ids', clock.nowMs());
+  });
+
   it('a release on one replica reaches the others as a change, and releasing an unknown client writes nothing', async () => {
     const clock = new FakeClock(1_700_000_000_000);
     const [a, b] = await replicasOf(2, clock, 'FAIR_SHARE', 10);
