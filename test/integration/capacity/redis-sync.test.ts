@@ -73,6 +73,32 @@ describe('capacity on Redis: incremental copies', () => {
     }
   });
 
+  it('priorities and intermediate servers (bands, subclients) alternating three replicas: the memory store answers, each kind', async () => {
+    for (const kind of ['FAIR_SHARE', 'PROPORTIONAL_SHARE', 'STATIC', 'NO_ALGORITHM']) {
+      const clock = new FakeClock(1_700_000_000_000);
+      const rs = await replicasOf(3, clock, kind, 120);
+      const memory = new CapacityServer({ clock, config: () => capacityConfig(kind, 120, 0), address: () => 'm', stateSinceMs: clock.nowMs() });
+      const rand = prng(`capacity-bands-${kind}`);
+      const resource = `bands-${kind}`;
+      for (let i = 0; i < 60; i++) {
+        const r = rs[i % 3]!.capacity;
+        if (i % 4 === 3) {
+          const req = { server_id: `s${rand.int(0, 2)}`, resource: [{ resource_id: resource, wants: [{ priority: rand.int(0, 2), num_clients: rand.int(1, 4), wants: rand.int(0, 90) }] }] };
+          expect((await r.getServerCapacity(req)).response[0]!.gets).toEqual(memory.getServerCapacity(req).response[0]!.gets);
+        } else if (i % 11 === 5) {
+          const req = { client_id: `c${rand.int(0, 5)}`, resource_id: [resource] };
+          await r.releaseCapacity(req);
+          memory.releaseCapacity(req);
+        } else {
+          const req = { client_id: `c${rand.int(0, 5)}`, resource: [{ resource_id: resource, priority: rand.int(0, 2), wants: rand.int(0, 80) }] };
+          expect((await r.getCapacity(req)).response[0]!).toEqual(memory.getCapacity(req).response[0]!);
+        }
+        clock.advance(rand.int(0, 3000));
+      }
+      await expectCopiesEqualRedis(rs, resource, clock.nowMs());
+    }
+  });
+
   it('a second replica applies only the changes since its version; a restarted one (no copy) reads the whole state once', async () => {
     const clock = new FakeClock(1_700_000_000_000);
     const [a, b] = await replicasOf(2, clock);
