@@ -48,6 +48,13 @@ export interface RedisCapacityOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+/** What deciding a batch on the copy produced: the undo log, the writes for Redis, each caller's answer. */
+interface BatchOutcome {
+  readonly undo: [string, StoredLease | undefined][];
+  readonly writes: LeaseWrite[];
+  readonly answers: Map<Pending, { lease?: M.Lease; error?: unknown; granted?: boolean }>;
+}
+
 /** One ask (or release: `ask` undefined) waiting for its resource's next batch. */
 interface Pending {
   readonly client: string;
@@ -163,35 +170,19 @@ export class RedisCapacity {
       res.store.clean(now);
       res.bands.clean(now);
       const last = attempt >= MAX_ATTEMPTS;
-      const undo: [string, StoredLease | undefined][] = [];
+      const undo: BatchOutcome['undo'] = [];
       const writes: LeaseWrite[] = [];
-      const answers = new Map<Pending, { lease?: M.Lease; error?: unknown; granted?: boolean }>();
-      for (const p of batch) {
-        const old = res.store.get(p.client);
-        if (p.ask === undefined) {
-          // Sent even when the copy has no lease for the client: the copy may be behind (Redis drops nothing
-          // then, and bumps no version).
-          answers.set(p, {});
-          undo.push([p.client, old]);
-          writes.push({ client: p.client, lease: undefined });
-          setLease(res, p.client, undefined);
-        } else if (last) {
-          // Still contended: the asks get what they hold (it is counted in Redis), never a new grant.
-          answers.set(p, { lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
-          this.conflicts++;
-        } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
-          answers.set(p, { error: new RequestTooLargeError('too many leases held on this resource; try again later') });
-        } else {
-          const lease = this.server.grant(res, p.ask, now);
-          undo.push([p.client, old]);
-          writes.push({ client: p.client, lease });
-          setLease(res, p.client, lease);
-          answers.set(p, { lease: leaseMessage(lease), granted: true });
-        }
-      }
+      const answers: BatchOutcome['answers'] = new Map();
       const rollback = (): void => {
         for (let i = undo.length - 1; i >= 0; i--) setLease(res, undo[i]![0], undo[i]![1]);
       };
+      try {
+        this.decideOnCopy(res, batch, now, last, { undo, writes, answers });
+      } catch (error) {
+        // The copy must hold only what Redis holds: take back what this batch put in before failing.
+        rollback();
+        throw error;
+      }
       // The last attempt writes only releases, whatever the state: dropping a lease never over-grants.
       if (writes.length === 0 || (await this.cache.exchange(res, now, writes, rollback, last))) {
         for (const [p, a] of answers) {
@@ -202,6 +193,34 @@ export class RedisCapacity {
       }
       this.retries++;
       await (this.options.sleep ?? delay)(Math.random() * MAX_JITTER_MS * attempt);
+    }
+  }
+
+  /** Decides `batch` in order on the copy, putting each grant (or release) into it and recording how to undo it. */
+  private decideOnCopy(res: Resource, batch: Pending[], now: number, last: boolean, out: BatchOutcome): void {
+    const { undo, writes, answers } = out;
+    for (const p of batch) {
+      const old = res.store.get(p.client);
+      if (p.ask === undefined) {
+        // Sent even when the copy has no lease for the client: the copy may be behind (Redis drops nothing
+        // then, and bumps no version).
+        answers.set(p, {});
+        undo.push([p.client, old]);
+        writes.push({ client: p.client, lease: undefined });
+        setLease(res, p.client, undefined);
+      } else if (last) {
+        // Still contended: the asks get what they hold (it is counted in Redis), never a new grant.
+        answers.set(p, { lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
+        this.conflicts++;
+      } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
+        answers.set(p, { error: new RequestTooLargeError('too many leases held on this resource; try again later') });
+      } else {
+        const lease = this.server.grant(res, p.ask, now);
+        undo.push([p.client, old]);
+        writes.push({ client: p.client, lease });
+        setLease(res, p.client, lease);
+        answers.set(p, { lease: leaseMessage(lease), granted: true });
+      }
     }
   }
 }

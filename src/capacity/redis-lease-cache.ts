@@ -98,16 +98,16 @@ export class RedisLeaseCache {
     const copy = this.copies.get(res.id);
     const args: (string | number)[] = [k.leases, k.version, k.since, k.log, k.expiries, `${now} ${randomBytes(6).toString('base64url')}`, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0'];
     for (const w of writes) args.push(w.client, w.lease === undefined ? '' : packLease(w.lease), w.lease?.expiryMs ?? 0);
-    let reply: unknown;
+    let items: string[];
     this.stats.exchanges++;
     try {
-      reply = await this.script.call(5, args);
+      const reply = await this.script.call(5, args);
+      if (!Array.isArray(reply) || reply.length < 2) throw new Error(`unexpected capacity exchange reply for ${res.id}`);
+      items = reply.map(String);
     } catch (error) {
       undo();
       throw error;
     }
-    if (!Array.isArray(reply) || reply.length < 2) throw new Error(`unexpected capacity exchange reply for ${res.id}`);
-    const items = reply.map(String);
     if (items[0] === 'w') {
       if (force || copy === undefined) this.copies.delete(res.id);
       else this.copies.set(res.id, { marker: copy.marker, version: items[1]! });
