@@ -201,7 +201,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     if (settings.capacityConfig !== '') {
       // BACKEND=redis: the capacity leases get their own connection (closed with the capacity service).
       capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
-      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
+      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     }
     credentials = grpcCredentials(settings, log);
     grpcServer = await startTransport({

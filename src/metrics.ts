@@ -56,6 +56,8 @@ export interface Metrics {
   capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void } };
   /** Exports the capacity service's per-resource state, read at scrape time. */
   watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;
+  /** Exports the capacity service's work on Redis (BACKEND=redis, src/capacity/redis-capacity.ts). */
+  watchCapacityRedis(stats: () => { roundTrips: number; fullReads: number; retries: number; fellBack: number }): void;
   /** Exports how many delayed requests (on_limit delay) wait for their slot right now: the engine's live timers. */
   watchDelayWaits(pending: () => number): void;
   /** Exports the quota leases' counters (src/lease/). */
@@ -306,6 +308,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       gauge('ratelimit_capacity_wanted', 'Sum of what the clients of a resource want.', (r) => r.wanted);
       gauge('ratelimit_capacity_clients', 'Clients (subclients counted) holding a lease on a resource.', (r) => r.clients);
       gauge('ratelimit_capacity_learning_mode', '1 while a resource is in learning mode (echoing what clients report they have).', (r) => (r.learning ? 1 : 0));
+    },
+    watchCapacityRedis(stats) {
+      scrapedCounter(registers, 'ratelimit_capacity_redis_round_trips_total', 'Calls to Redis of the capacity service (one per batch of decisions on a resource, BACKEND=redis).', () => stats().roundTrips);
+      scrapedCounter(registers, 'ratelimit_capacity_redis_full_reads_total', 'Times this replica read a resource\'s whole lease state from Redis (first use, after a flush, or too far behind the change log).', () => stats().fullReads);
+      scrapedCounter(registers, 'ratelimit_capacity_redis_retries_total', 'Batches of capacity decisions made again because another replica wrote first.', () => stats().retries);
+      scrapedCounter(registers, 'ratelimit_capacity_redis_fallbacks_total', 'Capacity asks answered the lease already held (or 0) because the resource stayed contended for 8 attempts.', () => stats().fellBack);
     },
     watchLeases(stats) {
       scrapedCounter(registers, 'ratelimit_lease_claims_total', 'Lease claims sent to Redis (one per burst on a key, not one per request).', () => stats().claims);

@@ -79,6 +79,11 @@ export class RedisCapacity {
     this.cache = new RedisLeaseCache(options.client, options.prefix, options.logLength);
   }
 
+  /** The counters /metrics exports (ratelimit_capacity_redis_*). */
+  stats(): { roundTrips: number; fullReads: number; retries: number; fellBack: number } {
+    return { roundTrips: this.cache.stats.exchanges, fullReads: this.cache.stats.fullReads, retries: this.retries, fellBack: this.conflicts };
+  }
+
   /** Every replica on one Redis answers for the same state: each is a master. */
   discovery(): M.DiscoveryResponse {
     return this.server.discovery();

@@ -41,6 +41,8 @@ export interface CapacityReport {
   observer?: CapacityObserver;
   /** Called once with the per-resource state to export (read at scrape time). */
   watch?(stats: () => ReturnType<typeof capacityStats>): void;
+  /** BACKEND=redis: called once with the Redis path's counters (read at scrape time). */
+  watchRedis?(stats: () => { roundTrips: number; fullReads: number; retries: number; fellBack: number }): void;
 }
 
 export interface CapacitySetup {
@@ -119,7 +121,9 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
   deps.report?.watch?.(() => capacityStats(server, clock.nowMs()));
   const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
   sweep.unref();
-  const routes = capacityRoutes(redis === undefined ? server : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases, ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }) }));
+  const onRedis = redis === undefined ? undefined : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases, ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }) });
+  if (onRedis !== undefined) deps.report?.watchRedis?.(() => onRedis.stats());
+  const routes = capacityRoutes(onRedis ?? server);
   return {
     server,
     routes,

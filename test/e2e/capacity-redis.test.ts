@@ -62,5 +62,14 @@ describe('capacity service on BACKEND=redis: two replicas, one state', () => {
     expect((await get(1, 'a', 80)).response[0]!.gets.capacity).toBe(50);
     await callers[0]!.call('ReleaseCapacity', { client_id: 'a', resource_id: ['api'] });
     expect((await get(0, 'b', 80)).response[0]!.gets.capacity).toBe(80);
+    // Each replica's Redis work on /metrics. Replica 0: a full read (first use), a's write, the release sent on
+    // a copy behind replica 1's writes (refused, the changes come back: one retry), the release again, b's write.
+    // Replica 1: a full read, b's write, a's write on a copy still current.
+    const metrics = await Promise.all(services.map(async (s) => (await fetch(`${s.httpBase}/metrics`)).text()));
+    const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(metrics.map((m) => value(m, 'ratelimit_capacity_redis_full_reads_total'))).toEqual([1, 1]);
+    expect(metrics.map((m) => value(m, 'ratelimit_capacity_redis_round_trips_total'))).toEqual([5, 3]);
+    expect(metrics.map((m) => value(m, 'ratelimit_capacity_redis_retries_total'))).toEqual([1, 0]);
+    expect(metrics.map((m) => value(m, 'ratelimit_capacity_redis_fallbacks_total'))).toEqual([0, 0]);
   });
 });
