@@ -112,7 +112,7 @@ export const SETTINGS = {
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int('REDIS_COMMAND_TIMEOUT_MS', 100, 'Deadline of a decision (its Redis call included) when the caller sent no gRPC deadline; also the Redis health probe\'s timeout. A caller\'s deadline is never cut by it.', 1),
-  decisionMaxWaitMs: int('DECISION_MAX_WAIT_MS', 10_000, 'Longest a decision waits (for Redis, or an on_limit delay) whatever gRPC deadline the caller sent; below it the caller\'s deadline less the margin is the deadline of the Redis call.', 1, 600_000),
+  decisionMaxWaitMs: int('DECISION_MAX_WAIT_MS', 10_000, 'Longest a decision waits (for Redis, or an on_limit delay) whatever gRPC deadline the caller sent; below it the caller\'s deadline less the margin is the deadline of the Redis call. Also the longest a capacity call waits for Redis (BACKEND=redis; then UNAVAILABLE).', 1, 600_000),
   redisStartup: oneOf('REDIS_STARTUP', ['background', 'wait', 'fail'] as const, 'background', 'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail).'),
   redisStartupTimeoutMs: int('REDIS_STARTUP_TIMEOUT_MS', 10_000, 'How long REDIS_STARTUP=wait|fail waits for Redis to decide successfully.', 1),
   failureMode: oneOf('FAILURE_MODE', ['open', 'closed', 'local'] as const, 'open', 'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.'),
