@@ -61,12 +61,10 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
-  // batch.lua's decision (after the marker) becomes a function of one request's KEYS and ARGV, which
-  // requests.lua calls once per request of a call (cross-request batching, request-batcher.ts); the
-  // libraries and fragments before it are defined once per call.
-  const decide = `local function decide_request(KEYS, ARGV)\n${template.slice(at + MARKER.length)}\nend\n`;
+  // batch.lua (after the marker) defines decide_request, which requests.lua calls once per request of a call
+  // (cross-request batching, request-batcher.ts) on that request's slice of KEYS and ARGV.
   const requests = `-- requests.lua\n${readFileSync(join(LUA_DIR, 'requests.lua'), 'utf8')}`;
-  return { lua: [template.slice(0, at), parts.join('\n'), decide, requests].join('\n'), algorithms };
+  return { lua: [template.slice(0, at), parts.join('\n'), template.slice(at + MARKER.length), requests].join('\n'), algorithms };
 }
 
 /** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER, WINDOW_COUNT), as one text. */
