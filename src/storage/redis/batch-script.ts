@@ -14,6 +14,7 @@ import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { decodeOnLimitTail, onLimitArgs } from './on-limit-args.js';
 import { decodeThrottlingFlags, throttlingArgs } from './throttling-args.js';
 import type { RequestBatcher, ScriptRequest } from './request-batcher.js';
+import { stateKey } from './state-key.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
@@ -122,7 +123,7 @@ export interface BatchReply {
  */
 export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs = 0): ScriptRequest {
   const keys: string[] = [];
-  for (const c of checks) keys.push(c.key);
+  for (const c of checks) keys.push(c.keyFormat === 'envoy' ? c.key : stateKey(c.key, c.algorithm));
   const extra = throttlingArgs(checks, keys);
   const args: (string | number)[] = [nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
   for (let i = 0; i < checks.length; i++) {

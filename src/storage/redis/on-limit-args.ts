@@ -3,6 +3,7 @@
  * of batch.lua), encoded and decoded in one place.
  */
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { stateKey } from './state-key.js';
 
 /** Appends check `c`'s five on_limit fields to the script arguments. */
 export function onLimitArgs(c: LimitCheck, args: (string | number)[]): void {
@@ -11,7 +12,7 @@ export function onLimitArgs(c: LimitCheck, args: (string | number)[]): void {
     args.push(0, '', -1, '', 0);
     return;
   }
-  args.push(o.maxDelayMs ?? 0, o.degradeKey ?? '', o.degradeMax ?? -1, o.backoffKey ?? '', o.backoffTtlMs ?? 0);
+  args.push(o.maxDelayMs ?? 0, o.degradeKey === undefined ? '' : stateKey(o.degradeKey, 'fixed_window'), o.degradeMax ?? -1, o.backoffKey ?? '', o.backoffTtlMs ?? 0);
 }
 
 /** An outcome of a batch that was rejected after all (another Cluster slot vetoed it): nothing was delayed or degraded. */

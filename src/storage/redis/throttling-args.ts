@@ -4,6 +4,7 @@
  * distinct key once), and one flags integer per check at the end of the reply.
  */
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { stateKey } from './state-key.js';
 
 export const THROTTLING_FIELDS = 7;
 const BORROWED = 1;
@@ -25,7 +26,7 @@ export function throttlingArgs(checks: readonly LimitCheck[], keys: string[]): (
   };
   return checks.map((c) => {
     const e = c.elastic;
-    const aggregate = e === undefined || e.use !== undefined ? 0 : indexOf(e.key);
+    const aggregate = e === undefined || e.use !== undefined ? 0 : indexOf(stateKey(e.key, e.algorithm ?? c.algorithm));
     const use = e?.use === 'ask' ? -2 : (e?.use ?? -1);
     return [e?.max ?? 0, e?.capacity ?? 0, aggregate, use, c.ban?.ms ?? 0, c.ban === undefined ? 0 : indexOf(c.ban.key), e?.algorithm ?? ''];
   });

@@ -8,7 +8,7 @@ ARGV[1]   now (epoch ms)     ARGV[2] algorithm     ARGV[3] limit L     ARGV[4] w
 ARGV[5]   units to give back (>= 1)
 ARGV[6]   window start (epoch ms) the units were claimed in (window algorithms; ignored by token_bucket)
 
-State layouts are those of lua/algorithms/fixed_window.lua ("start:count"), sliding_window_counter.lua
+State layouts are those of lua/algorithms/fixed_window.lua (two 64-bit integers), sliding_window_counter.lua
 ("start:current:previous") and lib/meter.lua ("TAT ms:numerator:L"). A count never goes below 0; a bucket
 never above full (TAT not before now: then the key is deleted, which means full).
 
@@ -20,17 +20,18 @@ local now = tonumber(ARGV[1])
 local name = ARGV[2]
 local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local units, start = tonumber(ARGV[5]), tonumber(ARGV[6])
+if name == 'fixed_window' then
+  -- layout 2 (lua/algorithms/fixed_window.lua): start and count as two big-endian 64-bit integers
+  local state = redis.call('BITFIELD', key, 'GET', 'i64', 0, 'GET', 'i64', 64)
+  if state[1] ~= start or start + window <= now then return { 0 } end
+  local back = math.min(state[2], units)
+  if back <= 0 then return { 0 } end
+  redis.call('BITFIELD', key, 'INCRBY', 'i64', 64, -back)
+  return { back }
+end
 local raw = redis.call('GET', key)
 if not raw then return { 0 } end
-
-if name == 'fixed_window' then
-  local s, c = string.match(raw, '^(%d+):(%d+)$')
-  if not s or tonumber(s) ~= start or start + window <= now then return { 0 } end
-  c = tonumber(c)
-  local back = math.min(c, units)
-  redis.call('SET', key, string.format('%.0f:%.0f', start, c - back), 'PX', string.format('%.0f', start + window - now))
-  return { back }
-elseif name == 'sliding_window_counter' then
+if name == 'sliding_window_counter' then
   local s, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
   if not s or tonumber(s) ~= start or start + window <= now then return { 0 } end
   c = tonumber(c)
