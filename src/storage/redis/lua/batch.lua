@@ -5,35 +5,38 @@ Assembled at start-up by src/storage/redis/batch-script.ts: the algorithm fragme
 (lua/algorithms/<name>.lua, each assigning one function ALGORITHMS['<name>']) are inserted at the marker
 line below, then the whole text is sent with EVALSHA (EVAL on NOSCRIPT), see BatchCommands.
 
-One request's KEYS and ARGV, as below, are a slice of the call's (lua/requests.lua puts several requests in
-one call): decide_request(K, k0, nk, A, a0, na, redis_ms) reads KEYS[i] as K[k0 + i] (i <= nk) and ARGV[j] as
-A[a0 + j] (j <= na); nothing is copied per request.
+One request is its KEYS and its fields; lua/requests.lua puts several requests in one call and calls
+decide_request(K, k0, nk, fields, redis_ms) for each: the request's KEYS[i] is K[k0 + i] (i <= nk), nothing
+is copied per request.
 
-KEYS[i]   the state key of check i (built by src/core/keys.ts; this script never builds key names), for
-          i = 1 .. n, n = (#ARGV - 3) / FIELDS; KEYS after the n-th are the extra keys the checks' throttling
-          fields name by index (ban and aggregate keys, lua/throttling/step.lua).
+KEYS[i]   the state key of check i (built by src/core/keys.ts and storage/redis/state-key.ts; this script never
+          builds key names), for i = 1 .. n; KEYS after the n-th are the extra keys the checks' throttling and
+          on_limit fields name by index (ban, aggregate, degrade and backoff keys).
           On Redis Cluster all KEYS of one call share one hash slot (the store groups checks by slot).
-ARGV[1]   now: epoch milliseconds (integer), the caller's clock; every decision uses it, never Redis time.
-ARGV[2]   commit: 1 = commit the checks if the batch is admitted; 0 = evaluate only (dry run, changes nothing).
-ARGV[3]   expires: Redis TIME in epoch milliseconds (integer) after which the caller no longer waits for this
-          call (its give-up time converted to Redis's clock, less a guard); 0 = never. Past it, the script
-          does nothing and replies { -1 }: a request the caller answered by its failure mode is never counted.
-          Redis's clock is redis_ms(), read by requests.lua (TIME once per 16 requests of a call).
-ARGV[4 + FIELDS * (i - 1) ..], for check i = 1 .. n (FIELDS = 6 + THROTTLING.FIELDS + ON_LIMIT.FIELDS = 18):
-          +0 algorithm name (fixed_window | sliding_window_log | sliding_window_counter | token_bucket | leaky_bucket)
-          +1 limit  L, requests per window (integer >= 0)
-          +2 window W in milliseconds (integer > 0)
-          +3 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
-          +4 hits to add (integer >= 0; 0 checks without counting)
-          +5 mode: the sum of 1 = enforce (this check can veto the batch; without it: shadow mode, reported,
+fields    one string of little-endian doubles (every value an integer below 2^53), read with struct.unpack
+          (no text parsing): a header of 3, then FIELDS = 6 + THROTTLING.FIELDS + ON_LIMIT.FIELDS = 18 per
+          check, so n = (#fields / 8 - 3) / FIELDS.
+  header  +1 now: epoch milliseconds, the caller's clock; every decision uses it, never Redis time.
+          +2 commit: 1 = commit the checks if the batch is admitted; 0 = evaluate only (dry run, changes nothing).
+          +3 expires: Redis TIME in epoch milliseconds after which the caller no longer waits for this
+             request (its give-up time converted to Redis's clock, less a guard); 0 = never. Past it, the script
+             does nothing and replies { -1 }: a request the caller answered by its failure mode is never counted.
+             Redis's clock is redis_ms(), read by requests.lua (TIME once per 16 requests of a call).
+  check i +1 algorithm: its index in ALGORITHM_NAMES (written by batch-script.ts from algorithm-ids.ts)
+          +2 limit  L, requests per window (integer >= 0)
+          +3 window W in milliseconds (integer > 0)
+          +4 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
+          +5 hits to add (integer >= 0; 0 checks without counting)
+          +6 mode: the sum of 1 = enforce (this check can veto the batch; without it: shadow mode, reported,
              never vetoes), 2 = counted past its limit when the batch is admitted, 4 = counted whatever the
              outcome, even on a rejected batch (src/storage/counter-store.ts LimitCheck.countOver)
-          +6 .. +12 throttling: ban and elastic, see lua/throttling/step.lua
-          +13 .. +17 on_limit: max_delay, degrade_key, degrade_max, backoff_key, backoff_ttl (lua/on_limit.lua)
+          +7 .. +13 throttling: ban and elastic, see lua/throttling/step.lua (+13: an algorithm index, 0 = none)
+          +14 .. +18 on_limit: max_delay, degrade key index, degrade_max, backoff key index, backoff_ttl
+             (lua/on_limit.lua; a key index 0 = none)
 
-Reply: a flat array of integers, 1 + 7 * n long:
+Reply: a flat array of integers, 1 + 7 * n long (requests.lua sends it packed as doubles):
           [1]             admitted: 1 when every enforce check is allowed (and none has throttling flag 8), else 0
-          (or { -1 } alone, 1 long: expired, see ARGV[3]; nothing was read or written)
+          (or { -1 } alone, 1 long: expired, see header +3; nothing was read or written)
           [2 + 3(i-1)]    allowed (1|0) of check i
           [3 + 3(i-1)]    remaining of check i: after the commit when it was committed, else the state as it was
           [4 + 3(i-1)]    reset in milliseconds of check i (see AlgorithmOutcome.resetMs)
@@ -62,33 +65,42 @@ local ALGORITHMS = {}
 local FIELDS = 6 + THROTTLING.FIELDS + ON_LIMIT.FIELDS
 local HEADER = 3
 local floor = math.floor
--- offsets in a check's block of the fields that make a request not plain (throttling, then on_limit)
-local ELASTIC_MAX, BAN_MS = 7, 11
-local MAX_DELAY, DEGRADE_KEY, BACKOFF_KEY = 6 + THROTTLING.FIELDS + 1, 6 + THROTTLING.FIELDS + 2, 6 + THROTTLING.FIELDS + 4
+local unpack_fields = struct.unpack
+local HEADER_FORMAT = '<ddd'
+local CHECK_FORMAT = '<' .. string.rep('d', FIELDS)
+local CHECK_BYTES = 8 * FIELDS
 
 -- The reply for n checks decided without throttling flags or on_limit: their part of it is all zeros.
 local function zero_tail(reply, n)
   for j = 2 + 3 * n, 1 + 7 * n do reply[j] = 0 end
 end
 
+local function unknown_algorithm(id)
+  return redis.error_reply('ERR ratelimit batch: unknown algorithm ' .. tostring(ALGORITHM_NAMES[id] or id))
+end
+
 -- A request whose checks use neither throttling nor on_limit and name distinct keys: nothing is written before
 -- the decision, so each check's commit, computed on the state as it is, is also its count_every_hit count.
-local function decide_plain(K, k0, A, a0, n, now, do_commit)
+-- Returns nil, having read and written nothing, for any other request.
+local function decide_plain(K, k0, fields, n, now, do_commit)
   local reply = { 1 }
-  local commits, after = {}, {}
+  local commits, after, always = {}, {}, {}
   local admitted = 1
   for i = 1, n do
-    local base = a0 + HEADER + FIELDS * (i - 1)
-    local algorithm = ALGORITHMS[A[base + 1]]
-    if algorithm == nil then
-      return redis.error_reply('ERR ratelimit batch: unknown algorithm ' .. tostring(A[base + 1]))
+    local id, limit, window, burst, hits, mode, elastic_max, _, _, _, ban_ms, _, _, max_delay, degrade, _, backoff =
+      unpack_fields(CHECK_FORMAT, fields, 1 + 8 * HEADER + CHECK_BYTES * (i - 1))
+    if elastic_max ~= 0 or ban_ms ~= 0 or max_delay ~= 0 or degrade ~= 0 or backoff ~= 0 then return nil end
+    local key = K[k0 + i]
+    for j = 1, i - 1 do
+      if K[k0 + j] == key then return nil end
     end
-    local hits, mode = tonumber(A[base + 5]), tonumber(A[base + 6])
-    local allowed, if_committed, if_not, reset, commit =
-      algorithm(K[k0 + i], now, tonumber(A[base + 2]), tonumber(A[base + 3]), tonumber(A[base + 4]), hits)
+    local algorithm = ALGORITHMS[ALGORITHM_NAMES[id]]
+    if algorithm == nil then return unknown_algorithm(id) end
+    local allowed, if_committed, if_not, reset, commit = algorithm(key, now, limit, window, burst, hits)
     if allowed ~= 1 and mode % 2 == 1 then admitted = 0 end
     if (allowed == 1 or mode >= 2) and hits > 0 then
       commits[i] = commit
+      always[i] = mode >= 4
       if allowed == 1 then after[i] = if_committed else after[i] = 0 end
     end
     local at = 3 * (i - 1)
@@ -105,12 +117,28 @@ local function decide_plain(K, k0, A, a0, n, now, do_commit)
       if admitted == 1 then
         commit()
         reply[3 * i] = after[i]
-      elseif tonumber(A[a0 + HEADER + FIELDS * (i - 1) + 6]) >= 4 then
+      elseif always[i] then
         commit() -- counted whatever the outcome (count_every_hit), on the state as it was
       end
     end
   end
   return reply
+end
+
+-- The fields of a request that is not plain as decide_general reads them: an array in the order of the fields
+-- (header, then FIELDS per check), with the algorithms as names and the on_limit keys as keys ('' = none).
+local function fields_array(K, k0, fields, n)
+  local A = { unpack_fields(HEADER_FORMAT, fields) }
+  for i = 1, n do
+    local f = { unpack_fields(CHECK_FORMAT, fields, 1 + 8 * HEADER + CHECK_BYTES * (i - 1)) }
+    local base = HEADER + FIELDS * (i - 1)
+    for j = 1, FIELDS do A[base + j] = f[j] end
+    A[base + 1] = ALGORITHM_NAMES[f[1]] or ('#' .. tostring(f[1]))
+    A[base + 6 + 7] = f[6 + 7] > 0 and ALGORITHM_NAMES[f[6 + 7]] or ''
+    A[base + 6 + THROTTLING.FIELDS + 2] = f[6 + THROTTLING.FIELDS + 2] > 0 and K[k0 + f[6 + THROTTLING.FIELDS + 2]] or ''
+    A[base + 6 + THROTTLING.FIELDS + 4] = f[6 + THROTTLING.FIELDS + 4] > 0 and K[k0 + f[6 + THROTTLING.FIELDS + 4]] or ''
+  end
+  return A
 end
 
 -- Any request: throttling, on_limit, keys named by several checks.
@@ -242,25 +270,14 @@ local function decide_general(K, k0, A, a0, n, now, do_commit)
 end
 
 -- One request; redis_ms() is Redis's clock in epoch ms (requests.lua).
-local function decide_request(K, k0, nk, A, a0, na, redis_ms)
-  local n = (na - HEADER) / FIELDS -- the checks; KEYS past them are named by the throttling fields
+local function decide_request(K, k0, nk, fields, redis_ms)
+  local n = (#fields / 8 - HEADER) / FIELDS -- the checks; KEYS past them are named by their fields
   if n ~= floor(n) or n < 0 or n > nk then
-    return redis.error_reply('ERR ratelimit batch: ' .. na .. ' arguments do not make whole checks for ' .. nk .. ' keys')
+    return redis.error_reply('ERR ratelimit batch: ' .. #fields .. ' bytes of fields do not make whole checks for ' .. nk .. ' keys')
   end
-  local now = tonumber(A[a0 + 1])
-  local do_commit = A[a0 + 2] == '1'
-  local expires = tonumber(A[a0 + 3])
+  local now, commit, expires = unpack_fields(HEADER_FORMAT, fields)
   if expires > 0 and redis_ms() > expires then return { -1 } end
-  for i = 1, n do
-    local base = a0 + HEADER + FIELDS * (i - 1)
-    if A[base + ELASTIC_MAX] ~= '0' or A[base + BAN_MS] ~= '0' or A[base + MAX_DELAY] ~= '0'
-      or A[base + DEGRADE_KEY] ~= '' or A[base + BACKOFF_KEY] ~= '' then
-      return decide_general(K, k0, A, a0, n, now, do_commit)
-    end
-    local key = K[k0 + i]
-    for j = 1, i - 1 do
-      if K[k0 + j] == key then return decide_general(K, k0, A, a0, n, now, do_commit) end
-    end
-  end
-  return decide_plain(K, k0, A, a0, n, now, do_commit)
+  local reply = decide_plain(K, k0, fields, n, now, commit == 1)
+  if reply ~= nil then return reply end
+  return decide_general(K, k0, fields_array(K, k0, fields, n), 0, n, now, commit == 1)
 end

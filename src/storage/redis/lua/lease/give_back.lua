@@ -20,17 +20,18 @@ local now = tonumber(ARGV[1])
 local name = ARGV[2]
 local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local units, start = tonumber(ARGV[5]), tonumber(ARGV[6])
-if name == 'fixed_window' then
-  -- layout 2 (lua/algorithms/fixed_window.lua): start and count as two big-endian 64-bit integers
-  local state = redis.call('BITFIELD', key, 'GET', 'i64', 0, 'GET', 'i64', 64)
-  if state[1] ~= start or start + window <= now then return { 0 } end
-  local back = math.min(state[2], units)
-  if back <= 0 then return { 0 } end
-  redis.call('BITFIELD', key, 'INCRBY', 'i64', 64, -back)
-  return { back }
-end
 local raw = redis.call('GET', key)
 if not raw then return { 0 } end
+if name == 'fixed_window' then
+  -- layout 2 (lua/algorithms/fixed_window.lua): start and count as two big-endian 64-bit integers
+  if #raw ~= 16 then return { 0 } end
+  local s, c = struct.unpack('>i8i8', raw)
+  if s ~= start or start + window <= now then return { 0 } end
+  local back = math.min(c, units)
+  if back <= 0 then return { 0 } end
+  redis.call('SETRANGE', key, '8', struct.pack('>i8', c - back))
+  return { back }
+end
 if name == 'sliding_window_counter' then
   local s, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
   if not s or tonumber(s) ~= start or start + window <= now then return { 0 } end
