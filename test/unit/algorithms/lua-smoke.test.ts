@@ -52,10 +52,10 @@ interface Step {
 /** The TTL the driver gives a key after each commit (lua-smoke-driver.lua). */
 const KEPT_MS = 2 ** 40;
 
-/** A commit that counts into the window already stored keeps the key's expiry (fixed_window's layout 2). */
+/** A commit that counts into the window already stored keeps the key's expiry (layout 2 of the window algorithms). */
 function keepsExpiry(name: AlgorithmName, before: unknown, next: unknown): boolean {
   const start = (s: unknown) => (s as { start?: number } | undefined)?.start;
-  return name === 'fixed_window' && before !== undefined && start(before) === start(next);
+  return (name === 'fixed_window' || name === 'sliding_window_counter') && before !== undefined && start(before) === start(next);
 }
 
 /** Runs the steps through the fragment (on Redis) and the TypeScript module; they must agree step by step. */
@@ -125,15 +125,19 @@ describe.each(ALGORITHM_NAMES)('Lua fragment %s', (name) => {
   });
 });
 
-describe('Lua fragment fixed_window, layout 2', () => {
-  it('reads a value of another layout (layout 1 "<start>:<count>" text) as empty, never as a count, and replaces it on commit', async () => {
-    const script = `local ALGORITHMS = {}\n${luaLibraries()}\n${fragment('fixed_window')}\n${DRIVER}`;
+describe.each(['fixed_window', 'sliding_window_counter'] as const)('Lua fragment %s, layout 2', (name) => {
+  it('reads a value of another layout (layout 1 text) as empty, never as a count, and replaces it on commit', async () => {
+    const script = `local ALGORITHMS = {}\n${luaLibraries()}\n${fragment(name)}\n${DRIVER}`;
     const now = 1_700_000_040_250;
-    for (const old of ['1700000040000:4', '1700000040000:4:2', 'garbage', '']) {
+    const params = { limit: 5, windowMs: 1000, burst: 5 };
+    const o = getAlgorithm(name).evaluate(undefined, now, params, 5).outcome;
+    for (const old of ['1700000040000:4', '1700000040000:4:2', '1700000040000:4:2:1234567', 'garbage', '']) {
       await redis.set('old-layout', old);
-      const reply = (await redis.eval(script, 1, 'old-layout', 'fixed_window', now, 5, 1000, 5, 5)) as number[];
-      expect(reply.slice(0, 4)).toEqual([1, 0, 5, 750]); // all 5 fit: the text counted as nothing
-      expect(await redis.call('BITFIELD', 'old-layout', 'GET', 'i64', '0', 'GET', 'i64', '64')).toEqual([1_700_000_040_000, 5]);
+      const reply = (await redis.eval(script, 1, 'old-layout', name, now, 5, 1000, 5, 5)) as number[];
+      expect(reply.slice(0, 4)).toEqual([1, o.remainingIfCommitted, o.remainingIfNotCommitted, o.resetMs]); // the text counted as nothing
+      const state = (await redis.call('BITFIELD', 'old-layout', 'GET', 'i64', '0', 'GET', 'i64', '64')) as number[];
+      expect(state).toEqual([1_700_000_040_000, 5]);
+      expect(await redis.strlen('old-layout')).toBe(name === 'fixed_window' ? 16 : 24);
     }
   });
 });
