@@ -25,15 +25,16 @@ const recorded: { name: string; keys: number; argv: (string | number | Buffer)[]
 const store = createRedisStore({ url: redis.url });
 await store.waitUntilReady(5000);
 const spy = new Redis(redis.url);
-const original = Reflect.get(Redis.prototype, 'evalsha') as (...x: unknown[]) => unknown;
+// the store calls EVALSHA through ioredis's binary-reply variant (batch-script.ts callBuffer)
+const original = Reflect.get(Redis.prototype, 'evalshaBuffer') as (...x: unknown[]) => unknown;
 let current = '';
-Redis.prototype.evalsha = function (this: Redis, ...a: unknown[]) {
+Reflect.set(Redis.prototype, 'evalshaBuffer', function (this: Redis, ...a: unknown[]) {
   if (current !== '' && !recorded.some((r) => r.name === current)) {
     const [, keyCount, rest] = a as [string, number, (string | number | Buffer)[]];
     recorded.push({ name: current, keys: Number(keyCount), argv: rest });
   }
   return original.apply(this, a);
-} as typeof Redis.prototype.evalsha;
+});
 const rules = readFileSync(new URL('./rules/bench.yaml', import.meta.url), 'utf8');
 const compiled = compileConfigFiles([{ name: 'bench.yaml', text: rules }], { mergeDomains: false });
 if (!compiled.ok) throw new Error('rules');
@@ -43,7 +44,7 @@ current = '1 descriptor';
 await limiter.decide({ domain: 'bench', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }] });
 current = '3 descriptors';
 await limiter.decide({ domain: 'bench', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }, { entries: [{ key: 'ip', value: '10.0.0.1' }] }, { entries: [{ key: 'path', value: '/api' }] }] });
-Reflect.set(Redis.prototype, 'evalsha', original);
+Reflect.set(Redis.prototype, 'evalshaBuffer', original);
 await store.close();
 if (recorded.length < 2) throw new Error(`recorded ${recorded.length} script calls; the store's call path changed`);
 

@@ -32,12 +32,12 @@ async function start(env: Record<string, string> = {}): Promise<{ service: Servi
   return { service, client: new RlsTestClient(service.grpcAddress) };
 }
 
-/** The fixed_window count Redis holds for user=<value> ("<start>:<count>" under a key naming the value). */
+/** The fixed_window count Redis holds for user=<value> (layout 2: start and count as two 64-bit integers). */
 async function shared(value: string): Promise<number> {
   const keys = [...(await rawCommand(redis.port, ['KEYS', `*${value}*`])).matchAll(/\$\d+\r\n([^\r]*)\r\n/g)].map((m) => m[1]!);
   if (keys.length !== 1) throw new Error(`expected one key for ${value}, got ${keys.length}`);
-  const raw = await rawCommand(redis.port, ['GET', keys[0]!]);
-  return Number(/:(\d+)\r\n$/.exec(raw)?.[1] ?? 0);
+  const raw = await rawCommand(redis.port, ['BITFIELD', keys[0]!, 'GET', 'i64', '0', 'GET', 'i64', '64']);
+  return Number(/:(-?\d+)\r\n$/.exec(raw)?.[1] ?? 0);
 }
 
 beforeAll(async () => {

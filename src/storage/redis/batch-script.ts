@@ -11,16 +11,17 @@ import { join } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../algorithms/types.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
-import { decodeOnLimitTail, onLimitArgs } from './on-limit-args.js';
-import { decodeThrottlingFlags, throttlingArgs } from './throttling-args.js';
+import { decodeOnLimitTail, onLimitFields } from './on-limit-args.js';
+import { decodeThrottlingFlags, KeyIndex, THROTTLING_FIELDS, throttlingFields } from './throttling-args.js';
+import { algorithmId, ENVOY_FIXED_WINDOW, luaAlgorithmNames } from './algorithm-ids.js';
+import { packDoubles, readDoubles } from './packed.js';
 import type { RequestBatcher, ScriptRequest } from './request-batcher.js';
+import { stateKey } from './state-key.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 /** Shared Lua (lua/lib), inserted before the fragments in this order: meter.lua uses int_math.lua. */
 const LIBRARIES = ['int_math', 'meter', 'window_count'] as const;
 const MARKER = '-- @ALGORITHM_FRAGMENTS@';
-/** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
-const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
 
 export interface BatchScript {
   /** The assembled Lua text. */
@@ -50,7 +51,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const algorithms: AlgorithmName[] = [];
-  const parts: string[] = [luaLibraries()];
+  const parts: string[] = [luaAlgorithmNames(), luaLibraries()];
   for (const name of ALGORITHM_NAMES) {
     if (!files.includes(`${name}.lua`)) continue;
     algorithms.push(name);
@@ -61,12 +62,10 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
-  // batch.lua's decision (after the marker) becomes a function of one request's KEYS and ARGV, which
-  // requests.lua calls once per request of a call (cross-request batching, request-batcher.ts); the
-  // libraries and fragments before it are defined once per call.
-  const decide = `local function decide_request(KEYS, ARGV)\n${template.slice(at + MARKER.length)}\nend\n`;
+  // batch.lua (after the marker) defines decide_request, which requests.lua calls once per request of a call
+  // (cross-request batching, request-batcher.ts) on that request's slice of KEYS and ARGV.
   const requests = `-- requests.lua\n${readFileSync(join(LUA_DIR, 'requests.lua'), 'utf8')}`;
-  return { lua: [template.slice(0, at), parts.join('\n'), decide, requests].join('\n'), algorithms };
+  return { lua: [template.slice(0, at), parts.join('\n'), template.slice(at + MARKER.length), requests].join('\n'), algorithms };
 }
 
 /** The shared Lua libraries the algorithm fragments may use (INT_MATH, METER, WINDOW_COUNT), as one text. */
@@ -81,7 +80,8 @@ export function luaLibraries(): string {
 export const MAX_BATCH_CHECKS = 100_000;
 
 /** EVAL / EVALSHA with the keys and arguments as one array (ioredis flattens one level; typed as values only). */
-type ArrayCall = (scriptOrSha: string, keyCount: number, args: (string | number)[]) => Promise<unknown>;
+type ArrayCall = (scriptOrSha: string, keyCount: number, args: ScriptArg[]) => Promise<unknown>;
+export type ScriptArg = string | number | Buffer;
 
 /**
  * Calls the script with the built-in EVALSHA (EVAL once on NOSCRIPT: a restarted or flushed Redis has an empty
@@ -100,12 +100,25 @@ export class BatchCommands {
     this.sha = createHash('sha1').update(script.lua).digest('hex');
   }
 
-  async call(keyCount: number, args: (string | number)[]): Promise<unknown> {
+  /** The reply with bulk strings as text. */
+  call(keyCount: number, args: ScriptArg[]): Promise<unknown> {
+    const client = this.client as unknown as { evalsha: ArrayCall; eval: ArrayCall };
+    return this.run(client.evalsha, client.eval, keyCount, args);
+  }
+
+  /** The reply with bulk strings as Buffers (binary replies). */
+  callBuffer(keyCount: number, args: ScriptArg[]): Promise<unknown> {
+    // ioredis defines a <command>Buffer variant of every command; its typings only list some of them
+    const client = this.client as unknown as { evalshaBuffer: ArrayCall; evalBuffer: ArrayCall };
+    return this.run(client.evalshaBuffer, client.evalBuffer, keyCount, args);
+  }
+
+  private async run(evalsha: ArrayCall, evalText: ArrayCall, keyCount: number, args: ScriptArg[]): Promise<unknown> {
     try {
-      return await (this.client.evalsha as ArrayCall).call(this.client, this.sha, keyCount, args);
+      return await evalsha.call(this.client, this.sha, keyCount, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return await (this.client.eval as ArrayCall).call(this.client, this.script.lua, keyCount, args);
+      return await evalText.call(this.client, this.script.lua, keyCount, args);
     }
   }
 }
@@ -117,23 +130,38 @@ export interface BatchReply {
   readonly outcomes: LimitOutcome[];
 }
 
+/** Numbers per check in the packed fields (batch.lua): 6 of its own, then throttling's, then on_limit's. */
+export const CHECK_FIELDS = 6 + THROTTLING_FIELDS + 5;
+const HEADER_FIELDS = 3;
+
 /**
- * One request's KEYS and ARGV in batch.lua's layout, for checks whose keys share one slot. `commit` false
- * evaluates without writing (the first phase of a cross-slot request on Redis Cluster). `expiresRedisMs` is
- * the instant in Redis's clock (epoch ms) after which the script must not run this request, 0 for never.
+ * One request's KEYS and packed fields in batch.lua's layout, for checks whose keys share one slot. `commit`
+ * false evaluates without writing (the first phase of a cross-slot request on Redis Cluster). `expiresRedisMs`
+ * is the instant in Redis's clock (epoch ms) after which the script must not run this request, 0 for never.
+ * The fields are little-endian doubles (exact for the integers they carry, all below 2^53): one Buffer that
+ * the script reads with struct.unpack, instead of one argument string per value that it parses with tonumber.
  */
 export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs = 0): ScriptRequest {
   const keys: string[] = [];
-  for (const c of checks) keys.push(c.key);
-  const extra = throttlingArgs(checks, keys);
-  const args: (string | number)[] = [nowMs, commit ? 1 : 0, Math.max(0, Math.floor(expiresRedisMs))];
+  for (const c of checks) keys.push(c.keyFormat === 'envoy' ? c.key : stateKey(c.key, c.algorithm));
+  const extra = new KeyIndex(keys);
+  const fields = new Float64Array(HEADER_FIELDS + CHECK_FIELDS * checks.length);
+  fields[0] = nowMs;
+  fields[1] = commit ? 1 : 0;
+  fields[2] = Math.max(0, Math.floor(expiresRedisMs));
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i]!;
-    args.push(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm, c.limit, c.windowMs, c.burst, c.hits, checkMode(c));
-    for (const v of extra[i]!) args.push(v);
-    onLimitArgs(c, args);
+    const at = HEADER_FIELDS + CHECK_FIELDS * i;
+    fields[at] = algorithmId(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm);
+    fields[at + 1] = c.limit;
+    fields[at + 2] = c.windowMs;
+    fields[at + 3] = c.burst;
+    fields[at + 4] = c.hits;
+    fields[at + 5] = checkMode(c);
+    throttlingFields(c, extra, fields, at + 6);
+    onLimitFields(c, extra, fields, at + 6 + THROTTLING_FIELDS);
   }
-  return { keys, args };
+  return { keys, fields: packDoubles(fields) };
 }
 
 /**
@@ -152,15 +180,18 @@ export async function runBatch(
   return decodeBatchReply(reply, checks.length);
 }
 
-/** Decode the flat integer reply of batch.lua (layout in its header); throws on any other shape. */
+/**
+ * Decode batch.lua's reply (layout in its header): the values as little-endian doubles in one string (a
+ * Buffer: the batcher asks for binary replies); throws on any other shape.
+ */
 export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply {
-  if (Array.isArray(reply) && reply.length === 1 && reply[0] === -1) return { expired: true, admitted: false, outcomes: [] };
+  const values = Buffer.isBuffer(reply) && reply.length % 8 === 0 ? readDoubles(reply) : undefined;
+  if (values !== undefined && values.length === 1 && values[0] === -1) return { expired: true, admitted: false, outcomes: [] };
   // [admitted] [allowed, remaining, reset] × n [throttling flags] × n [on_limit tail of 3] × n
-  if (!Array.isArray(reply) || reply.length !== 1 + 7 * checkCount || !reply.every((v) => Number.isInteger(v))) {
-    const text = JSON.stringify(reply) ?? String(reply);
+  if (values === undefined || values.length !== 1 + 7 * checkCount || !values.every((v) => Number.isInteger(v))) {
+    const text = values === undefined ? (JSON.stringify(reply) ?? String(reply)) : JSON.stringify(values);
     throw new Error(`unexpected batch script reply: ${text.length > 200 ? `${text.slice(0, 200)}...` : text}`);
   }
-  const values = reply as number[];
   const outcomes: LimitOutcome[] = [];
   const admitted = values[0] === 1;
   for (let i = 0; i < checkCount; i++) {
@@ -175,7 +206,7 @@ export function decodeBatchReply(reply: unknown, checkCount: number): BatchReply
   return { expired: false, admitted, outcomes };
 }
 
-/** ARGV +5 of a check (lua/batch.lua): 1 = enforce, + 2 = counted past its limit when admitted, + 4 = always counted. */
+/** Field +6 of a check (lua/batch.lua): 1 = enforce, + 2 = counted past its limit when admitted, + 4 = always counted. */
 export function checkMode(c: LimitCheck): number {
   return (c.enforce ? 1 : 0) + (c.countOver === 'admitted' ? 2 : c.countOver === 'always' ? 4 : 0);
 }

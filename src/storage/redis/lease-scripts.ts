@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { LEASE_ALGORITHMS, type LeaseAlgorithm } from '../../algorithms/lease-support.js';
 import { BatchCommands, luaLibraries, type BatchScript } from './batch-script.js';
 import type { RedisClient } from './connection.js';
+import { stateKey } from './state-key.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 const MARKER = '-- @LEASE_FRAGMENTS@';
@@ -81,14 +82,14 @@ export class LeaseScripts {
   }
 
   async claim(a: ClaimArgs, nowMs: number): Promise<ClaimReply> {
-    const reply = await this.claimCommand.call(1, [a.key, nowMs, a.algorithm, a.limit, a.windowMs, a.burst, a.want, a.need]);
+    const reply = await this.claimCommand.call(1, [stateKey(a.key, a.algorithm), nowMs, a.algorithm, a.limit, a.windowMs, a.burst, a.want, a.need]);
     const [granted, remainingBefore, resetMs, againMs] = integers(reply, 4, 'claim');
     return { granted: granted!, remainingBefore: remainingBefore!, resetMs: resetMs!, againMs: againMs! };
   }
 
   /** Units actually returned (0 when the window is over or the state is another's). */
   async giveBack(a: GiveBackArgs, nowMs: number): Promise<number> {
-    const reply = await this.giveBackCommand.call(1, [a.key, nowMs, a.algorithm, a.limit, a.windowMs, a.units, a.windowStart]);
+    const reply = await this.giveBackCommand.call(1, [stateKey(a.key, a.algorithm), nowMs, a.algorithm, a.limit, a.windowMs, a.units, a.windowStart]);
     return integers(reply, 1, 'give-back')[0]!;
   }
 }

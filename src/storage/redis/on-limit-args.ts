@@ -1,17 +1,19 @@
 /**
- * The on_limit part of batch.lua's per-check arguments and reply (layout in lua/on_limit.lua and the header
+ * The on_limit part of batch.lua's packed per-check fields and reply (layout in lua/on_limit.lua and the header
  * of batch.lua), encoded and decoded in one place.
  */
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
+import { stateKey } from './state-key.js';
+import type { KeyIndex } from './throttling-args.js';
 
-/** Appends check `c`'s five on_limit fields to the script arguments. */
-export function onLimitArgs(c: LimitCheck, args: (string | number)[]): void {
+/** Writes check `c`'s five on_limit numbers at `at` of `out`; the keys they name go to `keys` (1-based, 0 = none). */
+export function onLimitFields(c: LimitCheck, keys: KeyIndex, out: Float64Array, at: number): void {
   const o = c.onLimit;
-  if (o === undefined) {
-    args.push(0, '', -1, '', 0);
-    return;
-  }
-  args.push(o.maxDelayMs ?? 0, o.degradeKey ?? '', o.degradeMax ?? -1, o.backoffKey ?? '', o.backoffTtlMs ?? 0);
+  out[at] = o?.maxDelayMs ?? 0;
+  out[at + 1] = o?.degradeKey === undefined ? 0 : keys.indexOf(stateKey(o.degradeKey, 'fixed_window'));
+  out[at + 2] = o?.degradeMax ?? -1;
+  out[at + 3] = o?.backoffKey === undefined ? 0 : keys.indexOf(o.backoffKey);
+  out[at + 4] = o?.backoffTtlMs ?? 0;
 }
 
 /** An outcome of a batch that was rejected after all (another Cluster slot vetoed it): nothing was delayed or degraded. */

@@ -9,11 +9,13 @@
  * On Redis Cluster a call may only name keys of one hash slot: requests are queued per slot (the store gives
  * each call's slot; every check of one call shares it). A batch is bounded by count and by bytes; a request
  * larger than the bounds goes alone. Deadlines stay per request: each carries its own expiry (batch.lua's
- * ARGV[3]), which Redis checks when it reaches that request, and the caller's timer is its own.
+ * header), which Redis checks when it reaches that request, and the caller's timer is its own.
  */
-/** How the batcher runs one script call (BatchCommands in batch-script.ts: EVALSHA, EVAL on NOSCRIPT). */
+import { packDoubles } from './packed.js';
+
+/** How the batcher runs one script call (BatchCommands in batch-script.ts: EVALSHA, EVAL on NOSCRIPT), binary replies. */
 export interface ScriptCaller {
-  call(keyCount: number, args: (string | number)[]): Promise<unknown>;
+  callBuffer(keyCount: number, args: (string | Buffer)[]): Promise<unknown>;
 }
 
 export interface BatchLimits {
@@ -25,10 +27,10 @@ export interface BatchLimits {
 
 export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxRequests: 128, maxBytes: 256 * 1024 };
 
-/** One request's part of the call: its KEYS and ARGV as batch.lua reads them. */
+/** One request's part of the call: its KEYS and its packed fields as batch.lua reads them. */
 export interface ScriptRequest {
   readonly keys: readonly string[];
-  readonly args: readonly (string | number)[];
+  readonly fields: Buffer;
 }
 
 interface Pending {
@@ -46,8 +48,7 @@ interface Queue {
 function sizeOf(r: ScriptRequest): number {
   let bytes = 0;
   for (const k of r.keys) bytes += k.length + 8;
-  for (const a of r.args) bytes += typeof a === 'string' ? a.length + 8 : 16;
-  return bytes;
+  return bytes + r.fields.length + 8;
 }
 
 export class RequestBatcher {
@@ -101,14 +102,17 @@ export class RequestBatcher {
 
   private send(items: readonly Pending[]): void {
     this.calls++;
-    // KEYS of every request, then requests.lua's header, then every request's ARGV (layout in requests.lua)
-    const args: (string | number)[] = [];
-    for (const { request } of items) for (const k of request.keys) args.push(k);
+    // KEYS of every request, then requests.lua's header (each request's KEYS count), then each request's fields
+    const args: (string | Buffer)[] = [];
+    const counts = new Float64Array(items.length);
+    items.forEach(({ request }, i) => {
+      for (const k of request.keys) args.push(k);
+      counts[i] = request.keys.length;
+    });
     const keyCount = args.length;
-    args.push(items.length);
-    for (const { request } of items) args.push(request.keys.length, request.args.length);
-    for (const { request } of items) for (const a of request.args) args.push(a);
-    this.commands.call(keyCount, args).then(
+    args.push(packDoubles(counts));
+    for (const { request } of items) args.push(request.fields);
+    this.commands.callBuffer(keyCount, args).then(
       (reply) => {
         if (!Array.isArray(reply) || reply.length !== items.length) {
           const error = new Error(`unexpected reply of the requests script: ${items.length} requests, ${Array.isArray(reply) ? `${reply.length} replies` : typeof reply}`);

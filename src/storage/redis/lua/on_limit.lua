@@ -13,7 +13,7 @@ The on_limit keys are not in KEYS (KEYS[i] is check i's state): they carry the h
 share its Redis Cluster slot.
 
 State:
-  degrade_key  the fixed_window layout "<window start ms>:<count>" (ALGORITHMS['fixed_window'], limit degrade_max)
+  degrade_key  the fixed_window layout (ALGORITHMS['fixed_window'], limit degrade_max; the store names it with stateKey)
   backoff_key  "<expiry ms>:<count>"; at or past its expiry (by `now`, not by the TTL) the count is 0.
 Atomic because it runs inside the batch script, with the decision it depends on.
 ]]

@@ -8,8 +8,8 @@ ARGV[1]   now (epoch ms)     ARGV[2] algorithm     ARGV[3] limit L     ARGV[4] w
 ARGV[5]   units to give back (>= 1)
 ARGV[6]   window start (epoch ms) the units were claimed in (window algorithms; ignored by token_bucket)
 
-State layouts are those of lua/algorithms/fixed_window.lua ("start:count"), sliding_window_counter.lua
-("start:current:previous") and lib/meter.lua ("TAT ms:numerator:L"). A count never goes below 0; a bucket
+State layouts are those of lua/algorithms/fixed_window.lua (two 64-bit integers), sliding_window_counter.lua
+(three) and lib/meter.lua ("TAT ms:numerator:L"). A count never goes below 0; a bucket
 never above full (TAT not before now: then the key is deleted, which means full).
 
 Reply: { units returned } (for a bucket, the whole tokens it gained).
@@ -22,21 +22,24 @@ local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local units, start = tonumber(ARGV[5]), tonumber(ARGV[6])
 local raw = redis.call('GET', key)
 if not raw then return { 0 } end
-
 if name == 'fixed_window' then
-  local s, c = string.match(raw, '^(%d+):(%d+)$')
-  if not s or tonumber(s) ~= start or start + window <= now then return { 0 } end
-  c = tonumber(c)
+  -- layout 2 (lua/algorithms/fixed_window.lua): start and count as two big-endian 64-bit integers
+  if #raw ~= 16 then return { 0 } end
+  local s, c = struct.unpack('>i8i8', raw)
+  if s ~= start or start + window <= now then return { 0 } end
   local back = math.min(c, units)
-  redis.call('SET', key, string.format('%.0f:%.0f', start, c - back), 'PX', string.format('%.0f', start + window - now))
+  if back <= 0 then return { 0 } end
+  redis.call('SETRANGE', key, '8', struct.pack('>i8', c - back))
   return { back }
-elseif name == 'sliding_window_counter' then
-  local s, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
-  if not s or tonumber(s) ~= start or start + window <= now then return { 0 } end
-  c = tonumber(c)
+end
+if name == 'sliding_window_counter' then
+  -- layout 2 (lua/algorithms/sliding_window_counter.lua): start, current, previous as 64-bit integers
+  if #raw ~= 24 then return { 0 } end
+  local s, c = struct.unpack('>i8i8i8', raw)
+  if s ~= start or start + window <= now then return { 0 } end
   local back = math.min(c, units)
-  redis.call('SET', key, string.format('%.0f:%.0f:%.0f', start, c - back, tonumber(p)),
-    'PX', string.format('%.0f', start + 2 * window - now))
+  if back <= 0 then return { 0 } end
+  redis.call('SETRANGE', key, '8', struct.pack('>i8', c - back))
   return { back }
 elseif name == 'token_bucket' then
   local ms, frac, den = string.match(raw, '^(%d+):(%d+):(%d+)$')

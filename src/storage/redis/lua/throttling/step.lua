@@ -13,7 +13,7 @@ THROTTLING.FIELDS per-check ARGV values, right after the six of batch.lua (offse
   +5 ban in ms (integer; 0 = no ban)
   +6 index in KEYS of the ban key (0 = none); built beside the counter key, so in its slot
   +7 the algorithm counting the aggregate ('' = the check's own)
-THROTTLING.parse(keys, argv, base) reads them from a request's KEYS and ARGV; THROTTLING.touched(key, t) lists the keys a commit writes;
+THROTTLING.parse(keys, k0, argv, base) reads them from a request's slice of KEYS and ARGV; THROTTLING.touched(key, t) lists the keys a commit writes;
 THROTTLING.decide(...) returns allowed, remaining if committed, remaining if not, reset ms, commit, flags.
 flags: 1 = admitted by elastic borrowing, 2 = rejected by a live ban, 4 = this rejection started a ban,
 8 = needs the aggregate's use (+4 = -2): batch.lua treats it as a veto even for a check that is not enforced.
@@ -29,9 +29,9 @@ local THROTTLING = (function()
   local AGGREGATE_LIMIT = 4294967295
   local function nothing() end
 
-  -- keys, argv: the request's KEYS and ARGV (parameters, not the script's globals: requests.lua decides
-  -- several requests per call, each with its own)
-  local function parse(keys, argv, base)
+  -- keys, argv: the call's KEYS and ARGV; the request's KEYS start after keys[k0] (requests.lua decides
+  -- several requests per call, each reading its slice); base is absolute in argv
+  local function parse(keys, k0, argv, base)
     local t = {
       max = tonumber(argv[base + 1]),
       capacity = tonumber(argv[base + 2]),
@@ -39,8 +39,8 @@ local THROTTLING = (function()
       ban_ms = tonumber(argv[base + 5]),
     }
     local ai, bi = tonumber(argv[base + 3]), tonumber(argv[base + 6])
-    if ai > 0 then t.agg_key = keys[ai] end
-    if bi > 0 then t.ban_key = keys[bi] end
+    if ai > 0 then t.agg_key = keys[k0 + ai] end
+    if bi > 0 then t.ban_key = keys[k0 + bi] end
     if argv[base + 7] ~= '' then t.agg_algorithm = argv[base + 7] end
     return t
   end

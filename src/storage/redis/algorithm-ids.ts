@@ -1,0 +1,23 @@
+/**
+ * The numbers that stand for the algorithms (and the envoy key format's fixed_window) in the batch script's
+ * packed fields: one list, from which batch-script.ts also writes the script's table of names.
+ */
+import { ALGORITHM_NAMES } from '../../algorithms/types.js';
+
+/** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
+export const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
+
+/** Id i + 1 is SCRIPT_ALGORITHMS[i]; 0 means none. */
+export const SCRIPT_ALGORITHMS: readonly string[] = [...ALGORITHM_NAMES, ENVOY_FIXED_WINDOW];
+
+const IDS = new Map(SCRIPT_ALGORITHMS.map((name, i) => [name, i + 1]));
+
+/** The id of a fragment's name; an unknown name (no fragment) gets an id no fragment has, which the script refuses. */
+export function algorithmId(name: string): number {
+  return IDS.get(name) ?? SCRIPT_ALGORITHMS.length + 1;
+}
+
+/** The Lua table of names by id, inserted into the batch script. */
+export function luaAlgorithmNames(): string {
+  return `local ALGORITHM_NAMES = { ${SCRIPT_ALGORITHMS.map((n) => `'${n}'`).join(', ')} }`;
+}
