@@ -32,8 +32,12 @@ export interface AppliedLimit {
 
 const seconds = (ms: number) => Math.ceil(ms / 1000);
 
+/** Printable ASCII without `\` and `"`: an sf-string's content as it is. */
+const SF_PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 /** An sf-string: printable ASCII with `\` and `"` escaped; anything else becomes `?`. */
 function sfString(text: string): string {
+  if (SF_PLAIN.test(text)) return `"${text}"`; // the usual policy name: one test instead of two replaces
   return `"${text.replace(/[^\x20-\x7e]/g, '?').replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
