@@ -82,7 +82,7 @@ try {
     console.log(`round ${r + 1}: A ${cpu.A.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.A.at(-1)!)} req/s | B ${cpu.B.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.B.at(-1)!)} req/s | B/A ${(cpu.B.at(-1)! / cpu.A.at(-1)!).toFixed(3)}`);
   }
   const ratios = cpu.A.map((a, i) => cpu.B[i]! / a);
-  console.log(`# ${backend}, ${descriptors} descriptor(s), h2load -c${clients} -m${streams}; ${descriptors} descriptor(s), ${rounds} rounds of ${requests}: A ${builds.A} ${median(cpu.A).toFixed(1)} µs/req, B ${builds.B} ${median(cpu.B).toFixed(1)} µs/req; CPU B/A median ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); req/s B/A median ${median(rpsRatios).toFixed(3)} (${Math.min(...rpsRatios).toFixed(3)}–${Math.max(...rpsRatios).toFixed(3)})`);
+  console.log(`# ${backend}, ${descriptors} descriptor(s), h2load -c${clients} -m${streams}, ${rounds} rounds of ${requests}: A ${builds.A} ${median(cpu.A).toFixed(1)} µs/req, B ${builds.B} ${median(cpu.B).toFixed(1)} µs/req; CPU B/A median ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); req/s B/A median ${median(rpsRatios).toFixed(3)} (${Math.min(...rpsRatios).toFixed(3)}–${Math.max(...rpsRatios).toFixed(3)})`);
 } finally {
   await servers.A.stop();
   await servers.B.stop();
