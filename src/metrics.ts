@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionObserver } from './core/observer.js';
 import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
+import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -88,7 +89,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const capacityExpiries = new Counter({ name: 'ratelimit_capacity_expired_leases_total', help: 'Capacity leases dropped because their holder did not refresh them in time, per resource.', labelNames: ['resource'] as const, registers });
   new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
     .set({ version: packageVersion(), node_version: process.version }, 1);
-  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers });
+  // Per-request counts are added up here and handed to the counters when they are read (metrics-pending.ts).
+  const flush = { rules: () => {}, decisions: () => {} };
+  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers, collect: () => flush.decisions() });
   const duration = new Histogram({
     name: 'ratelimit_decision_duration_seconds',
     help: 'Time to decide one request, store round trip included.',
@@ -96,12 +99,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     registers,
   });
   const labels = ['domain', 'key'] as const;
-  const totalHits = new Counter({ name: 'ratelimit_hits_total', help: 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).', labelNames: labels, registers });
-  const overLimit = new Counter({ name: 'ratelimit_over_limit_total', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers });
-  const nearLimit = new Counter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers });
-  const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers });
-  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers });
-  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (its status OVER_LIMIT; the request admitted unless every quota descriptor is over).', labelNames: labels, registers });
+  const totalHits = new Counter({ name: 'ratelimit_hits_total', help: 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).', labelNames: labels, registers, collect: () => flush.rules() });
+  const overLimit = new Counter({ name: 'ratelimit_over_limit_total', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers, collect: () => flush.rules() });
+  const nearLimit = new Counter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers, collect: () => flush.rules() });
+  const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers, collect: () => flush.rules() });
+  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers, collect: () => flush.rules() });
+  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (its status OVER_LIMIT; the request admitted unless every quota descriptor is over).', labelNames: labels, registers, collect: () => flush.rules() });
   const delayed = new Counter({ name: 'ratelimit_on_limit_delayed_total', help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.', labelNames: ['domain'] as const, registers });
   const delays = new Histogram({
     name: 'ratelimit_on_limit_delay_seconds',
@@ -131,34 +134,58 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
   let currentVersion: string | undefined;
 
-  // The labelled children of the per-rule counters and of decisions, looked up once per series rather than
-  // hashed from a label object on every increment (a few % of a request's CPU). Cleared whenever series
-  // are removed (setRules), so a removed series is never incremented through a stale child; bounded like
-  // the series themselves (SeriesBounds), and emptied if it ever outgrows CHILD_CACHE_MAX.
+  // The series of the per-rule counters and of decisions, found once per (domain, stats key) rather than
+  // hashed from a label object on every increment. Cleared (after a flush) whenever series are removed
+  // (setRules) or the detailed-series cap changes, so a removed series is never counted through a stale
+  // record; bounded like the series themselves (SeriesBounds), and emptied if it ever outgrows CHILD_CACHE_MAX.
+  // A folded report (key `other` past the cap) is not cached: its stats key comes from the request.
   const CHILD_CACHE_MAX = 100_000;
-  const ruleChildren = new Map<string, ReturnType<Counter<'domain' | 'key'>['labels']>[]>();
-  const decisionChildren = new Map<string, ReturnType<Counter<'domain' | 'code'>['labels']>>();
-  const childrenOf = (domain: string, key: string) => {
-    const id = `${domain}\0${key}`;
-    let c = ruleChildren.get(id);
-    if (c === undefined) {
-      if (ruleChildren.size >= CHILD_CACHE_MAX) ruleChildren.clear();
-      c = perRule.map((counter) => counter.labels({ domain, key }));
-      ruleChildren.set(id, c);
+  const ruleCounts = new PendingCounts<'domain' | 'key'>(perRule);
+  const decisionCounts = new PendingCounts<'domain' | 'code'>([decisions]);
+  flush.rules = ruleCounts.flush;
+  flush.decisions = decisionCounts.flush;
+  let cachedSeries = 0;
+  const ruleSeries = new Map<string, Map<string, PendingSeries<'domain' | 'key'>>>();
+  const seriesById = new Map<string, PendingSeries<'domain' | 'key'>>();
+  /** Per domain label: its OK and OVER_LIMIT series (CODES order). */
+  const decisionSeries = new Map<string, PendingSeries<'domain' | 'code'>[]>();
+  const forgetSeries = () => {
+    ruleCounts.flush();
+    decisionCounts.flush();
+    ruleSeries.clear();
+    seriesById.clear();
+    decisionSeries.clear();
+    cachedSeries = 0;
+  };
+  const seriesOf = (domain: string, statsKey: string): PendingSeries<'domain' | 'key'> => {
+    const cached = ruleSeries.get(domain)?.get(statsKey);
+    if (cached !== undefined) return cached;
+    const s = bounds.labels(domain, statsKey);
+    if (s.folded) folded.inc({ domain: s.domain });
+    const id = `${s.domain}\0${s.key}`;
+    let series = seriesById.get(id);
+    if (series === undefined) {
+      if (cachedSeries >= CHILD_CACHE_MAX) forgetSeries();
+      series = ruleCounts.series({ domain: s.domain, key: s.key });
+      seriesById.set(id, series);
     }
-    return c;
+    if (!s.folded) {
+      let byKey = ruleSeries.get(domain);
+      if (byKey === undefined) ruleSeries.set(domain, (byKey = new Map<string, PendingSeries<'domain' | 'key'>>()));
+      byKey.set(statsKey, series);
+      cachedSeries++;
+    }
+    return series;
   };
   const observer: DecisionObserver = {
     onDescriptor(r) {
-      const s = bounds.labels(r.domain, r.statsKey);
-      if (s.folded) folded.inc({ domain: s.domain });
-      const [total, over, near, within, shadow, quota] = childrenOf(s.domain, s.key);
-      total!.inc(r.hits);
-      if (r.overLimit) over!.inc(r.hits);
-      else within!.inc(r.hits);
-      if (r.nearLimit) near!.inc(r.hits);
-      if (r.shadowMode) shadow!.inc(r.hits);
-      if (r.quotaMode) quota!.inc(r.hits);
+      // The order of perRule: total, over, near, within, shadow, quota.
+      const series = seriesOf(r.domain, r.statsKey);
+      ruleCounts.add(series, 0, r.hits);
+      ruleCounts.add(series, r.overLimit ? 1 : 3, r.hits);
+      if (r.nearLimit) ruleCounts.add(series, 2, r.hits);
+      if (r.shadowMode) ruleCounts.add(series, 4, r.hits);
+      if (r.quotaMode) ruleCounts.add(series, 5, r.hits);
     },
     onThrottling(domain, criticality, counts) {
       const l = { domain: bounds.domain(domain), class: criticality };
@@ -170,15 +197,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     },
     onDecision(domain, over, ms) {
       const name = bounds.domain(domain);
-      const code = over ? 'OVER_LIMIT' : 'OK';
-      const id = `${name}\0${code}`;
-      let c = decisionChildren.get(id);
-      if (c === undefined) {
-        if (decisionChildren.size >= CHILD_CACHE_MAX) decisionChildren.clear();
-        c = decisions.labels({ domain: name, code });
-        decisionChildren.set(id, c);
+      let series = decisionSeries.get(name);
+      if (series === undefined) {
+        if (decisionSeries.size >= CHILD_CACHE_MAX) forgetSeries();
+        series = CODES.map((code) => decisionCounts.series({ domain: name, code }));
+        decisionSeries.set(name, series);
       }
-      c.inc();
+      decisionCounts.add(series[over ? 1 : 0]!, 0, 1);
       duration.observe(ms / 1000);
     },
     onOversized(_domain, field) {
@@ -238,9 +263,8 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     storeFallbacks,
     storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', registers }),
     setRules(snapshot) {
+      forgetSeries();
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);
-      ruleChildren.clear();
-      decisionChildren.clear();
       for (const l of removedKeys) for (const c of perRule) c.remove(l);
       for (const domain of removedDomains) {
         folded.remove({ domain });
@@ -257,6 +281,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       configDomains.set(snapshot.domains.length);
     },
     setMaxDetailedSeries(max) {
+      forgetSeries(); // a folded key may be admitted from now on
       bounds.setMaxDetailed(max);
     },
     watchDeadlineMargin(ms) {

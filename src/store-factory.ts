@@ -101,6 +101,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     clock,
     timeoutMarginMs: 1,
     noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
+    primaryKeepsDeadline: true, // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given
     ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
     onFallback: (mode, reason, error) => {
       metrics.storeFallbacks.inc({ mode });

@@ -107,7 +107,13 @@ export class RateLimiter {
     if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
     const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
-    const reported = stored.map((o, i) => (checks[i]!.limit > checkLimits[i]!.requestsPerUnit ? { ...o, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, o.remaining) } : o));
+    // A copy only when some check ran above its configured limit (a soft or share ceiling).
+    let reported = stored;
+    for (let i = 0; i < stored.length; i++) {
+      if (checks[i]!.limit <= checkLimits[i]!.requestsPerUnit) continue;
+      if (reported === stored) reported = stored.slice();
+      reported[i] = { ...stored[i]!, remaining: reportedRemaining(checks[i]!, checkLimits[i]!, stored[i]!.remaining) };
+    }
     // on_limit exponential_backoff moves a rejection's reset (and so its retry-after) out.
     const owners = hasOnLimit ? checkOwners(resolved) : undefined;
     const outcomes = owners === undefined ? reported : withBackoff(owners, reported);
@@ -118,7 +124,8 @@ export class RateLimiter {
     const quotaDescriptors: number[] = [];
     const quotaViolations: number[] = [];
     let overLimit = false;
-    resolved.forEach((r, index) => {
+    for (let index = 0; index < resolved.length; index++) {
+      const r = resolved[index]!;
       const status = this.describe(request.domain, r, outcomes, applied, observer);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
@@ -126,7 +133,7 @@ export class RateLimiter {
         if (r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
       }
       statuses.push(status);
-    });
+    }
     // envoyproxy/ratelimit: quota-mode descriptors only report, unless every one of them is over; then they
     // reject the request like ordinary limits.
     if (quotaDescriptors.length > 0 && quotaViolations.length === quotaDescriptors.length) {
@@ -137,19 +144,20 @@ export class RateLimiter {
 
     const reports: CheckReport[] = [];
     for (const r of resolved) {
-      r.limits.forEach((limit, j) => {
+      for (let j = 0; j < r.limits.length; j++) {
+        const limit = r.limits[j]!;
         if (hasThrottling(limit) || limit.softRequestsPerUnit > 0) reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
-      });
+      }
     }
     const throttled = throttlingSignals(reports, !overLimit, criticality);
     if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {
       overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
       statuses,
-      responseHeadersToAdd: [...buildResponseHeaders(applied, overLimit, this.options.headers), ...(throttled?.headers ?? [])],
+      responseHeadersToAdd: throttled === undefined ? buildResponseHeaders(applied, overLimit, this.options.headers) : [...buildResponseHeaders(applied, overLimit, this.options.headers), ...throttled.headers],
       requestHeadersToAdd: [],
       ...(this.options.responseDynamicMetadata === true ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }) } : {}),
-      ...(outcomes.some((o) => o.storeFailure === true) ? { storeFailure: true } : {}),
+      ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
@@ -165,7 +173,10 @@ export class RateLimiter {
     let chosen = 0;
     let rejected = false;
     let nearLimit = false;
-    r.limits.forEach((limit, j) => {
+    const isEnforced = enforced(r, this.options.shadowMode);
+    const quotaMode = r.rule?.quotaMode === true;
+    for (let j = 0; j < r.limits.length; j++) {
+      const limit = r.limits[j]!;
       const o = outcomes[r.firstCheck + j]!;
       const best = outcomes[r.firstCheck + chosen]!;
       if (!o.allowed) {
@@ -173,8 +184,8 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: enforced(r, this.options.shadowMode), quotaMode: r.rule?.quotaMode === true });
-    });
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: isEnforced, quotaMode });
+    }
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;
     const shadow = r.rule !== undefined && (r.rule.shadowMode || this.options.shadowMode === true);
@@ -202,6 +213,11 @@ export class RateLimiter {
       durationUntilResetMs: outcome.resetMs,
     };
   }
+}
+
+function anyStoreFailure(outcomes: readonly LimitOutcome[]): boolean {
+  for (const o of outcomes) if (o.storeFailure === true) return true;
+  return false;
 }
 
 function validate(request: RateLimitRequest): void {

@@ -94,7 +94,9 @@ export function checkRequest(request: RateLimitRequest, limits: RequestLimits, o
     const d = descriptors[i]!;
     for (let j = 0; j < d.entries.length; j++) {
       const e = d.entries[j]!;
-      checkKeyBytes(escapedByteLength(e.key), () => `descriptors[${i}].entries[${j}].key`, limits);
+      // The path is made only for the error: a closure per entry otherwise.
+      const keyBytes = escapedByteLength(e.key);
+      if (keyBytes > limits.maxKeyBytes) checkKeyBytes(keyBytes, () => `descriptors[${i}].entries[${j}].key`, limits);
       // Length first: only a long string is measured byte by byte.
       if (e.value.length > limits.maxValueBytes / 3 && escapedByteLength(e.value) > limits.maxValueBytes) longValue = true;
     }

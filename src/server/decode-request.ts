@@ -14,9 +14,9 @@
  */
 import { decodeEscaped } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
-import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type FieldPath, type RequestLimits } from '../core/request-limits.js';
-import type { RateLimitRequest } from '../core/types.js';
-import { requestFromWire, type WireDescriptor, type WireEntry, type WireRequest } from './wire.js';
+import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../core/request-limits.js';
+import type { DescriptorEntry, LimitOverride, RateLimitRequest, RequestDescriptor } from '../core/types.js';
+import { unitFromWire } from './wire.js';
 
 const VARINT = 0;
 const FIXED64 = 1;
@@ -24,20 +24,31 @@ const LEN = 2;
 const FIXED32 = 5;
 
 
+/**
+ * A cursor over one message. Allocation is kept visible: a tag's field number is returned and its wire type
+ * left in `type`, a span's end in `pos`, and the path for error messages is built from the parent only when
+ * an error needs it (no arrays or closures per field).
+ */
 class Reader {
   pos: number;
+  /** The wire type of the tag read last. */
+  type = 0;
   constructor(
     readonly buf: Uint8Array,
     start: number,
     readonly end: number,
-    /** Built only for an error message (see FieldPath). */
-    private readonly where: FieldPath,
+    private readonly parent: Reader | undefined,
+    /** This message's field name as it reads after the parent's path (e.g. `.entries`). */
+    private readonly name: string,
+    /** Its index in a repeated field, or -1. */
+    private readonly index: number,
   ) {
     this.pos = start;
   }
 
   get path(): string {
-    return typeof this.where === 'string' ? this.where : this.where();
+    const own = this.index >= 0 ? `${this.name}[${this.index}]` : this.name;
+    return this.parent === undefined ? own : `${this.parent.path}${own}`;
   }
 
   malformed(what: string): never {
@@ -58,21 +69,22 @@ class Reader {
     return this.malformed('varint longer than 10 bytes');
   }
 
-  /** The [start, end) of a length-delimited field's content, moving past it. */
-  span(): [number, number] {
+  /** Moves past a length-delimited field: returns where its content starts (it ends at the new `pos`). */
+  span(): number {
     const len = this.varint();
     if (len > this.end - this.pos) this.malformed('length past the end of the message');
     const start = this.pos;
     this.pos += len;
-    return [start, this.pos];
+    return start;
   }
 
-  /** Reads the next tag: [field number, wire type]. */
-  tag(): [number, number] {
+  /** Reads the next tag: returns its field number, leaves its wire type in `type`. */
+  tag(): number {
     const tag = this.varint();
     const field = Math.floor(tag / 8);
     if (field === 0) this.malformed('field number 0');
-    return [field, tag % 8];
+    this.type = tag % 8;
+    return field;
   }
 
   skip(wireType: number): void {
@@ -89,22 +101,26 @@ class Reader {
     if (wireType !== actual) this.malformed(`field ${field} has wire type ${actual}, expected ${wireType}`);
   }
 
-  sub(span: [number, number], path: FieldPath): Reader {
-    return new Reader(this.buf, span[0], span[1], path);
+  /** A reader over the length-delimited field at `pos` (moving past it). */
+  sub(name: string, index = -1): Reader {
+    const start = this.span();
+    return new Reader(this.buf, start, this.pos, this, name, index);
   }
 }
 
-function entry(r: Reader, limits: RequestLimits): WireEntry {
+function entry(r: Reader, limits: RequestLimits): DescriptorEntry {
   let key = '';
   let value = '';
   while (r.pos < r.end) {
-    const [field, type] = r.tag();
+    const field = r.tag();
+    const type = r.type;
     if (field === 1 || field === 2) {
       r.expect(LEN, type, field === 1 ? 'key' : 'value');
-      const [s, e] = r.span();
+      const s = r.span();
+      const e = r.pos;
       // A key's length first, from the prefix: an oversized key is never decoded. A long value is decoded and
       // decided (core/request-limits.ts): a client chooses it, and an error answer would leave it unlimited.
-      if (field === 1) checkKeyBytes(e - s, () => `${r.path}.key`, limits);
+      if (field === 1 && e - s > limits.maxKeyBytes) checkKeyBytes(e - s, () => `${r.path}.key`, limits);
       const text = decodeEscaped(r.buf, s, e);
       if (field === 1) key = text;
       else value = text;
@@ -113,71 +129,83 @@ function entry(r: Reader, limits: RequestLimits): WireEntry {
   return { key, value };
 }
 
-function descriptor(r: Reader, index: number, limits: RequestLimits): WireDescriptor {
-  const entries: WireEntry[] = [];
-  const out: WireDescriptor = { entries, limit: null, hits_addend: null };
+function descriptor(r: Reader, index: number, limits: RequestLimits): RequestDescriptor {
+  const entries: DescriptorEntry[] = [];
+  let limit: { requestsPerUnit: number; unitNumber: number } | undefined;
+  let hitsAddend: number | undefined;
+  let negative = false;
   while (r.pos < r.end) {
-    const [field, type] = r.tag();
+    const field = r.tag();
+    const type = r.type;
     if (field === 1) {
       r.expect(LEN, type, 'entries');
       const n = entries.length;
       checkEntryCount(n + 1, index, limits);
-      entries.push(entry(r.sub(r.span(), () => `${r.path}.entries[${n}]`), limits));
+      entries.push(entry(r.sub('.entries', n), limits));
     } else if (field === 2) {
       r.expect(LEN, type, 'limit');
-      const o = r.sub(r.span(), () => `${r.path}.limit`);
-      const limit = (out.limit ??= { requests_per_unit: 0, unit: 'UNKNOWN' }); // a repeated message merges
+      const o = r.sub('.limit');
+      const l = (limit ??= { requestsPerUnit: 0, unitNumber: 0 }); // a repeated message merges
       while (o.pos < o.end) {
-        const [f, t] = o.tag();
+        const f = o.tag();
+        const t = o.type;
         if (f === 1) {
           o.expect(VARINT, t, 'requests_per_unit');
-          limit.requests_per_unit = o.varint() % 2 ** 32;
+          l.requestsPerUnit = o.varint() % 2 ** 32;
         } else if (f === 2) {
           o.expect(VARINT, t, 'unit');
-          const n = o.varint();
-          limit.unit = n; // wire.ts names it (7 is WEEK; UNKNOWN and unknown numbers leave the override out)
+          l.unitNumber = o.varint(); // wire.ts names it (7 is WEEK; UNKNOWN and unknown numbers leave the override out)
         } else o.skip(t);
       }
     } else if (field === 3) {
       r.expect(LEN, type, 'hits_addend');
-      const h = r.sub(r.span(), () => `${r.path}.hits_addend`);
-      const hits = (out.hits_addend ??= { value: 0 });
+      const h = r.sub('.hits_addend');
+      hitsAddend ??= 0; // present, even empty (UInt64Value has presence)
       while (h.pos < h.end) {
-        const [f, t] = h.tag();
+        const f = h.tag();
+        const t = h.type;
         if (f === 1) {
           h.expect(VARINT, t, 'value');
-          hits.value = h.varint();
+          hitsAddend = Math.min(h.varint(), Number.MAX_SAFE_INTEGER);
         } else h.skip(t);
       }
     } else if (field === 4) {
       r.expect(VARINT, type, 'is_negative_hits');
-      out.is_negative_hits = r.varint() !== 0;
+      negative = r.varint() !== 0;
     } else r.skip(type);
   }
-  return out;
+  // The same object requestFromWire (wire.ts) builds from a decoded message: optional fields left out.
+  const d: { entries: DescriptorEntry[]; limit?: LimitOverride; hitsAddend?: number; negativeHits?: true } = { entries };
+  if (limit !== undefined) d.limit = { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) };
+  if (hitsAddend !== undefined) d.hitsAddend = hitsAddend;
+  if (negative) d.negativeHits = true;
+  return d;
 }
 
 /** Bytes → the engine's request; throws InvalidRequestError (malformed) or RequestTooLargeError. */
 export function decodeRateLimitRequest(bytes: Uint8Array, limits: RequestLimits): RateLimitRequest {
-  const r = new Reader(bytes, 0, bytes.length, '');
-  const wire: WireRequest = { domain: '', descriptors: [], hits_addend: 0 };
-  const descriptors = wire.descriptors!;
+  const r = new Reader(bytes, 0, bytes.length, undefined, '', -1);
+  let domain = '';
+  let hitsAddend = 0;
+  const descriptors: RequestDescriptor[] = [];
   while (r.pos < r.end) {
-    const [field, type] = r.tag();
+    const field = r.tag();
+    const type = r.type;
     if (field === 1) {
       r.expect(LEN, type, 'domain');
-      const [s, e] = r.span();
+      const s = r.span();
+      const e = r.pos;
       checkKeyBytes(e - s, 'domain', limits);
-      wire.domain = decodeEscaped(bytes, s, e);
+      domain = decodeEscaped(bytes, s, e);
     } else if (field === 2) {
       r.expect(LEN, type, 'descriptors');
       const n = descriptors.length;
       checkDescriptorCount(n + 1, limits);
-      descriptors.push(descriptor(r.sub(r.span(), () => `descriptors[${n}]`), n, limits));
+      descriptors.push(descriptor(r.sub('descriptors', n), n, limits));
     } else if (field === 3) {
       r.expect(VARINT, type, 'hits_addend');
-      wire.hits_addend = r.varint() % 2 ** 32; // uint32: the low 32 bits, as protobuf decoders do
+      hitsAddend = r.varint() % 2 ** 32; // uint32: the low 32 bits, as protobuf decoders do
     } else r.skip(type);
   }
-  return requestFromWire(wire);
+  return { domain, descriptors, hitsAddend };
 }

@@ -35,7 +35,7 @@ const WIRE_UNITS: ReadonlySet<string> = new Set(UNITS.map((u) => u.toUpperCase()
  */
 export const OVERRIDE_UNIT_NAMES: readonly string[] = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR', 'WEEK'];
 
-function unitFromWire(unit: string | number | undefined): Unit | undefined {
+export function unitFromWire(unit: string | number | undefined): Unit | undefined {
   const name = typeof unit === 'number' ? OVERRIDE_UNIT_NAMES[unit] : unit;
   if (name === undefined || !WIRE_UNITS.has(name)) return undefined;
   return name.toLowerCase() as Unit;

@@ -72,15 +72,20 @@ export class OverLimitCache implements CounterStore {
       throw error;
     }
     // A key repeated in the batch is decided on the state its earlier checks would leave, not on the stored
-    // state, so its rejection says nothing about the stored state.
-    const seen = new Map<string, number>();
-    for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
-    checks.forEach((check, i) => {
+    // state, so its rejection says nothing about the stored state. Counted only when a rejection may be
+    // cached (most requests are admitted: no map for them).
+    let seen: Map<string, number> | undefined;
+    for (let i = 0; i < checks.length; i++) {
+      const check = checks[i]!;
       const o = outcomes[i];
-      if (o && check.hits === 1 && check.onLimit === undefined && check.countOver === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && seen.get(check.key) === 1 && (check.elastic === undefined || o.ban !== undefined)) {
-        this.remember(entryKey(check), nowMs + o.resetMs, o.ban !== undefined);
+      if (o && check.hits === 1 && check.onLimit === undefined && check.countOver === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && (check.elastic === undefined || o.ban !== undefined)) {
+        if (seen === undefined) {
+          seen = new Map<string, number>();
+          for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);
+        }
+        if (seen.get(check.key) === 1) this.remember(entryKey(check), nowMs + o.resetMs, o.ban !== undefined);
       }
-    });
+    }
     return outcomes;
   }
 
@@ -118,7 +123,8 @@ export class OverLimitCache implements CounterStore {
   }
 
   private answer(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] | undefined {
-    if (checks.length === 0) return undefined;
+    // Nothing cached (the usual state while keys are under their limits): no entry key built per request.
+    if (checks.length === 0 || this.until.size === 0) return undefined;
     const outcomes: LimitOutcome[] = [];
     for (const check of checks) {
       // A check with on_limit store state may be delayed or degraded, and its rejections are counted: the store decides.

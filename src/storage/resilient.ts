@@ -41,6 +41,12 @@ export interface ResilientStoreOptions {
    */
   readonly noDeadlineTimeoutMs?: number;
   readonly clock: Clock;
+  /**
+   * The primary settles every apply() by the `deadlineMs` it is given (the Redis store does, with the same
+   * guard: deadline.ts), so this store need not race it with a timer of its own (a timer, a promise and
+   * four closures per request, for a race the primary's own timer, created first, always wins). Default false.
+   */
+  readonly primaryKeepsDeadline?: boolean;
   /** Called on every fallback answer, for a metric and a (throttled) log line. */
   readonly onFallback?: (mode: FailureMode, reason: string, error: unknown) => void;
 }
@@ -124,6 +130,7 @@ export class ResilientStore implements CounterStore {
     const budget = this.options.noDeadlineTimeoutMs;
     if (deadlineMs === undefined && budget === undefined) return this.primary.apply(checks, nowMs);
     const giveUpAt = deadlineMs !== undefined ? deadlineMs - this.margin : this.options.clock.nowMs() + budget!;
+    if (this.options.primaryKeepsDeadline === true) return this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt });
     return withDeadline(() => this.primary.apply(checks, nowMs, { deadlineMs: giveUpAt }), giveUpAt, this.options.clock);
   }
 

@@ -35,6 +35,22 @@ describe('response headers', () => {
     expect(h).toContainEqual({ key: 'x-ratelimit-reset', value: '3601' });
   });
 
+  it('names each policy by its own request, when one limit object serves changing policy names (the per-limit cache)', () => {
+    const shared = limit(undefined, 5, 60_000);
+    const as = (policyName: string, remaining: number): AppliedLimit => ({ limit: shared, outcome: { allowed: true, remaining, resetMs: 1000 }, policyName, enforced: true });
+    for (let round = 0; round < 2; round++) {
+      expect(buildResponseHeaders([as('d.user_a', 4)], false, { mode: 'all', xRateLimit: false })).toEqual([
+        { key: 'ratelimit-policy', value: '"d.user_a";q=5;w=60' },
+        { key: 'ratelimit', value: '"d.user_a";r=4;t=1' },
+      ]);
+      // two names alternating in one request, one repeated: listed once each, in order
+      expect(buildResponseHeaders([as('d.user_b', 3), as('d.user_a', 2), as('d.user_b', 1)], false, { mode: 'all', xRateLimit: false })).toEqual([
+        { key: 'ratelimit-policy', value: '"d.user_b";q=5;w=60, "d.user_a";q=5;w=60' },
+        { key: 'ratelimit', value: '"d.user_b";r=3;t=1, "d.user_a";r=2;t=1' },
+      ]);
+    }
+  });
+
   it('escapes policy names into valid sf-strings', () => {
     const odd: AppliedLimit = { ...burst, policyName: 'a"b\\c\u00e9' };
     expect(buildResponseHeaders([odd], false, { mode: 'all', xRateLimit: false })[0]).toEqual({ key: 'ratelimit-policy', value: '"a\\"b\\\\c?";q=10;w=1' });

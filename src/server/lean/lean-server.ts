@@ -45,8 +45,10 @@ export interface RunningLeanServer {
 
 const { HTTP2_HEADER_PATH, HTTP2_HEADER_METHOD, HTTP2_HEADER_CONTENT_TYPE, HTTP2_HEADER_STATUS } = http2.constants;
 
+function ignore(): void {}
+
 function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: RouteTable, hooks: CallHooks, closing: () => boolean): void {
-  stream.on('error', () => undefined); // a reset stream: the call sees 'close'
+  stream.on('error', ignore); // a reset stream: the call sees 'close'
   const rawPath = headers[HTTP2_HEADER_PATH];
   const path = typeof rawPath === 'string' ? rawPath : '';
   const contentType = headers[HTTP2_HEADER_CONTENT_TYPE];
@@ -75,7 +77,7 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
     return;
   }
   const method = metricMethodName(path);
-  new LeanCall(stream, method, unary !== undefined ? { unary } : { streaming: streaming! }, timeout === undefined ? undefined : Date.now() + timeout, hooks);
+  new LeanCall(stream, method, unary ?? streaming!, unary === undefined, timeout === undefined ? undefined : Date.now() + timeout, hooks);
 }
 
 export async function startLeanServer(options: LeanServerOptions): Promise<RunningLeanServer> {

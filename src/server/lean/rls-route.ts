@@ -9,7 +9,7 @@ import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../core/request-l
 import { decodeRateLimitRequest } from '../decode-request.js';
 import { encodeRateLimitResponse } from '../encode-response.js';
 import { decisionDeadline } from '../rls-service.js';
-import type { UnaryRoute } from './routes.js';
+import { framedRoute, type UnaryRoute } from './routes.js';
 
 export const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
@@ -22,13 +22,18 @@ export interface LeanRlsOptions {
   readonly maxWaitMs?: number;
 }
 
+/** The answer with its gRPC message header written in place (no framing copy in the call). */
+function encodeFramed(decision: Parameters<typeof encodeRateLimitResponse>[0]): Buffer {
+  return encodeRateLimitResponse(decision, 5);
+}
+
 export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
   const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
   const margin = options.deadlineMarginMs;
   const { limiter, clock, defaultTimeoutMs, maxWaitMs } = options;
-  return (bytes, deadlineMs, call) => {
+  return framedRoute((bytes, deadlineMs, call) => {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
     // `call` itself, not call.signal: the signal is made only if the request waits for a delayed slot.
-    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs), call }).then(encodeRateLimitResponse);
-  };
+    return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs), call }).then(encodeFramed);
+  });
 }

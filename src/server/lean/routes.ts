@@ -14,7 +14,18 @@ export interface CallSignal {
   readonly signal: AbortSignal;
 }
 
-export type UnaryRoute = (request: Buffer, deadlineMs: number | undefined, call: CallSignal) => Promise<Uint8Array>;
+export type UnaryRoute = ((request: Buffer, deadlineMs: number | undefined, call: CallSignal) => Promise<Uint8Array>) & {
+  /** The answer already starts with the 5-byte gRPC message header (its encoder left room for it): sent as it is. */
+  readonly framed?: true;
+};
+
+/**
+ * A route whose encoder writes the gRPC message header in place (e.g. encodeRateLimitResponse(d, 5)): the
+ * call sends its bytes without copying them into a framed buffer (a copy and an allocation per answer).
+ */
+export function framedRoute(route: (request: Buffer, deadlineMs: number | undefined, call: CallSignal) => Promise<Uint8Array>): UnaryRoute {
+  return Object.assign(route, { framed: true as const });
+}
 
 /** The sending half of a server-streaming call. */
 export interface StreamSink {

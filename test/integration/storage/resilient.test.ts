@@ -98,6 +98,23 @@ describe('ResilientStore', () => {
     await new Promise((r) => setTimeout(r, 600));
   });
 
+  it('with primaryKeepsDeadline (as store-factory builds it on Redis) answers by the mode by the deadline, from the Redis store\'s own guard', async () => {
+    fallbacks.length = 0;
+    const store = new ResilientStore(primary, { mode: 'closed', expectedReplicas: 1, clock: systemClock, primaryKeepsDeadline: true, onFallback: (m, reason) => fallbacks.push([m, reason]) });
+    await rawCommand(redis.port, ['CLIENT', 'PAUSE', '400', 'ALL']);
+    const started = Date.now();
+    const [slow] = await store.apply([check(9)], T0, { deadlineMs: started + 120 });
+    expect(Date.now()).toBeLessThanOrEqual(started + 120);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(slow).toEqual({ allowed: false, remaining: 0, resetMs: 60_000, storeFailure: true });
+    const passed = Date.now();
+    const [late] = await store.apply([check(4)], T0, { deadlineMs: passed - 1 });
+    expect(late).toEqual({ allowed: false, remaining: 0, resetMs: 60_000, storeFailure: true });
+    expect(Date.now() - passed).toBeLessThan(50);
+    expect(fallbacks).toEqual([['closed', 'timeout'], ['closed', 'timeout']]);
+    await new Promise((r) => setTimeout(r, 400));
+  });
+
   it('gives up at once when the deadline has already passed', async () => {
     fallbacks.length = 0;
     const started = Date.now();
