@@ -40,7 +40,8 @@ export class LeaseStore implements ShareView {
   count = 0;
   sumHas = 0;
   sumWants = 0;
-  multiSubclient = 0;
+  /** The leases with more than one subclient (FAIR_SHARE walks these few). */
+  readonly multis = new Map<string, StoredLease>();
   /** The lease of the client being decided (set by `view`). */
   old: StoredLease | undefined;
 
@@ -87,7 +88,8 @@ export class LeaseStore implements ShareView {
     this.count += lease.subclients;
     this.sumHas += lease.has;
     this.sumWants += lease.wants;
-    if (lease.subclients !== 1) this.multiSubclient++;
+    if (lease.subclients !== 1) this.multis.set(client, lease);
+    else if (old !== undefined && old.subclients !== 1) this.multis.delete(client);
     // A refresh with the same wants and subclients leaves the client where it is in the index.
     if (old === undefined || old.wants !== lease.wants || old.subclients !== lease.subclients) {
       if (old !== undefined) this.index.remove(client, old.wants, old.subclients);
@@ -114,6 +116,7 @@ export class LeaseStore implements ShareView {
     this.live--;
     this.tombstones++;
     this.untally(lease);
+    if (lease.subclients !== 1) this.multis.delete(client);
     this.index.remove(client, lease.wants, lease.subclients);
     // Float sums drift with every add and subtract; an empty store starts again from exact zeros.
     if (this.live === 0) this.zeroSums();
@@ -124,7 +127,6 @@ export class LeaseStore implements ShareView {
     this.count -= lease.subclients;
     this.sumHas -= lease.has;
     this.sumWants -= lease.wants;
-    if (lease.subclients !== 1) this.multiSubclient--;
   }
 
   private zeroSums(): void {

@@ -17,21 +17,23 @@ const ROUNDS = 5;
 /** Most the big resource's decision may cost, as a multiple of the small one's. */
 const BOUND = 6;
 
-function filled(n: number, kind: string) {
+function filled(n: number, kind: string, servers = 0) {
   const algorithm = kind === 'FAIR_SHARE_MAXMIN' ? 'FAIR_SHARE, parameters: [{name: max_min, value: "true"}]' : kind;
   const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: ${20 * n}\n    algorithm: {kind: ${algorithm}, lease_length: 600, refresh_interval: 60, learning_mode_duration: 0}\n`);
   if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
   const clock = new FakeClock(1_700_000_000_000);
   const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => '127.0.0.1:1', stateSinceMs: clock.nowMs() });
   for (let i = 0; i < n; i++) srv.getCapacity({ client_id: `c${i}`, resource: [{ resource_id: 'r', priority: 1, wants: 1 + ((i * 37) % 100) }] });
+  // Intermediate servers: clients with several subclients, which FAIR_SHARE's second round must look at apart.
+  for (let i = 0; i < servers; i++) srv.getServerCapacity({ server_id: `s${i}`, resource: [{ resource_id: 'r', wants: [{ priority: 1, num_clients: 5, wants: 40 + 60 * i }] }] });
   return { srv, clock };
 }
 
 type Workload = (srv: CapacityServer, clock: FakeClock, i: number) => void;
 
 /** Nanoseconds per operation: the fastest of ROUNDS rounds, big and small alternating. */
-function ratio(kind: string, work: Workload): { small: number; big: number } {
-  const sizes = { small: filled(SMALL, kind), big: filled(BIG, kind) };
+function ratio(kind: string, work: Workload, servers = 0): { small: number; big: number } {
+  const sizes = { small: filled(SMALL, kind, servers), big: filled(BIG, kind, servers) };
   const best = { small: Infinity, big: Infinity };
   for (let round = 0; round < ROUNDS; round++) {
     for (const size of round % 2 === 0 ? (['small', 'big'] as const) : (['big', 'small'] as const)) {
@@ -56,6 +58,11 @@ describe('capacity decisions at scale', () => {
       expect(big / small, `${big.toFixed(0)} ns against ${small.toFixed(0)} ns per decision`).toBeLessThan(BOUND);
     });
   }
+
+  it('FAIR_SHARE with a few intermediate servers among the clients costs about the same (its second round walks only the servers)', () => {
+    const { small, big } = ratio('FAIR_SHARE', refresh, 3);
+    expect(big / small, `${big.toFixed(0)} ns against ${small.toFixed(0)} ns per decision`).toBeLessThan(BOUND);
+  });
 
   it('a client that releases and asks again, over and over, costs about the same', () => {
     const { small, big } = ratio('FAIR_SHARE', (srv, clock, i) => {
