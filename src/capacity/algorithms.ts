@@ -5,9 +5,9 @@
  * the grant goes out; the caller records it. Every grant is at most what is unallocated (`avail`), so a new
  * split settles over a few refreshes instead of ever over-granting.
  *
- * Cost per decision: O(log n) in the clients of the resource (ShareIndex), except FAIR_SHARE's second round
- * while some client has more than one subclient (intermediate servers): that round compares wants with a
- * level rather than wants per subclient, so it walks the clients above the equal share (O(n)).
+ * Cost per decision: O(log n) in the clients of the resource (ShareIndex), plus, in FAIR_SHARE's second round,
+ * O(m) in the clients with more than one subclient (intermediate servers): that round compares wants with a
+ * level rather than wants per subclient, so those few are walked; the clients with one subclient never are.
  */
 import type { AlgorithmKind } from './config.js';
 import type { ShareIndex } from './share-index.js';
@@ -20,8 +20,8 @@ export interface ShareView {
   readonly sumWants: number;
   /** The leases ordered by wants per subclient. */
   readonly index: ShareIndex;
-  /** Leases whose holder has more than one subclient. */
-  readonly multiSubclient: number;
+  /** The leases whose holder has more than one subclient (intermediate servers), by client. */
+  readonly multis: ReadonlyMap<string, { readonly wants: number; readonly subclients: number }>;
   /** This client's current lease, if any. */
   readonly old: { readonly has: number; readonly wants: number; readonly subclients: number } | undefined;
 }
@@ -121,24 +121,30 @@ function fair(capacity: number, view: ShareView, req: ShareRequest): number {
   const dX = (extra / wanting) * req.subclients;
   const level = d + dX;
   if (req.wants < level) return nonNegative(Math.min(req.wants, avail));
-  // Round 2: of the others above the equal share, those wanting less than this level leave the difference.
-  let xx: number;
-  let wanting2: number;
-  if (view.multiSubclient === 0 && req.subclients === 1) {
-    // Every client has one subclient: wants and wants per subclient order alike.
-    const under = othersBelow(view, level);
-    const atOrUnder = othersBelow(view, level, true);
-    xx = level * (under.n - atOrBelow.n) - (under.w - atOrBelow.w);
-    wanting2 = req.subclients + (others.s - atOrUnder.s);
-  } else {
-    xx = 0;
-    wanting2 = req.subclients;
-    view.index.forEach((id, w, s) => {
-      if (id === req.client || w <= eq * s) return;
-      if (w < level) xx += level - w;
-      else if (w > level) wanting2 += s;
-    });
+  // Round 2: of the others above the equal share, those wanting less than this level leave the difference, and
+  // those wanting more share it. For a client with one subclient wants and wants per subclient (the index's
+  // order) are the same number, so its part comes from index sums; the few with several subclients
+  // (intermediate servers, view.multis) are taken out of those sums and walked: O(log n + m).
+  const under = othersBelow(view, level);
+  const atOrUnder = othersBelow(view, level, true);
+  let between = under.n - atOrBelow.n; // others with eq < r < level
+  let betweenWants = under.w - atOrBelow.w;
+  let aboveLevel = others.s - atOrUnder.s; // their subclients, r > level
+  let xx = 0;
+  let wanting2 = req.subclients;
+  for (const [id, l] of view.multis) {
+    if (id === req.client) continue;
+    const r = l.wants / l.subclients;
+    if (r > eq && r < level) {
+      between--;
+      betweenWants -= l.wants;
+    } else if (r > level) aboveLevel -= l.subclients;
+    if (l.wants <= eq * l.subclients) continue;
+    if (l.wants < level) xx += level - l.wants;
+    else if (l.wants > level) wanting2 += l.subclients;
   }
+  xx += level * between - betweenWants;
+  wanting2 += aboveLevel;
   return nonNegative(Math.min(level + (xx / wanting2) * req.subclients, avail));
 }
 

@@ -3,6 +3,13 @@
  * ShareIndex ordered by wants per subclient, and a min-heap of expiries: a decision drops what has expired
  * (amortised O(log n) per lease) and never walks every client. Doorman keeps SumHas and SumWants the same way,
  * incrementally.
+ *
+ * The leases map is never asked to delete a key. V8's Map keeps a deleted entry in its bucket chain until the
+ * table is next rehashed, so one client deleted and re-added over and over (every refresh, or a release and ask
+ * again) makes its own lookups walk a chain that grows towards the number of clients: measured 46 µs per
+ * refresh at 10,000 clients against 0.2 µs at 10. A refresh overwrites its entry in place; a release or an
+ * expiry leaves a tombstone (undefined), and the live entries are copied to a fresh map once the tombstones
+ * outnumber them, so memory stays O(clients) and the copy is amortised O(1) per removal.
  */
 import { ShareIndex } from './share-index.js';
 import type { ShareView } from './algorithms.js';
@@ -24,18 +31,22 @@ interface HeapItem {
 }
 
 export class LeaseStore implements ShareView {
-  private readonly leases = new Map<string, StoredLease>();
+  private leases = new Map<string, StoredLease | undefined>();
+  /** Live leases (the map also holds tombstones). */
+  private live = 0;
+  private tombstones = 0;
   readonly index = new ShareIndex();
   private readonly heap: HeapItem[] = [];
   count = 0;
   sumHas = 0;
   sumWants = 0;
-  multiSubclient = 0;
+  /** The leases with more than one subclient (FAIR_SHARE walks these few). */
+  readonly multis = new Map<string, StoredLease>();
   /** The lease of the client being decided (set by `view`). */
   old: StoredLease | undefined;
 
   get size(): number {
-    return this.leases.size;
+    return this.live;
   }
 
   get(client: string): StoredLease | undefined {
@@ -66,16 +77,27 @@ export class LeaseStore implements ShareView {
 
   assign(client: string, lease: StoredLease): void {
     const old = this.leases.get(client);
-    if (old !== undefined) this.remove(client, old);
+    if (old === undefined && this.leases.has(client)) this.tombstones--;
     this.leases.set(client, lease);
+    if (old === undefined) this.live++;
+    else {
+      this.untally(old);
+      // As if the old lease were removed first: a store left empty starts again from exact zeros.
+      if (this.live === 1) this.zeroSums();
+    }
     this.count += lease.subclients;
     this.sumHas += lease.has;
     this.sumWants += lease.wants;
-    if (lease.subclients !== 1) this.multiSubclient++;
-    this.index.insert(client, lease.wants, lease.subclients);
+    if (lease.subclients !== 1) this.multis.set(client, lease);
+    else if (old !== undefined && old.subclients !== 1) this.multis.delete(client);
+    // A refresh with the same wants and subclients leaves the client where it is in the index.
+    if (old === undefined || old.wants !== lease.wants || old.subclients !== lease.subclients) {
+      if (old !== undefined) this.index.remove(client, old.wants, old.subclients);
+      this.index.insert(client, lease.wants, lease.subclients);
+    }
     pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
     // Refreshes leave stale items behind; rebuild when they outnumber live ones so the heap stays O(clients).
-    if (this.heap.length > 2 * this.leases.size + 64) this.rebuildHeap();
+    if (this.heap.length > 2 * this.live + 64) this.rebuildHeap();
   }
 
   release(client: string): boolean {
@@ -86,26 +108,43 @@ export class LeaseStore implements ShareView {
   }
 
   forEach(visit: (client: string, lease: StoredLease) => void): void {
-    for (const [client, lease] of this.leases) visit(client, lease);
+    for (const [client, lease] of this.leases) if (lease !== undefined) visit(client, lease);
   }
 
   private remove(client: string, lease: StoredLease): void {
-    this.leases.delete(client);
+    this.leases.set(client, undefined);
+    this.live--;
+    this.tombstones++;
+    this.untally(lease);
+    if (lease.subclients !== 1) this.multis.delete(client);
+    this.index.remove(client, lease.wants, lease.subclients);
+    // Float sums drift with every add and subtract; an empty store starts again from exact zeros.
+    if (this.live === 0) this.zeroSums();
+    if (this.tombstones > this.live + 64) this.compact();
+  }
+
+  private untally(lease: StoredLease): void {
     this.count -= lease.subclients;
     this.sumHas -= lease.has;
     this.sumWants -= lease.wants;
-    if (lease.subclients !== 1) this.multiSubclient--;
-    this.index.remove(client, lease.wants, lease.subclients);
-    if (this.leases.size === 0) {
-      // Float sums drift with every add and subtract; an empty store starts again from exact zeros.
-      this.sumHas = 0;
-      this.sumWants = 0;
-    }
+  }
+
+  private zeroSums(): void {
+    this.sumHas = 0;
+    this.sumWants = 0;
+  }
+
+  /** A fresh map of the live leases, in the same order, without the tombstones. */
+  private compact(): void {
+    const leases = new Map<string, StoredLease>();
+    for (const [client, lease] of this.leases) if (lease !== undefined) leases.set(client, lease);
+    this.leases = leases;
+    this.tombstones = 0;
   }
 
   private rebuildHeap(): void {
     this.heap.length = 0;
-    for (const [client, lease] of this.leases) pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
+    for (const [client, lease] of this.leases) if (lease !== undefined) pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
   }
 }
 

@@ -1,14 +1,17 @@
 /**
  * doorman.Capacity on the gRPC port: each method as bytes → bytes (decode with the required-field checks,
- * decide, encode), offered to both transports: as lean routes by path, and as a grpc-js service whose
+ * decide, encode; the hand-written codec of wire-decode.ts and wire-encode.ts, which gives protobufjs's
+ * objects and bytes without its per-message cost), offered to both transports: as lean routes by path, and as a grpc-js service whose
  * (de)serializers pass bytes through, so that a malformed request is INVALID_ARGUMENT on both (a throwing
  * grpc-js deserializer would answer INTERNAL).
  */
 import * as grpc from '@grpc/grpc-js';
 import { InvalidRequestError } from '../core/errors.js';
 import { toGrpcError } from '../server/grpc-errors.js';
-import { CAPACITY_METHODS, CAPACITY_SERVICE, methodCodec, type CapacityMethod } from './messages.js';
+import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './messages.js';
 import type * as M from './messages.js';
+import { decodeDiscoveryRequest, decodeGetCapacityRequest, decodeGetServerCapacityRequest, decodeReleaseCapacityRequest } from './wire-decode.js';
+import { encodeDiscoveryResponse, encodeGetCapacityResponse, encodeGetServerCapacityResponse, encodeReleaseCapacityResponse } from './wire-encode.js';
 
 export type BytesHandler = (request: Buffer) => Promise<Uint8Array>;
 
@@ -37,11 +40,23 @@ function answer(server: CapacityAnswers, method: CapacityMethod, request: unknow
   }
 }
 
+interface Codec {
+  decode(bytes: Buffer): unknown;
+  encode(message: unknown): Uint8Array;
+}
+
+const CODECS: Record<CapacityMethod, Codec> = {
+  Discovery: { decode: decodeDiscoveryRequest, encode: (m) => encodeDiscoveryResponse(m as M.DiscoveryResponse) },
+  GetCapacity: { decode: decodeGetCapacityRequest, encode: (m) => encodeGetCapacityResponse(m as M.GetCapacityResponse) },
+  GetServerCapacity: { decode: decodeGetServerCapacityRequest, encode: (m) => encodeGetServerCapacityResponse(m as M.GetServerCapacityResponse) },
+  ReleaseCapacity: { decode: decodeReleaseCapacityRequest, encode: (m) => encodeReleaseCapacityResponse(m as M.ReleaseCapacityResponse) },
+};
+
 /** Path (`/doorman.Capacity/GetCapacity`) → handler, one per method. */
 export function capacityRoutes(server: CapacityAnswers): Map<string, BytesHandler> {
   const routes = new Map<string, BytesHandler>();
   for (const method of CAPACITY_METHODS) {
-    const codec = methodCodec(method);
+    const codec = CODECS[method];
     routes.set(`/${CAPACITY_SERVICE}/${method}`, (bytes) => {
       let request: unknown;
       try {
