@@ -21,9 +21,8 @@ import type { Clock } from '../core/clock.js';
 import { RateLimitError, RequestTooLargeError, StoreError } from '../core/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, leaseMessage, serverCapacityAsks, checkClientId, type Ask, type CapacityServer, type Resource } from './capacity-server.js';
-import type { StoredLease } from './lease-store.js';
 import type * as M from './messages.js';
-import { RedisLeaseCache, setLease, type LeaseWrite } from './redis-lease-cache.js';
+import { RedisLeaseCache, setLease, takeBack, type Changed } from './redis-lease-cache.js';
 
 export { packLease, unpackLease } from './redis-lease-cache.js';
 
@@ -48,11 +47,11 @@ export interface RedisCapacityOptions {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-/** What deciding a batch on the copy produced: the undo log, the writes for Redis, each caller's answer. */
-interface BatchOutcome {
-  readonly undo: [string, StoredLease | undefined][];
-  readonly writes: LeaseWrite[];
-  readonly answers: Map<Pending, { lease?: M.Lease; error?: unknown; granted?: boolean }>;
+/** One caller's answer from a batch decided on the copy. */
+interface Answer {
+  readonly lease?: M.Lease;
+  readonly error?: unknown;
+  readonly granted?: boolean;
 }
 
 /** One ask (or release: `ask` undefined) waiting for its resource's next batch. */
@@ -175,24 +174,21 @@ export class RedisCapacity {
       res.store.clean(now);
       res.bands.clean(now);
       const last = attempt >= MAX_ATTEMPTS;
-      const undo: BatchOutcome['undo'] = [];
-      const writes: LeaseWrite[] = [];
-      const answers: BatchOutcome['answers'] = new Map();
-      const rollback = (): void => {
-        for (let i = undo.length - 1; i >= 0; i--) setLease(res, undo[i]![0], undo[i]![1]);
-      };
+      const changed: Changed = new Map();
+      let answers: Answer[];
       try {
-        this.decideOnCopy(res, batch, now, last, { undo, writes, answers });
+        answers = this.decideOnCopy(res, batch, now, last, changed);
       } catch (error) {
         // The copy must hold only what Redis holds: take back what this batch put in before failing.
-        rollback();
+        takeBack(res, changed);
         throw error;
       }
       // The last attempt writes only releases, whatever the state: dropping a lease never over-grants.
-      if (writes.length === 0 || (await this.cache.exchange(res, now, writes, rollback, last))) {
-        for (const [p, a] of answers) {
+      if (changed.size === 0 || (await this.cache.exchange(res, now, changed, last))) {
+        for (let i = 0; i < batch.length; i++) {
+          const a = answers[i]!;
           if (a.granted === true) this.server.granted(res);
-          p.done(a.lease, a.error);
+          batch[i]!.done(a.lease, a.error);
         }
         return;
       }
@@ -201,34 +197,38 @@ export class RedisCapacity {
     }
   }
 
-  /** Decides `batch` in order on the copy, putting each grant (or release) into it and recording how to undo it. */
-  private decideOnCopy(res: Resource, batch: Pending[], now: number, last: boolean, out: BatchOutcome): void {
-    const { undo, writes, answers } = out;
+  /**
+   * Decides `batch` in order on the copy, putting each grant (or release) into it and noting in `changed` the
+   * lease each touched client held before; the answers in the batch's order.
+   */
+  private decideOnCopy(res: Resource, batch: Pending[], now: number, last: boolean, changed: Changed): Answer[] {
+    const answers: Answer[] = [];
     for (const p of batch) {
       const old = res.store.get(p.client);
       if (p.ask === undefined) {
         // Sent even when the copy has no lease for the client: the copy may be behind (Redis drops nothing
         // then, and bumps no version).
-        answers.set(p, {});
-        undo.push([p.client, old]);
-        writes.push({ client: p.client, lease: undefined });
+        answers.push(RELEASED);
+        if (!changed.has(p.client)) changed.set(p.client, old);
         setLease(res, p.client, undefined);
       } else if (last) {
         // Still contended: the asks get what they hold (it is counted in Redis), never a new grant.
-        answers.set(p, { lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
+        answers.push({ lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
         this.conflicts++;
       } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
-        answers.set(p, { error: new RequestTooLargeError('too many leases held on this resource; try again later') });
+        answers.push({ error: new RequestTooLargeError('too many leases held on this resource; try again later') });
       } else {
         const lease = this.server.grant(res, p.ask, now);
-        undo.push([p.client, old]);
-        writes.push({ client: p.client, lease });
+        if (!changed.has(p.client)) changed.set(p.client, old);
         setLease(res, p.client, lease);
-        answers.set(p, { lease: leaseMessage(lease), granted: true });
+        answers.push({ lease: leaseMessage(lease), granted: true });
       }
     }
+    return answers;
   }
 }
+
+const RELEASED: Answer = {};
 
 /** Our own errors pass; anything else is Redis failing (refused, closed, timed out): UNAVAILABLE, named. */
 function unavailable(resource: string, err: unknown): Error {

@@ -57,16 +57,20 @@ export interface LeaseCacheStats {
   changesApplied: number;
 }
 
-/** A lease to write (undefined: drop the client's lease). */
-export interface LeaseWrite {
-  readonly client: string;
-  readonly lease: StoredLease | undefined;
-}
+/**
+ * What a batch changed on the copy: each client it touched, with the lease the client held before (undefined:
+ * none). The writes are the copy's leases of these clients now (a drop where it holds none), so a client asked
+ * for several times in one batch is written once; taking the batch back puts the old leases back.
+ */
+export type Changed = Map<string, StoredLease | undefined>;
 
 export class RedisLeaseCache {
   private readonly script: BatchCommands;
   private readonly copies = new Map<string, CopyOf>();
   readonly stats: LeaseCacheStats = { exchanges: 0, fullReads: 0, deltaReads: 0, changesApplied: 0 };
+  /** Makes each marker this replica proposes its own: a random prefix and a count (no randomness per call). */
+  private readonly nonce = randomBytes(6).toString('base64url');
+  private proposals = 0;
 
   constructor(
     client: RedisClient,
@@ -83,29 +87,29 @@ export class RedisLeaseCache {
 
   /** Brings `res`'s store and bands up to the state in Redis at `now`; throws on a Redis error (the copy unchanged). */
   async refresh(res: Resource, now: number): Promise<void> {
-    await this.exchange(res, now, [], () => undefined, false);
+    await this.exchange(res, now, new Map(), false);
   }
 
   /**
-   * Writes `writes`, already applied to the copy, if the state is still the one the copy is of: true, the copy
-   * is now at the new version. Else `undo` takes them back out of the copy, the copy catches up, and false:
-   * decide again. `force` writes whatever the state (releases: dropping a lease never over-grants); the copy
-   * is then forgotten (others may have written) and read again next time. On a Redis error `undo` runs too:
-   * whether or not the writes reached Redis, the log brings them next time.
+   * Writes what `changed` names, already applied to the copy, if the state is still the one the copy is of:
+   * true, the copy is now at the new version. Else the changes are taken back out of the copy, the copy catches
+   * up, and false: decide again. `force` writes whatever the state (releases: dropping a lease never
+   * over-grants); the copy is then forgotten (others may have written) and read again next time. On a Redis
+   * error the changes are taken back too: whether or not they reached Redis, the log brings them next time.
    */
-  async exchange(res: Resource, now: number, writes: readonly LeaseWrite[], undo: () => void, force: boolean): Promise<boolean> {
+  async exchange(res: Resource, now: number, changed: Changed, force: boolean): Promise<boolean> {
     const k = capacityKeys(this.prefix, res.id);
     const copy = this.copies.get(res.id);
-    const args: (string | number)[] = [k.leases, k.version, k.since, k.log, k.expiries, `${now} ${randomBytes(6).toString('base64url')}`, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0'];
-    for (const w of writes) args.push(w.client, w.lease === undefined ? '' : packLease(w.lease), w.lease?.expiryMs ?? 0);
+    const marker = `${now} ${this.nonce}${(this.proposals++).toString(36)}`;
+    const args = [k.leases, k.version, k.since, k.log, k.expiries, marker, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0', writeFrame(res, changed)];
     let items: string[];
     this.stats.exchanges++;
     try {
       const reply = await this.script.call(5, args);
       if (!Array.isArray(reply) || reply.length < 2) throw new Error(`unexpected capacity exchange reply for ${res.id}`);
-      items = reply.map(String);
+      items = reply as string[];
     } catch (error) {
-      undo();
+      takeBack(res, changed);
       throw error;
     }
     if (items[0] === 'w') {
@@ -113,7 +117,7 @@ export class RedisLeaseCache {
       else this.copies.set(res.id, { marker: copy.marker, version: items[1]! });
       return true;
     }
-    undo();
+    takeBack(res, changed);
     this.apply(res, items, now);
     return false;
   }
@@ -151,6 +155,42 @@ export class RedisLeaseCache {
     const lease = change.startsWith('-\n') ? undefined : unpackLease(change.slice(0, at));
     setLease(res, change.slice(at + 1), lease);
   }
+}
+
+/** Puts the leases `changed` names back as they were before the batch. */
+export function takeBack(res: Resource, changed: Changed): void {
+  for (const [client, old] of changed) setLease(res, client, old);
+}
+
+/**
+ * The writes as one binary argument, each (struct format '<Hc0Hc0d') the client's UTF-8 length and bytes, the
+ * packed lease's length (0: drop) and text, and the expiry in ms as a double: one argument however many
+ * writes, so neither the client library nor Redis handles three per write.
+ */
+function writeFrame(res: Resource, changed: Changed): Buffer {
+  const leases: (string | undefined)[] = [];
+  let size = 0;
+  for (const client of changed.keys()) {
+    const lease = res.store.get(client);
+    const packed = lease === undefined ? undefined : packLease(lease);
+    leases.push(packed);
+    size += 12 + 3 * client.length + (packed?.length ?? 0);
+  }
+  const frame = Buffer.allocUnsafe(size);
+  let at = 0;
+  let i = 0;
+  for (const client of changed.keys()) {
+    const packed = leases[i++];
+    const n = frame.write(client, at + 2, 'utf8');
+    frame.writeUInt16LE(n, at);
+    at += 2 + n;
+    const m = packed === undefined ? 0 : frame.write(packed, at + 2, 'latin1');
+    frame.writeUInt16LE(m, at);
+    at += 2 + m;
+    frame.writeDoubleLE(res.store.get(client)?.expiryMs ?? 0, at);
+    at += 8;
+  }
+  return frame.subarray(0, at);
 }
 
 /** Puts a lease into a copy (store and bands), or takes the client's out (undefined). */

@@ -14,7 +14,8 @@
 -- ARGV[4] how many changes the log keeps (and most changes worth sending: past it the whole hash is cheaper)
 -- ARGV[5] now (epoch ms): up to 64 leases that expired before it are dropped (and logged) by a write
 -- ARGV[6] "1": write whatever the state (releases that kept conflicting: dropping never over-grants)
--- ARGV[7..] writes, three arguments each: client, packed lease ("" drops the client's lease), expiry ms
+-- ARGV[7] the writes, one binary string ("" when the call only reads), each in struct format '<Hc0Hc0d':
+--         client, packed lease ("" drops the client's lease), expiry ms
 --
 -- Reply: { 'w', version } written, the new version: the copy with these writes is the state at it, expired
 -- leases aside. Otherwise nothing is written and the reply is { marker, version, 'd', change... }, the changes
@@ -33,7 +34,8 @@ end
 local version = tonumber(redis.call('GET', KEYS[2]) or '0')
 local keepLog = tonumber(ARGV[4])
 
-if #ARGV > 6 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) == ARGV[3])) then
+local frame = ARGV[7]
+if #frame > 0 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) == ARGV[3])) then
   local now = tonumber(ARGV[5])
   local changes = {}
   local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. ARGV[5], 'LIMIT', 0, 64)
@@ -42,17 +44,19 @@ if #ARGV > 6 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) == 
     changes[#changes + 1] = '-\n' .. gone[i]
   end
   if #gone > 0 then redis.call('ZREM', KEYS[5], unpack(gone)) end
-  for i = 7, #ARGV, 3 do
-    local client = ARGV[i]
-    if ARGV[i + 1] == '' then
+  local at = 1
+  while at <= #frame do
+    local client, lease, expiry
+    client, lease, expiry, at = struct.unpack('<Hc0Hc0d', frame, at)
+    if lease == '' then
       if redis.call('HDEL', KEYS[1], client) == 1 then
         redis.call('ZREM', KEYS[5], client)
         changes[#changes + 1] = '-\n' .. client
       end
     else
-      redis.call('HSET', KEYS[1], client, ARGV[i + 1])
-      redis.call('ZADD', KEYS[5], ARGV[i + 2], client)
-      changes[#changes + 1] = ARGV[i + 1] .. '\n' .. client
+      redis.call('HSET', KEYS[1], client, lease)
+      redis.call('ZADD', KEYS[5], expiry, client)
+      changes[#changes + 1] = lease .. '\n' .. client
     end
   end
   if #changes > 0 then
