@@ -105,7 +105,7 @@ export class RedisLeaseCache {
     let items: string[];
     this.stats.exchanges++;
     try {
-      const reply = await this.script.call(5, args);
+      const reply = await this.script.callDirect(5, args);
       if (!Array.isArray(reply) || reply.length < 2) throw new Error(`unexpected capacity exchange reply for ${res.id}`);
       items = reply as string[];
     } catch (error) {
