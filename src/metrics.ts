@@ -9,7 +9,9 @@ import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionObserver } from './core/observer.js';
 import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
+import { capacityMetrics, type CapacityMetrics } from './metrics-capacity.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
+import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -19,7 +21,7 @@ const GRPC_ERROR_CODES = ['INVALID_ARGUMENT', 'UNAVAILABLE', 'INTERNAL'] as cons
 const FAILURE_MODES = ['open', 'closed', 'local'] as const;
 const AUTHZ_RESULTS = ['allowed', 'over_limit', 'unknown_domain', 'no_descriptors', 'store_failure'] as const;
 
-export interface Metrics {
+export interface Metrics extends CapacityMetrics {
   readonly registry: Registry;
   readonly observer: DecisionObserver;
   readonly grpcErrors: Counter<'code'>;
@@ -53,30 +55,12 @@ export interface Metrics {
   watchOverLimitCache(stats: () => { hits: number; entries: number }): void;
   /** Exports the memory store's size, its protected (over-limit) keys, evictions and unstored decisions. */
   watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
-  /** The capacity service's reports (src/capacity/setup.ts): reloads, grants and expiries per resource. */
-  capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void } };
-  /** Exports the capacity service's per-resource state, read at scrape time. */
-  watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;
-  /** Exports the capacity service's work on Redis (BACKEND=redis, src/capacity/redis-capacity.ts). */
-  watchCapacityRedis(stats: () => { roundTrips: number; fullReads: number; retries: number; fellBack: number }): void;
   /** Exports how many delayed requests (on_limit delay) wait for their slot right now: the engine's live timers. */
   watchDelayWaits(pending: () => number): void;
   /** Exports the quota leases' counters (src/lease/). */
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
 
-/** One capacity resource as the metrics see it. */
-export interface CapacityResourceStats {
-  readonly resource: string;
-  readonly capacity: number;
-  readonly granted: number;
-  readonly wanted: number;
-  readonly clients: number;
-  readonly learning: boolean;
-}
-
-/** Most resource ids kept as label values (ids come from requests); the rest are counted under `other`. */
-const MAX_CAPACITY_SERIES = 1000;
 
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
@@ -84,9 +68,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const registers = [registry];
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 
-  const capacityReloads = new Counter({ name: 'ratelimit_capacity_config_reloads_total', help: 'Reloads of the capacity resource file (CAPACITY_CONFIG); a failure keeps the last good file.', labelNames: ['result'] as const, registers });
-  const capacityGrants = new Counter({ name: 'ratelimit_capacity_refreshes_total', help: 'Capacity leases granted or refreshed, per resource (ids past the first 1,000 counted as `other`).', labelNames: ['resource'] as const, registers });
-  const capacityExpiries = new Counter({ name: 'ratelimit_capacity_expired_leases_total', help: 'Capacity leases dropped because their holder did not refresh them in time, per resource.', labelNames: ['resource'] as const, registers });
+  const capacity = capacityMetrics(registers);
   new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
     .set({ version: packageVersion(), node_version: process.version }, 1);
   // Per-request counts are added up here and handed to the counters when they are read (metrics-pending.ts).
@@ -236,6 +218,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   for (const action of [...GUARD_ACTIONS, 'watch_refused']) grpcGuard.inc({ action }, 0);
 
   return {
+    ...capacity,
     registry,
     observer,
     grpcErrors,
@@ -299,47 +282,6 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       counter('ratelimit_redis_expired_calls_total', 'Script calls that reached Redis after the caller gave up, so did nothing (not counted).', (s) => s.expiredCalls);
       counter('ratelimit_redis_late_commits_total', 'Requests counted in Redis after the caller had given up and answered by FAILURE_MODE (should stay 0).', (s) => s.lateCommits);
     },
-    capacityReport() {
-      const known = new Set<string>();
-      const label = (resource: string): string => {
-        if (known.has(resource)) return resource;
-        if (known.size >= MAX_CAPACITY_SERIES) return 'other';
-        known.add(resource);
-        return resource;
-      };
-      return {
-        onReload: (ok) => capacityReloads.inc({ result: ok ? 'success' : 'failure' }),
-        observer: {
-          onGrant: (resource) => capacityGrants.inc({ resource: label(resource) }),
-          onExpired: (resource, n) => capacityExpiries.inc({ resource: label(resource) }, n),
-        },
-      };
-    },
-    watchCapacity(resources) {
-      const gauge = (name: string, help: string, pick: (r: CapacityResourceStats) => number) =>
-        new Gauge({
-          name,
-          help,
-          labelNames: ['resource'] as const,
-          registers,
-          collect() {
-            this.reset();
-            let n = 0;
-            for (const r of resources()) if (n++ < MAX_CAPACITY_SERIES) this.set({ resource: r.resource }, pick(r));
-          },
-        });
-      gauge('ratelimit_capacity_capacity', 'Capacity of a resource of the capacity service (the template\'s, or the parent\'s grant).', (r) => r.capacity);
-      gauge('ratelimit_capacity_granted', 'Sum of the capacity granted to the clients of a resource (leases in force).', (r) => r.granted);
-      gauge('ratelimit_capacity_wanted', 'Sum of what the clients of a resource want.', (r) => r.wanted);
-      gauge('ratelimit_capacity_clients', 'Clients (subclients counted) holding a lease on a resource.', (r) => r.clients);
-      gauge('ratelimit_capacity_learning_mode', '1 while a resource is in learning mode (echoing what clients report they have).', (r) => (r.learning ? 1 : 0));
-    },
-    watchCapacityRedis(stats) {
-      scrapedCounter(registers, 'ratelimit_capacity_redis_round_trips_total', 'Calls to Redis of the capacity service (one per batch of decisions on a resource, BACKEND=redis).', () => stats().roundTrips);
-      scrapedCounter(registers, 'ratelimit_capacity_redis_full_reads_total', 'Times this replica read a resource\'s whole lease state from Redis (first use, after a flush, or too far behind the change log).', () => stats().fullReads);
-      scrapedCounter(registers, 'ratelimit_capacity_redis_retries_total', 'Batches of capacity decisions made again because another replica wrote first.', () => stats().retries);
-      scrapedCounter(registers, 'ratelimit_capacity_redis_fallbacks_total', 'Capacity asks answered the lease already held (or 0) because the resource stayed contended for 8 attempts.', () => stats().fellBack);
-    },
     watchLeases(stats) {
       scrapedCounter(registers, 'ratelimit_lease_claims_total', 'Lease claims sent to Redis (one per burst on a key, not one per request).', () => stats().claims);
       scrapedCounter(registers, 'ratelimit_lease_units_leased_total', 'Units claimed for leases (counted in Redis at the claim).', () => stats().leased);
@@ -372,16 +314,6 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       scrapedCounter(registers, 'ratelimit_memory_unstored_total', 'New keys decided but not stored because every stored key was over its limit and memory was full.', () => stats().unstored);
     },
   };
-}
-
-/** A counter whose total is kept by another component and read at scrape time. */
-function scrapedCounter(registers: Registry[], name: string, help: string, value: () => number): void {
-  new Counter({ name, help, registers, collect() { this.reset(); this.inc(value()); } });
-}
-
-/** A gauge read at scrape time. */
-function scrapedGauge(registers: Registry[], name: string, help: string, value: () => number): void {
-  new Gauge({ name, help, registers, collect() { this.set(value()); } });
 }
 
 /** The package version, from the package.json next to src/ (checkout) or dist/ (image). */
