@@ -54,12 +54,27 @@ interface Answer {
   readonly granted?: boolean;
 }
 
-/** One ask (or release: `ask` undefined) waiting for its resource's next batch. */
-interface Pending {
-  readonly client: string;
-  readonly ask: Ask | undefined;
-  readonly deadline: number;
-  readonly done: (lease: M.Lease | undefined, error?: unknown) => void;
+/**
+ * One ask (or release: `ask` undefined) waiting for its resource's next batch, answered once: by its batch, or
+ * with UNAVAILABLE by the resource's watchdog when its deadline passes first.
+ */
+class Pending {
+  settled = false;
+  constructor(
+    readonly client: string,
+    readonly ask: Ask | undefined,
+    readonly deadline: number,
+    private readonly resource: string,
+    private readonly resolve: (lease: M.Lease | undefined) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  done(lease: M.Lease | undefined, error?: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (error === undefined) this.resolve(lease);
+    else this.reject(unavailable(this.resource, error));
+  }
 }
 
 export class RedisCapacity {
@@ -88,30 +103,28 @@ export class RedisCapacity {
     return this.server.discovery();
   }
 
+  // The resources of one request are decided together: each has its own state and batch, so their order
+  // does not change the answers, and waiting for one round trip after another would.
   async getCapacity(req: M.GetCapacityRequest): Promise<M.GetCapacityResponse> {
     const deadline = this.deadline();
-    const response: M.ResourceResponse[] = [];
-    for (const { id, ask } of capacityAsks(req)) {
-      const res = this.server.resource(id);
-      response.push(this.server.resourceResponse(res, (await this.enqueue(res, ask.client, ask, deadline))!));
-    }
-    return { response };
+    const asks = capacityAsks(req);
+    const resources = asks.map(({ id }) => this.server.resource(id));
+    const leases = await Promise.all(asks.map(({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline)));
+    return { response: leases.map((lease, i) => this.server.resourceResponse(resources[i]!, lease!)) };
   }
 
   async getServerCapacity(req: M.GetServerCapacityRequest): Promise<M.GetServerCapacityResponse> {
     const deadline = this.deadline();
-    const response: M.ServerCapacityResourceResponse[] = [];
-    for (const { id, ask } of serverCapacityAsks(req)) {
-      const res = this.server.resource(id);
-      response.push(this.server.serverResourceResponse(res, (await this.enqueue(res, ask.client, ask, deadline))!));
-    }
-    return { response };
+    const asks = serverCapacityAsks(req);
+    const resources = asks.map(({ id }) => this.server.resource(id));
+    const leases = await Promise.all(asks.map(({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline)));
+    return { response: leases.map((lease, i) => this.server.serverResourceResponse(resources[i]!, lease!)) };
   }
 
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
     checkClientId(req.client_id);
     const deadline = this.deadline();
-    for (const id of req.resource_id) await this.enqueue(this.server.resource(id), req.client_id, undefined, deadline);
+    await Promise.all(req.resource_id.map((id) => this.enqueue(this.server.resource(id), req.client_id, undefined, deadline)));
     return {};
   }
 
@@ -130,13 +143,7 @@ export class RedisCapacity {
    */
   private enqueue(res: Resource, client: string, ask: Ask | undefined, deadline: number): Promise<M.Lease | undefined> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(this.late(res)), Math.max(0, deadline - performance.now()));
-      const done = (lease: M.Lease | undefined, error?: unknown): void => {
-        clearTimeout(timer);
-        if (error === undefined) resolve(lease);
-        else reject(unavailable(res.id, error));
-      };
-      const pending: Pending = { client, ask, deadline, done };
+      const pending = new Pending(client, ask, deadline, res.id, resolve, reject);
       const queue = this.waiting.get(res.id);
       if (queue !== undefined) queue.push(pending);
       else {
@@ -152,22 +159,52 @@ export class RedisCapacity {
   /** Decides batches on the resource until none waits; the map entry marks a batch waiting or in flight. */
   private async drain(res: Resource): Promise<void> {
     for (;;) {
-      const queue = this.waiting.get(res.id)!;
-      if (queue.length === 0) {
+      const now = performance.now();
+      const live: Pending[] = [];
+      for (const p of this.waiting.get(res.id)!) {
+        if (p.deadline <= now) p.done(undefined, this.late(res));
+        else if (!p.settled) live.push(p);
+      }
+      if (live.length === 0) {
         this.waiting.delete(res.id);
         return;
       }
-      const batch = queue.splice(0, MAX_BATCH);
-      const now = performance.now();
-      const live = batch.filter((p) => (p.deadline > now ? true : (p.done(undefined, this.late(res)), false)));
-      if (live.length > 0) {
-        try {
-          await this.decideBatch(res, live);
-        } catch (error) {
-          for (const p of live) p.done(undefined, error);
-        }
+      const batch = live.length > MAX_BATCH ? live.splice(0, MAX_BATCH) : live;
+      this.waiting.set(res.id, batch === live ? [] : live);
+      const watchdog = this.watch(res, batch);
+      try {
+        await this.decideBatch(res, batch);
+      } catch (error) {
+        for (const p of batch) p.done(undefined, error);
+      } finally {
+        watchdog.stop();
       }
     }
+  }
+
+  /**
+   * One timer per resource, not one per ask: while `batch` is in Redis, answers UNAVAILABLE each ask of it or
+   * of the queue behind it as its deadline passes. It wakes at the earliest deadline waiting, and at the latest
+   * one bound (timeoutMs) from now, by which any ask that joins the queue later is due at the soonest.
+   */
+  private watch(res: Resource, batch: readonly Pending[]): { stop(): void } {
+    const bound = this.options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    let timer: NodeJS.Timeout;
+    const arm = (): void => {
+      const now = performance.now();
+      let at = now + bound;
+      for (const p of batch) if (!p.settled && p.deadline < at) at = p.deadline;
+      for (const p of this.waiting.get(res.id) ?? []) if (!p.settled && p.deadline < at) at = p.deadline;
+      timer = setTimeout(expire, at - now);
+    };
+    const expire = (): void => {
+      const now = performance.now();
+      for (const p of batch) if (p.deadline <= now) p.done(undefined, this.late(res));
+      for (const p of this.waiting.get(res.id) ?? []) if (p.deadline <= now) p.done(undefined, this.late(res));
+      arm();
+    };
+    arm();
+    return { stop: () => clearTimeout(timer) };
   }
 
   private async decideBatch(res: Resource, batch: Pending[]): Promise<void> {
