@@ -148,8 +148,8 @@ export class RedisCapacity {
       if (queue !== undefined) queue.push(pending);
       else {
         // No batch in flight: this ask waits for the rest of this turn of the event loop, so that the asks
-        // read from the sockets with it share its round trip (sent at once, it went alone, and each round trip
-        // costs the service about as much as 20 asks decided on the copy).
+        // read from the sockets with it share its round trip (sent at once, it went alone, and a round trip
+        // costs the service far more than an ask decided on the copy).
         this.waiting.set(res.id, [pending]);
         setImmediate(() => void this.drain(res));
       }
