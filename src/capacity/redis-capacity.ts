@@ -30,6 +30,8 @@ const MAX_ATTEMPTS = 8;
 const MAX_JITTER_MS = 5;
 /** Most decisions written in one round trip (bounds the script's arguments and its time in Redis). */
 const MAX_BATCH = 128;
+/** Most resources of one request decided at once (the rest wait for them: see `together`). */
+const MAX_TOGETHER = 64;
 /** Default bound on one call's decisions when none is configured (DECISION_MAX_WAIT_MS in the service). */
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -103,13 +105,11 @@ export class RedisCapacity {
     return this.server.discovery();
   }
 
-  // The resources of one request are decided together: each has its own state and batch, so their order
-  // does not change the answers, and waiting for one round trip after another would.
   async getCapacity(req: M.GetCapacityRequest): Promise<M.GetCapacityResponse> {
     const deadline = this.deadline();
     const asks = capacityAsks(req);
     const resources = asks.map(({ id }) => this.server.resource(id));
-    const leases = await Promise.all(asks.map(({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline)));
+    const leases = await together(asks, ({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline));
     return { response: leases.map((lease, i) => this.server.resourceResponse(resources[i]!, lease!)) };
   }
 
@@ -117,14 +117,14 @@ export class RedisCapacity {
     const deadline = this.deadline();
     const asks = serverCapacityAsks(req);
     const resources = asks.map(({ id }) => this.server.resource(id));
-    const leases = await Promise.all(asks.map(({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline)));
+    const leases = await together(asks, ({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline));
     return { response: leases.map((lease, i) => this.server.serverResourceResponse(resources[i]!, lease!)) };
   }
 
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
     checkClientId(req.client_id);
     const deadline = this.deadline();
-    await Promise.all(req.resource_id.map((id) => this.enqueue(this.server.resource(id), req.client_id, undefined, deadline)));
+    await together(req.resource_id, (id) => this.enqueue(this.server.resource(id), req.client_id, undefined, deadline));
     return {};
   }
 
@@ -275,6 +275,18 @@ function unavailable(resource: string, err: unknown): Error {
   if (err instanceof RateLimitError) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new StoreError('STORE_UNAVAILABLE', `capacity state of ${resource} in Redis unavailable: ${message}`, { cause: err });
+}
+
+/**
+ * The resources of one request are decided together, MAX_TOGETHER at a time: each has its own state and batch,
+ * so their order does not change the answers, and waiting for one round trip after another would; the bound
+ * keeps a request naming thousands of resources from holding thousands of calls in flight.
+ */
+async function together<T, R>(items: readonly T[], decide: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  if (items.length <= MAX_TOGETHER) return Promise.all(items.map(decide));
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += MAX_TOGETHER) out.push(...(await Promise.all(items.slice(i, i + MAX_TOGETHER).map((x, k) => decide(x, i + k)))));
+  return out;
 }
 
 function delay(ms: number): Promise<void> {

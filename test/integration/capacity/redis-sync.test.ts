@@ -78,6 +78,18 @@ describe('capacity on Redis: incremental copies', () => {
     }
   });
 
+  it('a request naming 200 resources (more than are decided at once): every answer in its order, as the memory store gives', async () => {
+    const clock = new FakeClock(1_700_000_000_000);
+    const [a] = await replicasOf(1, clock, 'FAIR_SHARE', 50);
+    const memory = new CapacityServer({ clock, config: () => capacityConfig('FAIR_SHARE', 50, 0), address: () => 'm', stateSinceMs: clock.nowMs() });
+    for (const client of ['p', 'q']) {
+      const req = { client_id: client, resource: Array.from({ length: 200 }, (_, i) => ({ resource_id: `many-${i}`, priority: 1, wants: 10 + (i % 70) })) };
+      const got = await a!.capacity.getCapacity(req);
+      expect(got.response.map((r) => r.resource_id)).toEqual(req.resource.map((r) => r.resource_id));
+      expect(got).toEqual(memory.getCapacity(req));
+    }
+  });
+
   it('priorities and intermediate servers (bands, subclients) alternating three replicas: the memory store answers, each kind', async () => {
     for (const kind of ['FAIR_SHARE', 'PROPORTIONAL_SHARE', 'STATIC', 'NO_ALGORITHM']) {
       const clock = new FakeClock(1_700_000_000_000);
