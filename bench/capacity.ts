@@ -132,7 +132,7 @@ async function main(): Promise<void> {
       }
       const o = results['ours']!;
       const d = results['doorman']!;
-      rows.push([fmt(n), fmt(median(o.rps)), fmt(median(o.cpu), 1), fmt(median(d.rps)), fmt(median(d.cpu), 1), `${fmt(median(d.cpu) / median(o.cpu), 1)}×`]);
+      rows.push([fmt(n), fmt(median(o.rps)), fmt(median(o.cpu), 1), fmt(median(d.rps)), fmt(median(d.cpu), 1), WITH_DOORMAN ? `${fmt(median(d.cpu) / median(o.cpu), 1)}×` : 'n/a']);
       process.stderr.write(`${rows[rows.length - 1]!.join(' | ')}\n`); // progress: a row per client count
       for (const t of REDIS_TARGETS) {
         const r = results[t]!;
