@@ -118,18 +118,15 @@ export class BatchCommands {
    * one call in flight at a time (a capacity exchange per resource), where the pipeline built per call costs
    * more than its batching saves (about 2 µs per decision of the capacity bench).
    */
-  async callDirect(keyCount: number, args: ScriptArg[]): Promise<unknown> {
-    const send = (name: string, head: string): Promise<unknown> => {
-      const command = new Command(name, [head, keyCount, ...args], { replyEncoding: 'utf8' });
-      void this.client.sendCommand(command);
-      return command.promise;
-    };
-    try {
-      return await send('evalsha', this.sha);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return await send('eval', this.script.lua);
-    }
+  callDirect(keyCount: number, args: ScriptArg[]): Promise<unknown> {
+    const send =
+      (name: string): ArrayCall =>
+      (head, n, rest) => {
+        const command = new Command(name, [head, n, ...rest], { replyEncoding: 'utf8' });
+        void this.client.sendCommand(command);
+        return command.promise;
+      };
+    return this.run(send('evalsha'), send('eval'), keyCount, args);
   }
 
   private async run(evalsha: ArrayCall, evalText: ArrayCall, keyCount: number, args: ScriptArg[]): Promise<unknown> {
