@@ -15,8 +15,8 @@
 import { decodeEscaped } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
 import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../core/request-limits.js';
-import type { DescriptorEntry, LimitOverride, RateLimitRequest, RequestDescriptor } from '../core/types.js';
-import { unitFromWire } from './wire.js';
+import type { DescriptorEntry, RateLimitRequest, RequestDescriptor } from '../core/types.js';
+import { requestDescriptor, unitFromWire } from './wire.js';
 
 const VARINT = 0;
 const FIXED64 = 1;
@@ -174,12 +174,7 @@ function descriptor(r: Reader, index: number, limits: RequestLimits): RequestDes
       negative = r.varint() !== 0;
     } else r.skip(type);
   }
-  // The same object requestFromWire (wire.ts) builds from a decoded message: optional fields left out.
-  const d: { entries: DescriptorEntry[]; limit?: LimitOverride; hitsAddend?: number; negativeHits?: true } = { entries };
-  if (limit !== undefined) d.limit = { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) };
-  if (hitsAddend !== undefined) d.hitsAddend = hitsAddend;
-  if (negative) d.negativeHits = true;
-  return d;
+  return requestDescriptor(entries, limit === undefined ? undefined : { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) }, hitsAddend, negative);
 }
 
 /** Bytes → the engine's request; throws InvalidRequestError (malformed) or RequestTooLargeError. */

@@ -7,6 +7,7 @@ import { wellFormed } from '../core/bytes.js';
 import { InvalidRequestError } from '../core/errors.js';
 import {
   UNITS,
+  type DescriptorEntry,
   type DescriptorStatus,
   type LimitOverride,
   type RateLimitDecision,
@@ -47,13 +48,25 @@ function toCount(value: string | number | undefined, field: string): number {
   return Math.min(n, Number.MAX_SAFE_INTEGER);
 }
 
+/**
+ * The engine's descriptor, its optional fields left out when absent. Both decoders build it here (requestFromWire
+ * below, and the lean transport's decode-request.ts), so both give the same object.
+ */
+export function requestDescriptor(entries: DescriptorEntry[], limit: LimitOverride | undefined, hitsAddend: number | undefined, negativeHits: boolean): RequestDescriptor {
+  const d: { entries: DescriptorEntry[]; limit?: LimitOverride; hitsAddend?: number; negativeHits?: true } = { entries };
+  if (limit !== undefined) d.limit = limit;
+  if (hitsAddend !== undefined) d.hitsAddend = hitsAddend;
+  if (negativeHits) d.negativeHits = true;
+  return d;
+}
+
 export function requestFromWire(w: WireRequest): RateLimitRequest {
   const descriptors: RequestDescriptor[] = (w.descriptors ?? []).map((d, i) => {
     const entries = (d.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' }));
     let limit: LimitOverride | undefined;
     if (d.limit != null) limit = { requestsPerUnit: toCount(d.limit.requests_per_unit, `descriptors[${i}].limit.requests_per_unit`), unit: unitFromWire(d.limit.unit) };
     const hitsAddend = d.hits_addend != null ? toCount(d.hits_addend.value, `descriptors[${i}].hits_addend`) : undefined;
-    return { entries, ...(limit ? { limit } : {}), ...(hitsAddend !== undefined ? { hitsAddend } : {}), ...(d.is_negative_hits === true ? { negativeHits: true as const } : {}) };
+    return requestDescriptor(entries, limit, hitsAddend, d.is_negative_hits === true);
   });
   return { domain: w.domain ?? '', descriptors, hitsAddend: toCount(w.hits_addend, 'hits_addend') };
 }
