@@ -1,9 +1,9 @@
 /**
  * doorman.Capacity on the gRPC port: each method as bytes → bytes (decode with the required-field checks,
  * decide, encode; the hand-written codec of wire-decode.ts and wire-encode.ts, which gives protobufjs's
- * objects and bytes without its per-message cost), offered to both transports: as lean routes by path, and as a grpc-js service whose
- * (de)serializers pass bytes through, so that a malformed request is INVALID_ARGUMENT on both (a throwing
- * grpc-js deserializer would answer INTERNAL).
+ * objects and bytes without its per-message cost), offered to both transports: as lean routes by path, and
+ * as a grpc-js service whose (de)serializers pass bytes through, so that a malformed request is
+ * INVALID_ARGUMENT on both (a throwing grpc-js deserializer would answer INTERNAL).
  */
 import * as grpc from '@grpc/grpc-js';
 import { InvalidRequestError } from '../core/errors.js';

@@ -8,8 +8,9 @@ import type { AlgorithmName } from '../../algorithms/types.js';
  * Redis state layouts this version changed: fixed_window and sliding_window_counter keep binary integers
  * (lua/algorithms/*.lua) where version 1 kept text ("<start>:<count>", "<start>:<current>:<previous>").
  * Their keys gain LAYOUT_SUFFIX, so that during a rolling upgrade replicas of the two versions on one Redis
- * count apart (each in its own keys) instead of each reading the other's value as empty and overwriting it. No other key ends in it (counter keys end in their window's
- * digits, the keys derived from them in a word); the hash tag is kept, so the slot is the counter's.
+ * count apart (each in its own keys) instead of each reading the other's value as empty and overwriting it.
+ * No other key ends in it (counter keys end in their window's digits, the keys derived from them in a word);
+ * the hash tag is kept, so the slot is the counter's.
  */
 export const LAYOUT_SUFFIX = ':v2';
 const SUFFIXED: ReadonlySet<string> = new Set<AlgorithmName>(['fixed_window', 'sliding_window_counter']);
@@ -18,4 +19,3 @@ const SUFFIXED: ReadonlySet<string> = new Set<AlgorithmName>(['fixed_window', 's
 export function stateKey(key: string, algorithm: string): string {
   return SUFFIXED.has(algorithm) ? key + LAYOUT_SUFFIX : key;
 }
-
