@@ -20,7 +20,10 @@ export interface PendingSeries<L extends string> {
 export class PendingCounts<L extends string> {
   private dirty: PendingSeries<L>[] = [];
 
-  /** `counters` share the label names `L`; each gets `collect` set to flush this group before it is read. */
+  /**
+   * `counters` share the label names `L`; each must be made with a `collect` that calls this group's `flush`
+   * (made before the group: through a forwarding function, as metrics.ts and metrics-capacity.ts do).
+   */
   constructor(private readonly counters: readonly Counter<L>[]) {}
 
   /** Called from every counter's `collect`: the counters must not have one of their own. */

@@ -61,7 +61,6 @@ export interface Metrics extends CapacityMetrics {
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
 
-
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_' });
