@@ -9,9 +9,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger } from '../src/log.js';
-import { startService } from '../src/main.js';
-import { createMetrics } from '../src/metrics.js';
+import { createLogger } from '../src/observability/log.js';
+import { startService } from '../src/app/main.js';
+import { createMetrics } from '../src/observability/metrics.js';
 import { AuthzTestClient, envoyCheckRequest } from '../test/support/authz-client.js';
 import { RlsTestClient } from '../test/support/rls-client.js';
 import { testSettings } from '../test/support/service.js';

@@ -1,13 +1,13 @@
 /**
  * The settings and metrics tables of docs/settings.md and docs/metrics.md, generated from their single
- * declarations (src/settings.ts, src/metrics.ts). test/unit/readme.test.ts fails when a page's copy differs;
+ * declarations (src/settings/settings.ts, src/observability/metrics.ts). test/unit/readme.test.ts fails when a page's copy differs;
  * refresh both pages in place with
  *   npx tsx scripts/docs-tables.ts --write
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { createMetrics, type Metrics } from '../src/metrics.js';
-import { SETTINGS, flagName } from '../src/settings.js';
+import { createMetrics, type Metrics } from '../src/observability/metrics.js';
+import { SETTINGS, flagName } from '../src/settings/settings.js';
 
 function cell(text: string): string {
   return text.replaceAll('|', '\\|');

@@ -6,14 +6,14 @@
 import { runCapacityCli } from './capacity/cli.js';
 import { loadCapacityFile } from './capacity/load.js';
 import { loadConfigDir } from './config/index.js';
-import { createLogger } from './log.js';
-import { startService, StartupError } from './main.js';
-import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './workers.js';
-import { runQuery } from './query.js';
-import { SETTINGS, flagName, loadSettings, SettingsError } from './settings.js';
-import { checkCombination } from './settings-checks.js';
+import { createLogger } from './observability/log.js';
+import { startService, StartupError } from './app/main.js';
+import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './app/workers.js';
+import { runQuery } from './cli/query.js';
+import { SETTINGS, flagName, loadSettings, SettingsError } from './settings/settings.js';
+import { checkCombination } from './settings/settings-checks.js';
 import { redactUrl } from './core/redact.js';
-import { VERSION } from './version.js';
+import { VERSION } from './app/version.js';
 
 const USAGE = `usage: ratelimit <command> [options]
 

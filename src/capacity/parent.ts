@@ -8,7 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../core/clock.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../observability/log.js';
 import type { CapacityServer } from './capacity-server.js';
 import { doormanDefinition } from './messages.js';
 import type * as M from './messages.js';

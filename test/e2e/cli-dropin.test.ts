@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SETTINGS, flagName } from '../../src/settings.js';
+import { SETTINGS, flagName } from '../../src/settings/settings.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');

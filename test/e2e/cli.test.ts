@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseDescriptor } from '../../src/query.js';
+import { parseDescriptor } from '../../src/cli/query.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');

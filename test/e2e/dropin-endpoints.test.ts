@@ -4,10 +4,10 @@
  * LIMIT_RESPONSE_HEADERS_ENABLED with its header names, and the start-up notices about reference settings.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
-import { startService } from '../../src/main.js';
-import { loadSettings } from '../../src/settings.js';
+import { createLogger } from '../../src/observability/log.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { startService } from '../../src/app/main.js';
+import { loadSettings } from '../../src/settings/settings.js';
 import { eventually } from '../support/eventually.js';
 import { freePort, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
-import { startService, type RunningService } from '../../src/main.js';
+import { createLogger } from '../../src/observability/log.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { startService, type RunningService } from '../../src/app/main.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { AuthzTestClient, type HttpRequestSpec } from '../support/authz-client.js';
 import { testSettings } from '../support/service.js';

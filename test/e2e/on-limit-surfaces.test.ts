@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runQuery } from '../../src/query.js';
+import { runQuery } from '../../src/cli/query.js';
 import { MESSAGE_RULES } from '../support/on-limit-rules.js';
 import { startTestService, type TestService } from '../support/service.js';
 

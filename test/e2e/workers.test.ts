@@ -1,5 +1,5 @@
 /**
- * WORKERS=N (src/workers.ts): N processes on the same gRPC and HTTP ports, sharing the Redis counters; the
+ * WORKERS=N (src/app/workers.ts): N processes on the same gRPC and HTTP ports, sharing the Redis counters; the
  * memory store refused with a message naming the setting; SIGTERM stops every worker.
  */
 import { execFile } from 'node:child_process';

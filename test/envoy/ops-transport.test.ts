@@ -10,7 +10,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/settings.js';
 import { rlsBootstrap } from '../support/envoy-bootstrap.js';
 import { setPath, type EnvoyAddress } from '../support/envoy-config.js';
 import { envoyRlsCounts, serviceRlsCounts } from '../support/envoy-stack.js';

@@ -4,7 +4,7 @@
  * envoy.ts, envoy-config.ts and envoy-upstream.ts. Also the two views of the same calls that must agree:
  * Envoy's `cluster.<c>.ratelimit.*` counters and the service's decision metrics.
  */
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/settings.js';
 import type { EnvoyAddress } from './envoy-config.js';
 import { startEnvoy, type EnvoyOptions, type EnvoyProcess } from './envoy.js';
 import { startRlsRecorder, type RlsRecorder } from './envoy-recorder.js';

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
 import { FakeTimer } from '../../src/core/timer.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
-import { startService, type RunningService } from '../../src/main.js';
-import { loadSettings, type Settings } from '../../src/settings.js';
+import { createLogger } from '../../src/observability/log.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { startService, type RunningService } from '../../src/app/main.js';
+import { loadSettings, type Settings } from '../../src/settings/settings.js';
 
 export interface TestService {
   readonly service: RunningService;

@@ -24,7 +24,8 @@ for (const file of files(SRC)) {
   graph.set(id, specs.map((s) => (s.startsWith('.') ? relative(SRC, resolve(dirname(file), s)).replace(/\.js$/, '') : s)));
 }
 
-const layer = (id: string) => id.split('/')[0]!;
+/** The room a module lives in; a file in the src/ root (an entry point) is in none. */
+const layer = (id: string) => (id.includes('/') ? id.split('/')[0]! : '');
 
 describe('architecture', () => {
   it('keeps the core (and the ext_authz room above it) protocol-free: no gRPC, Redis, YAML, Prometheus or file system', () => {
@@ -44,13 +45,28 @@ describe('architecture', () => {
       throttling: ['throttling', 'core', 'algorithms', 'storage', 'config'],
       authz: ['authz', 'core', 'config'],
       server: ['server', 'authz', 'core', 'config'],
+      // Logs and metrics name what core, config and the gRPC guard decide; nothing below imports them back.
+      observability: ['observability', 'core', 'config', 'server'],
+      settings: ['settings', 'core', 'compat', 'observability'],
+      compat: ['compat', 'core'],
+      cli: ['cli', 'server'],
+      // app/ is the composition: it may import every room, and only the entry point (src/cli.ts) imports it.
     };
     for (const [id, deps] of graph) {
       const rules = allowed[layer(id)];
-      if (!rules) continue; // the composition root (main.ts, cli.ts, store-factory.ts...) may import anything
+      if (!rules) continue; // the composition (app/, the entry point cli.ts) and the capacity service's setup may import anything
       for (const d of deps.filter((x) => !x.startsWith('node:') && graph.has(x))) {
         expect(rules, `${id} imports ${d}`).toContain(layer(d));
       }
+    }
+  });
+
+  it('keeps the src/ root to its entry points: every other module lives in a room', () => {
+    const loose = [...graph.keys()].filter((id) => !id.includes('/'));
+    expect(loose.length, `loose files in src/: ${loose.join(', ')}`).toBeLessThanOrEqual(2);
+    for (const [id, deps] of graph) {
+      if (layer(id) === 'app' || !id.includes('/')) continue;
+      for (const d of deps.filter((x) => layer(x) === 'app')) expect(id === 'capacity/setup' && d === 'app/startup-error', `${id} imports ${d}`).toBe(true);
     }
   });
 

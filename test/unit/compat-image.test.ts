@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/settings.js';
 
 /** `ENV A=1 B=2` lines of the final stage of the Dockerfile (unquoted values, as ours are written). */
 function imageEnv(): Record<string, string> {

@@ -2,10 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { REFERENCE_SETTINGS } from '../../src/compat/reference-settings.js';
 import { FakeClock } from '../../src/core/clock.js';
-import { createLogger } from '../../src/log.js';
-import { SETTINGS, SettingsError, loadSettings } from '../../src/settings.js';
+import { createLogger } from '../../src/observability/log.js';
+import { SETTINGS, SettingsError, loadSettings } from '../../src/settings/settings.js';
 import { planClient } from '../../src/storage/redis/options.js';
-import { redisOptions } from '../../src/store-factory.js';
+import { redisOptions } from '../../src/app/store-factory.js';
 
 const quiet = createLogger({ level: 'error', format: 'json', write: () => {} });
 

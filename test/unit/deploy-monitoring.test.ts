@@ -1,6 +1,6 @@
 /**
  * The Grafana dashboard and the Prometheus alert rules under deploy/k8s/monitoring use only metrics (and
- * labels) that src/metrics.ts declares: a renamed metric breaks this test, not a dashboard nobody looks at.
+ * labels) that src/observability/metrics.ts declares: a renamed metric breaks this test, not a dashboard nobody looks at.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

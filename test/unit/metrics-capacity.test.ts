@@ -1,10 +1,10 @@
 /**
- * The capacity service's per-resource counters (src/metrics-capacity.ts): grants are added up outside
+ * The capacity service's per-resource counters (src/observability/metrics-capacity.ts): grants are added up outside
  * prom-client and handed over when the metrics are read, so every scrape is exact; resource ids come from
  * requests, so only the first 1,000 get a series of their own and the rest are counted under `other`.
  */
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 
 async function samples(metrics: ReturnType<typeof createMetrics>, name: string): Promise<Map<string, number>> {
   const m = await metrics.registry.getSingleMetric(name)!.get();

@@ -1,10 +1,10 @@
 /**
  * The per-descriptor and per-decision counters are added up on the request path and handed to prom-client
- * when read (src/metrics-pending.ts): every read (a scrape, or a counter's get()) must see every report
+ * when read (src/observability/metrics-pending.ts): every read (a scrape, or a counter's get()) must see every report
  * made before it, across reloads that keep, remove and re-add series, and past the detailed-series cap.
  */
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/observability/metrics.js';
 import type { DescriptorReport } from '../../src/core/observer.js';
 
 const report = (statsKey: string, hits: number, over = false, more: Partial<DescriptorReport> = {}): DescriptorReport => ({

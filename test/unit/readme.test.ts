@@ -26,7 +26,7 @@ function headings(text: string): string[] {
 const anchorOf = (heading: string) => heading.toLowerCase().replace(/[`'"().,:/×÷]/g, '').trim().replace(/\s+/g, '-');
 
 describe('README and docs/', () => {
-  it('list every setting as declared in src/settings.ts (npx tsx scripts/docs-tables.ts)', () => {
+  it('list every setting as declared in src/settings/settings.ts (npx tsx scripts/docs-tables.ts)', () => {
     expect(read('docs/settings.md')).toContain(settingsTable());
   });
 
@@ -39,7 +39,7 @@ describe('README and docs/', () => {
     }
   });
 
-  it('list every metric as declared in src/metrics.ts', async () => {
+  it('list every metric as declared in src/observability/metrics.ts', async () => {
     expect(read('docs/metrics.md')).toContain(await metricsTable());
   });
 

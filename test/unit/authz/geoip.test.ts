@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openRegionDatabase } from '../../../src/geoip.js';
+import { openRegionDatabase } from '../../../src/app/geoip.js';
 import { countryRecord, writeMmdb } from '../../support/mmdb-writer.js';
 
 describe('GEOIP_DB region lookups', () => {

@@ -2,39 +2,39 @@
  * The composition root (style.md #2): settings → logger, metrics → store → rules → engine → servers.
  * Only this module (and cli.ts, which calls it) reads settings; everything else takes options objects.
  */
-import { systemClock, type Clock } from './core/clock.js';
-import { clockTimer, type Timer } from './core/timer.js';
-import { RateLimiter } from './core/rate-limiter.js';
-import { withOversizedLog } from './core/observer.js';
-import { throttledLog } from './storage/throttled-log.js';
-import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from './config/index.js';
-import { configDirProblem } from './config/loader.js';
-import type { ConfigDescription } from './config/describe.js';
-import { componentLogger, createLogger, type Logger } from './log.js';
-import { createMetrics, type Metrics } from './metrics.js';
-import { rulesSnapshot } from './metrics-labels.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { clockTimer, type Timer } from '../core/timer.js';
+import { RateLimiter } from '../core/rate-limiter.js';
+import { withOversizedLog } from '../core/observer.js';
+import { throttledLog } from '../storage/throttled-log.js';
+import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from '../config/index.js';
+import { configDirProblem } from '../config/loader.js';
+import type { ConfigDescription } from '../config/describe.js';
+import { componentLogger, createLogger, type Logger } from '../observability/log.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { rulesSnapshot } from '../observability/metrics-labels.js';
 import { RulesHolder } from './reloader.js';
-import { startAdminServer } from './server/admin-http.js';
-import type { Listener } from './server/debug-http.js';
-import { startTransport } from './server/transport.js';
-import { ConnectionGuard } from './server/guard/connection-guard.js';
-import type { ReloadingServerCredentials } from './server/tls-credentials.js';
+import { startAdminServer } from '../server/admin-http.js';
+import type { Listener } from '../server/debug-http.js';
+import { startTransport } from '../server/transport.js';
+import { ConnectionGuard } from '../server/guard/connection-guard.js';
+import type { ReloadingServerCredentials } from '../server/tls-credentials.js';
 import { grpcCredentials, startExtraListeners } from './listeners.js';
-import { HealthState, STORE_HEALTH_SERVICE } from './server/health.js';
-import { ServiceHealth } from './server/service-health.js';
+import { HealthState, STORE_HEALTH_SERVICE } from '../server/health.js';
+import { ServiceHealth } from '../server/service-health.js';
 import { setUpExtAuthz, type ExtAuthzSetup } from './ext-authz-setup.js';
-import { DeadlineMargin } from './server/deadline-margin.js';
-import { LoopClock } from './server/loop-clock.js';
-import type { RequestLimits } from './core/request-limits.js';
-import type { Notice, Settings } from './settings.js';
+import { DeadlineMargin } from '../server/deadline-margin.js';
+import { LoopClock } from '../server/loop-clock.js';
+import type { RequestLimits } from '../core/request-limits.js';
+import type { Notice, Settings } from '../settings/settings.js';
 import { StartupError } from './startup-error.js';
 import { buildStore, redisOptions } from './store-factory.js';
-import { createRedisStore, type RedisStore } from './storage/redis/redis-store.js';
-import { leaseRulesHook } from './lease/rules-hook.js';
+import { createRedisStore, type RedisStore } from '../storage/redis/redis-store.js';
+import { leaseRulesHook } from '../lease/rules-hook.js';
 import { capacityRules } from './capacity-rules-hook.js';
-import type { CompiledConfig } from './config/types.js';
+import type { CompiledConfig } from '../config/types.js';
 import { VERSION } from './version.js';
-import { setUpCapacity, type CapacitySetup } from './capacity/setup.js';
+import { setUpCapacity, type CapacitySetup } from '../capacity/setup.js';
 
 export { StartupError };
 

@@ -10,7 +10,7 @@
  * that looks healthy is worse).
  */
 import cluster from 'node:cluster';
-import type { Settings } from './settings.js';
+import type { Settings } from '../settings/settings.js';
 import { StartupError } from './startup-error.js';
 
 export function checkWorkers(settings: Settings): void {

@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { unwatchFile, watchFile } from 'node:fs';
 import { Reader, type CountryResponse } from 'maxmind';
-import type { RegionLookup } from './authz/types.js';
+import type { RegionLookup } from '../authz/types.js';
 
 export interface RegionDatabase {
   readonly lookup: RegionLookup;

@@ -2,7 +2,7 @@
  * Holds the rules in use and swaps them whole on reload. A reload that fails validation keeps the last
  * good rules and is reported (log, metric, GET /rules).
  */
-import type { CompiledConfig } from './config/types.js';
+import type { CompiledConfig } from '../config/types.js';
 
 export interface LoadResult {
   readonly ok: boolean;

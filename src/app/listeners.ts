@@ -3,13 +3,13 @@
  * beside the gRPC and admin servers, and the gRPC server's TLS credentials. Errors are StartupErrors naming
  * the setting.
  */
-import type { ConfigDescription } from './config/describe.js';
-import type { Logger } from './log.js';
-import type { Metrics } from './metrics.js';
+import type { ConfigDescription } from '../config/describe.js';
+import type { Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';
-import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from './server/debug-http.js';
-import { ReloadingServerCredentials } from './server/tls-credentials.js';
-import type { Settings } from './settings.js';
+import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from '../server/debug-http.js';
+import { ReloadingServerCredentials } from '../server/tls-credentials.js';
+import type { Settings } from '../settings/settings.js';
 import { StartupError } from './startup-error.js';
 
 /** GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. */

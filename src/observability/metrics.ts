@@ -4,10 +4,10 @@
  * so the core never imports prom-client. Label values come from the rules in use, never from requests
  * (metrics-labels.ts); labelled series exist (at zero) from start and from every reload.
  */
-import { GUARD_ACTIONS } from './server/guard/connection-guard.js';
+import { GUARD_ACTIONS } from '../server/guard/connection-guard.js';
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DecisionObserver } from './core/observer.js';
+import type { DecisionObserver } from '../core/observer.js';
 import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
 import { capacityMetrics, type CapacityMetrics } from './metrics-capacity.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
@@ -318,7 +318,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
 /** The package version, from the package.json next to src/ (checkout) or dist/ (image). */
 function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
     return typeof pkg.version === 'string' ? pkg.version : 'unknown';
   } catch {
     return 'unknown';

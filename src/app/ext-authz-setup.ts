@@ -3,13 +3,13 @@
  * engine and rules, from settings. main.ts registers its handlers on the gRPC server (any other transport can
  * serve `authorizer` with server/ext-authz-decode.ts and ext-authz-encode.ts).
  */
-import { Authorizer } from './authz/authorize.js';
-import type { CompiledConfig } from './config/types.js';
-import type { RateLimiter } from './core/rate-limiter.js';
+import { Authorizer } from '../authz/authorize.js';
+import type { CompiledConfig } from '../config/types.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
 import { openRegionDatabase, type RegionDatabase } from './geoip.js';
-import { componentLogger, type Logger } from './log.js';
-import type { Metrics } from './metrics.js';
-import type { Settings } from './settings.js';
+import { componentLogger, type Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Settings } from '../settings/settings.js';
 import { StartupError } from './startup-error.js';
 
 export interface ExtAuthzSetup {

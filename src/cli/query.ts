@@ -10,8 +10,8 @@
  * that speaks for a descriptor is the one with the least left). `--spend` sends the real request instead.
  */
 import * as grpc from '@grpc/grpc-js';
-import { clientFor, loadProtos } from './server/protos.js';
-import type { WireResponse, WireStatus } from './server/wire.js';
+import { clientFor, loadProtos } from '../server/protos.js';
+import type { WireResponse, WireStatus } from '../server/wire.js';
 
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 

@@ -3,12 +3,12 @@
  * client holding one resource per resource the rules name (src/client/sidecar-shares.ts), kept in step with each
  * successful rules load, and the store decorator that decides those limits in process (src/core/capacity-store.ts).
  */
-import { SidecarShares } from './client/sidecar-shares.js';
-import { capacityLimitsOf } from './config/capacity-rules.js';
-import type { CompiledConfig } from './config/types.js';
-import type { Clock } from './core/clock.js';
-import { CapacityRuleStore } from './core/capacity-store.js';
-import type { CounterStore } from './storage/counter-store.js';
+import { SidecarShares } from '../client/sidecar-shares.js';
+import { capacityLimitsOf } from '../config/capacity-rules.js';
+import type { CompiledConfig } from '../config/types.js';
+import type { Clock } from '../core/clock.js';
+import { CapacityRuleStore } from '../core/capacity-store.js';
+import type { CounterStore } from '../storage/counter-store.js';
 
 export interface CapacityRulesOptions {
   /** CAPACITY_SERVER: host:port of the capacity service (ours or Doorman); empty: limits keep their fallback. */

@@ -7,8 +7,8 @@
  *   `value_to_metric`, request-level limit overrides) are admitted up to `maxDetailed` distinct keys per
  *   domain; beyond that they are folded into the one key `other` (and counted, see metrics.ts).
  */
-import type { ConfigDescription } from './config/describe.js';
-import type { CompiledConfig } from './config/types.js';
+import type { ConfigDescription } from '../config/describe.js';
+import type { CompiledConfig } from '../config/types.js';
 
 export const UNKNOWN_DOMAIN = 'unknown';
 export const OTHER_KEY = 'other';
