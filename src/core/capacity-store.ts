@@ -10,6 +10,7 @@
  */
 import type { Clock } from './clock.js';
 import type { CapacityShares } from './capacity-rule.js';
+import { applyRest } from '../storage/split-batch.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 
 interface Bucket {
@@ -58,26 +59,8 @@ export class CapacityRuleStore implements CounterStore {
       outcomes[i] = { allowed: fits, remaining: Math.floor(bucket.tokens), resetMs };
     });
     const putBack = (): void => taken.forEach((b, i) => b !== undefined && (b.tokens += checks[i]!.hits));
-    if (rest.length === 0) {
-      if (!admitted) putBack();
-      return outcomes;
-    }
-    const restChecks = rest.map((i) => checks[i]!);
-    let restOutcomes: LimitOutcome[];
-    if (!admitted) {
-      putBack();
-      const read = await this.inner.apply(restChecks.map((c) => ({ ...c, hits: 0 })), nowMs, options);
-      restOutcomes = read.map((o, k) => ({ ...o, allowed: o.allowed && restChecks[k]!.hits <= o.remaining }));
-    } else {
-      try {
-        restOutcomes = await this.inner.apply(restChecks, nowMs, options);
-      } catch (error) {
-        putBack();
-        throw error;
-      }
-      if (restChecks.some((c, k) => c.enforce && !restOutcomes[k]!.allowed)) putBack();
-    }
-    rest.forEach((i, k) => (outcomes[i] = restOutcomes[k]!));
+    const decided = await applyRest(this.inner, checks, rest, admitted, putBack, nowMs, options);
+    rest.forEach((i, k) => (outcomes[i] = decided.outcomes[k]!));
     return outcomes;
   }
 

@@ -15,6 +15,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
+import { applyRest } from '../storage/split-batch.js';
 import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager.js';
 
 export interface LeaseStoreOptions {
@@ -73,28 +74,10 @@ export class LeaseStore implements CounterStore {
     });
     const putBack = () => checks.forEach((c, i) => allowed[i] && c.hits > 0 && leases[i]!.putBack(c.hits));
 
-    let restOutcomes: LimitOutcome[] = [];
-    if (rest.length > 0) {
-      const restChecks = rest.map((i) => checks[i]!);
-      if (!admitted) {
-        putBack();
-        restOutcomes = readOnly(restChecks, await this.inner.apply(restChecks.map((c) => ({ ...c, hits: 0 })), nowMs, options));
-      } else {
-        try {
-          restOutcomes = await this.inner.apply(restChecks, nowMs, options);
-        } catch (error) {
-          putBack();
-          throw error;
-        }
-        if (restChecks.some((c, k) => c.enforce && !restOutcomes[k]!.allowed)) {
-          admitted = false;
-          putBack();
-        }
-      }
-    } else if (!admitted) putBack();
+    const decided = await applyRest(this.inner, checks, rest, admitted, putBack, nowMs, options);
 
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
-    rest.forEach((i, k) => (outcomes[i] = restOutcomes[k]!));
+    rest.forEach((i, k) => (outcomes[i] = decided.outcomes[k]!));
     checks.forEach((_, i) => {
       const lease = leases[i];
       if (lease === undefined) return;
@@ -132,11 +115,6 @@ export class LeaseStore implements CounterStore {
     await this.leases.giveBackAll();
     await this.inner.close();
   }
-}
-
-/** Outcomes of checks that were only read (hits 0) for a request rejected by a leased limit: nothing counted. */
-function readOnly(checks: readonly LimitCheck[], observed: readonly LimitOutcome[]): LimitOutcome[] {
-  return observed.map((o, k) => ({ allowed: o.allowed && checks[k]!.hits <= o.remaining, remaining: o.remaining, resetMs: o.resetMs }));
 }
 
 /** A promise that resolves at the request's deadline, made only if someone waits for it. */
