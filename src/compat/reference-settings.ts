@@ -37,7 +37,6 @@ function row(name: string, def: string, status: ReferenceStatus, here: string, e
 }
 
 const STATS = 'we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd';
-const XDS = 'rules come from files only; keep CONFIG_TYPE=FILE (or unset) and mount the rules';
 const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
 const TRACING = 'no OpenTelemetry tracing yet; unset it';
 const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
@@ -63,30 +62,30 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('LOG_LEVEL', 'WARN', 'same', 'LOG_LEVEL (any case; trace, debug, info, warn/warning, error, fatal/panic = error); our default is info'),
   row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
   // rules
-  row('CONFIG_TYPE', 'FILE', 'no-op', 'rules come from files only (FILE); xDS is not supported: mount the rules and keep CONFIG_TYPE=FILE', { accepts: is('file'), fatal: true }),
-  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'unsupported', 'we start only on valid rules, and a rules directory without any rules file is an error; unset it', { accepts: off }),
-  row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', '3s', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', '', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_SERVER_USE_TLS', 'false', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', '', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', '', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', '', 'unsupported', XDS),
-  row('CONFIG_GRPC_XDS_SERVER_TLS_SAN', '', 'unsupported', XDS),
-  row('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', '10s', 'unsupported', XDS),
-  row('XDS_CLIENT_BACKOFF_MAX_INTERVAL', '60s', 'unsupported', XDS),
-  row('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', '0.5', 'unsupported', XDS),
-  row('XDS_CLIENT_BACKOFF_JITTER', 'true', 'unsupported', XDS),
-  row('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', '', 'unsupported', XDS),
+  row('CONFIG_TYPE', 'FILE', 'same', 'CONFIG_TYPE: FILE (CONFIG_DIR) or GRPC_XDS_SOTW (rules from an xDS server, docs/xds.md)'),
+  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'same', 'FORCE_START_WITHOUT_INITIAL_CONFIG (GRPC_XDS_SOTW): ready at once; until the first set arrives every request is answered OK, where the reference answers UNKNOWN (behind failure_mode_deny: false both mean no limit)'),
+  row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'same', 'CONFIG_GRPC_XDS_NODE_ID'),
+  row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'same', 'CONFIG_GRPC_XDS_NODE_METADATA (key=value,...)'),
+  row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'same', 'CONFIG_GRPC_XDS_SERVER_URL'),
+  row('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', '3s', 'same', 'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL (read and checked; reconnects follow XDS_CLIENT_BACKOFF_*)'),
+  row('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS (key:value,...)'),
+  row('CONFIG_GRPC_XDS_SERVER_USE_TLS', 'false', 'same', 'CONFIG_GRPC_XDS_SERVER_USE_TLS'),
+  row('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_TLS_CERT'),
+  row('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_TLS_KEY'),
+  row('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', '', 'same', 'CONFIG_GRPC_XDS_SERVER_TLS_CACERT'),
+  row('CONFIG_GRPC_XDS_SERVER_TLS_SAN', '', 'same', 'CONFIG_GRPC_XDS_SERVER_TLS_SAN'),
+  row('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', '10s', 'same', 'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL, the first reconnect wait, doubling after each failure; our default is 500ms (the reference, its random factor taken as growth factor, always waits this long)'),
+  row('XDS_CLIENT_BACKOFF_MAX_INTERVAL', '60s', 'same', 'XDS_CLIENT_BACKOFF_MAX_INTERVAL'),
+  row('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', '0.5', 'same', 'XDS_CLIENT_BACKOFF_RANDOM_FACTOR: each wait spread by ± this share'),
+  row('XDS_CLIENT_BACKOFF_JITTER', 'true', 'same', 'XDS_CLIENT_BACKOFF_JITTER'),
+  row('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', '', 'same', 'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES'),
   row('RUNTIME_ROOT', '/srv/runtime_data/current', 'mapped', 'CONFIG_DIR = RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, with CONFIG_ALL_FILES=true (every non-dot file whatever its extension, in non-dot subdirectories too)'),
   row('RUNTIME_SUBDIRECTORY', '', 'mapped', 'see RUNTIME_ROOT'),
   row('RUNTIME_APPDIRECTORY', 'config', 'mapped', 'see RUNTIME_ROOT'),
   row('RUNTIME_IGNOREDOTFILES', 'false', 'unsupported', 'dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap\'s `..data` copies); rename rule files that start with a dot', { accepts: is('true', '1') }),
   row('RUNTIME_WATCH_ROOT', 'true', 'no-op', 'the rules directory is always watched, ConfigMap symlink swaps included (CONFIG_WATCH)'),
   row('MERGE_DOMAIN_CONFIG', 'false', 'same', 'MERGE_DOMAIN_CONFIG'),
-  row('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'false', 'no-op', 'we never serve without rules: start fails on invalid rules, a failed reload keeps the last good ones'),
+  row('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'false', 'same', 'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: not serving while the rules in force hold no domain'),
   // stats
   row('USE_STATSD', 'true', 'unsupported', STATS, { accepts: off }),
   row('STATSD_HOST', 'localhost', 'unsupported', STATS),
