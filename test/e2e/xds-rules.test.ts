@@ -12,6 +12,7 @@ import { eventually } from '../support/eventually.js';
 import { freePort, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
+import { makeTestPki } from '../support/tls.js';
 import { startXdsServer, type RateLimitConfigJson, type XdsEvent, type XdsServer } from '../support/xds-server.js';
 
 const REFERENCE_BIN = '/work/shared/tools/envoy-ratelimit/ratelimit';
@@ -188,6 +189,30 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     } finally {
       await s.stop();
       await x?.close();
+    }
+  }, 60_000);
+
+  it('reaches a server that requires client certificates (mutual TLS), checking its certificate against the CA and CONFIG_GRPC_XDS_SERVER_TLS_SAN', async () => {
+    const pki = await makeTestPki();
+    const port = await freePort();
+    const x = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [A] }, tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert } });
+    const tls = { CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true', CONFIG_GRPC_XDS_SERVER_TLS_CACERT: pki.caCert, CONFIG_GRPC_XDS_SERVER_TLS_SAN: pki.serverName };
+    const subjects: Subject[] = [];
+    try {
+      // Without a client certificate the server refuses the connection: no request ever reaches it.
+      if (ours) {
+        subjects.push(await start({ ...xdsEnv(port, true), ...tls }));
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        expect(x.events.filter((e) => e.event === 'request')).toEqual([]);
+      }
+      const s = await start({ ...xdsEnv(port, true), ...tls, CONFIG_GRPC_XDS_CLIENT_TLS_CERT: pki.clientCert, CONFIG_GRPC_XDS_CLIENT_TLS_KEY: pki.clientKey });
+      subjects.push(s);
+      await x.waitFor(ack('1'), { timeoutMs: 20_000, what: 'the ACK over mutual TLS' });
+      expect([await ask(s, 'k', 'tls'), await ask(s, 'k', 'tls'), await ask(s, 'k', 'tls')]).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    } finally {
+      for (const s of subjects) await s.stop();
+      await x.close();
+      pki.remove();
     }
   }, 60_000);
 });
