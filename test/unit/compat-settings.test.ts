@@ -144,7 +144,7 @@ describe('conflicts and unsupported settings', () => {
   it('refuses what would run differently from the reference: memcache, unix sockets, gRPC TLS', () => {
     expect(problems({ BACKEND_TYPE: 'memcache' })[0]).toMatch(/^BACKEND_TYPE=memcache: memcached is not supported/);
     expect(problems({ REDIS_SOCKET_TYPE: 'unix', REDIS_URL: '/var/run/redis.sock' })[0]).toMatch(/^REDIS_SOCKET_TYPE=unix: unix sockets are not supported/);
-    expect(problems({ GRPC_SERVER_USE_TLS: 'true' })[0]).toMatch(/^GRPC_SERVER_USE_TLS=true: /);
+    expect(problems({ GRPC_SERVER_USE_TLS: 'true' })[0]).toMatch(/^GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY/);
     expect(problems({ CONFIG_TYPE: 'FILE', GRPC_SERVER_USE_TLS: 'false' })).toEqual([]);
   });
 
