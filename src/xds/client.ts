@@ -81,22 +81,14 @@ export class XdsClient {
   /** The version ACKed on the current stream ('' on a new one). */
   private streamVersion = '';
   private s: { -readonly [K in keyof XdsStatus]: XdsStatus[K] };
-  private readonly firstSet: Promise<void>;
-  private resolveFirst!: () => void;
 
   constructor(private readonly o: XdsClientOptions) {
     this.backoff = new Backoff(o.backoff, o.random);
     this.s = { server: o.serverUrl, nodeId: o.node.id, state: 'disconnected', version: '', appliedAt: '', accepted: 0, refused: 0, repeatedNacks: 0, connects: 0 };
-    this.firstSet = new Promise((resolve) => (this.resolveFirst = resolve));
   }
 
   status(): XdsStatus {
     return { ...this.s };
-  }
-
-  /** Resolves once a first set has been applied. */
-  whenFirstSet(): Promise<void> {
-    return this.firstSet;
   }
 
   async start(): Promise<void> {
@@ -190,6 +182,7 @@ export class XdsClient {
   }
 
   private onResponse(bytes: Buffer): void {
+    clearTimeout(this.repeatTimer); // a repeat NACK still waiting answers a response the server has moved past
     let resp: DiscoveryResponse;
     try {
       resp = decodeDiscoveryResponse(bytes);
@@ -230,7 +223,6 @@ export class XdsClient {
     this.s.appliedAt = new Date().toISOString();
     this.s.accepted++;
     this.send({ versionInfo: resp.versionInfo, responseNonce: resp.nonce });
-    this.resolveFirst();
   }
 
   private refuse(resp: DiscoveryResponse, error: string, digest: string | undefined): void {
