@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { compileConfigFiles } from '../config/compile.js';
+import { compileFilesInWorker } from '../config/load-in-worker.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -13,6 +14,9 @@ import { parseHeaderMap, parseNodeMetadata } from '../settings/xds-settings.js';
 import type { XdsClient } from '../xds/client.js';
 import type { RulesHolder } from './reloader.js';
 import { VERSION } from './version.js';
+
+/** Rules text compiled on the event loop at once (a few ms); a larger set goes to a worker thread. */
+const INLINE_MAX_BYTES = 16 * 1024;
 
 export interface XdsRules {
   /** The rules before the first set: none. */
@@ -47,8 +51,11 @@ export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): Xds
         maxMessageBytes: settings.xdsMaxMsgSizeInBytes,
         readFile: (path) => readFileSync(path),
         log,
-        apply: (files) => {
-          const result = compileConfigFiles(files, compileOptions);
+        apply: async (files) => {
+          // Small sets compile at once; larger ones in a worker thread, as file reloads do, so that requests keep
+          // being answered while a large set is validated (tens of ms per hundred descriptors).
+          const bytes = files.reduce((n, f) => n + f.text.length, 0);
+          const result = bytes <= INLINE_MAX_BYTES ? compileConfigFiles(files, compileOptions) : await compileFilesInWorker(files, { ...compileOptions, timeoutMs: settings.configLoadTimeoutMs });
           const status = holder.apply(result.ok ? { ok: true, config: result.config, warnings: result.warnings } : { ok: false, errors: result.errors });
           if (!status.ok) return { ok: false, errors: status.errors };
           first = true;

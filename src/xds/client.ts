@@ -38,7 +38,8 @@ export interface XdsClientOptions {
   readonly backoff: BackoffOptions;
   /** Largest response accepted, bytes (0: grpc-js's default, 4 MiB). */
   readonly maxMessageBytes: number;
-  readonly apply: (files: readonly ResourceFile[], version: string) => ApplyResult;
+  /** Validates, compiles and swaps in a set (may take a while: the next response waits for it). */
+  readonly apply: (files: readonly ResourceFile[], version: string) => ApplyResult | Promise<ApplyResult>;
   readonly log: { info(msg: string, f?: Record<string, unknown>): void; warn(msg: string, f?: Record<string, unknown>): void; error(msg: string, f?: Record<string, unknown>): void };
   readonly readFile: (path: string) => Buffer;
   readonly random?: () => number;
@@ -75,6 +76,9 @@ export class XdsClient {
   private retryTimer: NodeJS.Timeout | undefined;
   private repeatTimer: NodeJS.Timeout | undefined;
   private repeatMs = REPEAT_FIRST_MS;
+  /** A set being applied; a response arriving meanwhile waits in `pending` (only the latest is kept). */
+  private applying = false;
+  private pending: { call: GrpcJs.ClientDuplexStream<Buffer, Buffer>; bytes: Buffer } | undefined;
   /** Content hashes of the set in force and of the last refused one. */
   private appliedKey: string | undefined;
   private refusedKey: string | undefined;
@@ -145,12 +149,12 @@ export class XdsClient {
       if (this.call !== call) return;
       this.s.state = 'connected';
       this.backoff.reset();
-      this.onResponse(bytes);
+      this.enqueue(call, bytes);
     });
     call.on('error', (err: Error) => end(err.message));
     call.on('end', () => end('the server ended the stream'));
     call.on('status', (st: GrpcJs.StatusObject) => end(`stream closed: ${st.details || st.code}`));
-    this.send({ versionInfo: '', responseNonce: '' });
+    this.send(call, { versionInfo: '', responseNonce: '' });
   }
 
   private closeStream(): void {
@@ -177,17 +181,35 @@ export class XdsClient {
     this.retryTimer.unref();
   }
 
-  private send(r: { versionInfo: string; responseNonce: string; errorDetail?: string }): void {
-    this.call?.write(encodeDiscoveryRequest({ ...r, node: this.o.node, typeUrl: RATE_LIMIT_CONFIG_TYPE }));
+  private enqueue(call: GrpcJs.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): void {
+    if (this.applying) {
+      this.pending = { call, bytes };
+      return;
+    }
+    this.applying = true;
+    void this.onResponse(call, bytes)
+      .catch((err: unknown) => this.o.log.error('xDS response not handled', { error: err }))
+      .finally(() => {
+        this.applying = false;
+        const next = this.pending;
+        this.pending = undefined;
+        if (next !== undefined && next.call === this.call) this.enqueue(next.call, next.bytes);
+      });
   }
 
-  private onResponse(bytes: Buffer): void {
+  /** Writes on `call` if it is still the stream in use (an answer to a response of a broken stream is dropped). */
+  private send(call: GrpcJs.ClientDuplexStream<Buffer, Buffer> | undefined, r: { versionInfo: string; responseNonce: string; errorDetail?: string }): void {
+    if (call === undefined || call !== this.call) return;
+    call.write(encodeDiscoveryRequest({ ...r, node: this.o.node, typeUrl: RATE_LIMIT_CONFIG_TYPE }));
+  }
+
+  private async onResponse(call: GrpcJs.ClientDuplexStream<Buffer, Buffer>, bytes: Buffer): Promise<void> {
     clearTimeout(this.repeatTimer); // a repeat NACK still waiting answers a response the server has moved past
     let resp: DiscoveryResponse;
     try {
       resp = decodeDiscoveryResponse(bytes);
     } catch (err) {
-      this.refuse({ versionInfo: '', nonce: '', resources: [], typeUrl: '' }, `${(err as Error).message}`, undefined);
+      this.refuse(call, { versionInfo: '', nonce: '', resources: [], typeUrl: '' }, `${(err as Error).message}`, undefined);
       return;
     }
     const key = createHash('sha256').update(resp.typeUrl);
@@ -198,20 +220,20 @@ export class XdsClient {
       const wait = this.repeatMs;
       this.repeatMs = Math.min(REPEAT_MAX_MS, this.repeatMs * 2);
       clearTimeout(this.repeatTimer);
-      this.repeatTimer = setTimeout(() => this.send({ versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: this.s.lastNack?.error ?? '' }), wait);
+      this.repeatTimer = setTimeout(() => this.send(call, { versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: this.s.lastNack?.error ?? '' }), wait);
       this.repeatTimer.unref();
       return;
     }
     this.repeatMs = REPEAT_FIRST_MS;
     if (resp.typeUrl !== RATE_LIMIT_CONFIG_TYPE) {
-      this.refuse(resp, `type ${resp.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`, digest);
+      this.refuse(call, resp, `type ${resp.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`, digest);
       return;
     }
     if (digest !== this.appliedKey) {
       const { files, errors } = resourcesToFiles(resp.resources);
-      const result: ApplyResult = errors.length > 0 ? { ok: false, errors } : this.o.apply(files, resp.versionInfo);
+      const result: ApplyResult = errors.length > 0 ? { ok: false, errors } : await this.o.apply(files, resp.versionInfo);
       if (!result.ok) {
-        this.refuse(resp, result.errors.join('\n'), digest);
+        this.refuse(call, resp, result.errors.join('\n'), digest);
         return;
       }
       this.appliedKey = digest;
@@ -222,15 +244,15 @@ export class XdsClient {
     this.s.version = resp.versionInfo;
     this.s.appliedAt = new Date().toISOString();
     this.s.accepted++;
-    this.send({ versionInfo: resp.versionInfo, responseNonce: resp.nonce });
+    this.send(call, { versionInfo: resp.versionInfo, responseNonce: resp.nonce });
   }
 
-  private refuse(resp: DiscoveryResponse, error: string, digest: string | undefined): void {
+  private refuse(call: GrpcJs.ClientDuplexStream<Buffer, Buffer>, resp: DiscoveryResponse, error: string, digest: string | undefined): void {
     const detail = error.length > MAX_DETAIL_CHARS ? `${error.slice(0, MAX_DETAIL_CHARS)}…` : error;
     this.refusedKey = digest;
     this.s.refused++;
     this.s.lastNack = { at: new Date().toISOString(), version: resp.versionInfo, nonce: resp.nonce, error: detail };
     this.o.log.error('xDS rules refused (NACK); keeping the rules in force', { version: resp.versionInfo, inForce: this.s.version, errors: detail.split('\n') });
-    this.send({ versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: detail });
+    this.send(call, { versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: detail });
   }
 }

@@ -215,4 +215,26 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
       pki.remove();
     }
   }, 60_000);
+
+  it('applies a large set (hundreds of descriptors, validated in a worker thread here) and NACKs a large refused one with its location', async () => {
+    const many = (n: number, bad: boolean): RateLimitConfigJson => ({
+      name: 'big', domain: DOMAIN,
+      descriptors: Array.from({ length: n }, (_, i) => (bad && i === n - 1 ? { key: `r${i}`, rateLimit: { requestsPerUnit: 1 } } : limit(`r${i}`, 1 + (i % 3)))),
+    });
+    const port = await freePort();
+    const x = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [many(400, false)] } });
+    const s = await start(xdsEnv(port, true));
+    try {
+      await x.waitFor(ack('1'), { timeoutMs: 20_000, what: 'the ACK of the large set' });
+      expect([await ask(s, 'r399', 'v'), await ask(s, 'r399', 'v'), await ask(s, 'r0', 'v'), await ask(s, 'r0', 'v')]).toEqual(['OK', 'OVER_LIMIT', 'OK', 'OVER_LIMIT']);
+      const mark = x.events.length;
+      x.set('2', [many(400, true)]);
+      const nack = await x.waitFor((e) => e.event === 'nack', { from: mark, what: 'the NACK of the large refused set' });
+      if (ours) expect(nack.error).toMatch(/^xds:big:\d+:\d+: descriptors\[399\]\.rate_limit\.unit: missing rate limit unit/);
+      expect(await ask(s, 'r1', 'v')).toBe('OK');
+    } finally {
+      await s.stop();
+      await x.close();
+    }
+  }, 60_000);
 });
