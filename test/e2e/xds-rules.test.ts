@@ -237,4 +237,21 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
       await x.close();
     }
   }, 60_000);
+
+  it('two replicas on one Redis, fed by the same server, share the limits of the set', async () => {
+    redis ??= await startRedis();
+    const port = await freePort();
+    const x = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [A] } });
+    const env = { ...xdsEnv(port, true), ...(ours ? { BACKEND: 'redis', REDIS_URL: redis.url } : {}) };
+    const [r1, r2] = await Promise.all([start(env), start(env)]);
+    try {
+      await x.waitFor((e) => ack('1')(e) && e.stream === 1, { timeoutMs: 20_000, what: 'the first replica\'s ACK' });
+      await x.waitFor((e) => ack('1')(e) && e.stream === 2, { timeoutMs: 20_000, what: 'the second replica\'s ACK' });
+      expect([await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared'), await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared')]).toEqual(['OK', 'OK', 'OVER_LIMIT', 'OVER_LIMIT']);
+    } finally {
+      await r1.stop();
+      await r2.stop();
+      await x.close();
+    }
+  }, 60_000);
 });
