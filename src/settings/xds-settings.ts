@@ -4,7 +4,7 @@
  * CONFIG_GRPC_XDS_*, XDS_CLIENT_*). Spread into SETTINGS (settings.ts); docs/xds.md explains them.
  */
 /** The shape of settings.ts's SettingSpec (not imported: settings.ts imports this module). */
-interface Spec<T> {
+export interface Spec<T> {
   readonly env: string;
   readonly default: T;
   readonly description: string;
