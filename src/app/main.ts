@@ -35,6 +35,7 @@ import { capacityRules } from './capacity-rules-hook.js';
 import type { CompiledConfig } from '../config/types.js';
 import { VERSION } from './version.js';
 import { setUpCapacity, type CapacitySetup } from '../capacity/setup.js';
+import { xdsRules } from './xds-rules.js';
 
 export { StartupError };
 
@@ -68,8 +69,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const compatLog = componentLogger(log, 'settings');
   for (const n of deps.notices ?? []) compatLog[n.level](n.message, { setting: n.setting });
 
+  // CONFIG_TYPE=GRPC_XDS_SOTW: the rules come from an xDS server (xds-rules.ts), CONFIG_DIR is not read.
+  const xds = settings.configType === 'GRPC_XDS_SOTW' ? xdsRules(settings, componentLogger(log, 'xds'), metrics) : undefined;
   // A missing rules directory is one clear line, before the watcher would log its own failure with a stack.
-  const dirProblem = await configDirProblem(settings.configDir);
+  const dirProblem = xds === undefined ? await configDirProblem(settings.configDir) : undefined;
   if (dirProblem !== undefined) throw new StartupError(`cannot start: CONFIG_DIR ${dirProblem}`);
 
   // A capacity server (CAPACITY_CONFIG) may run without rate-limit rules; otherwise no rules file is an error.
@@ -77,7 +80,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const late: { rules?: RulesHolder; leases?: (config: CompiledConfig, initial: boolean) => Promise<void>; capacityLimits?: (config: CompiledConfig) => void } = {}; // set once the first load succeeded
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
-  const watcher = settings.configWatch
+  const watcher = settings.configWatch && xds === undefined
     ? watchConfigDir(settings.configDir, {
         allFiles: settings.configAllFiles,
         debounceMs: settings.configDebounceMs,
@@ -87,7 +90,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         onError: (err: unknown) => log.warn('rules watcher error', { error: err }),
       })
     : undefined;
-  const initial = await loadConfigDir(settings.configDir, loadOptions);
+  const initial = xds !== undefined ? { ok: true as const, config: xds.initial, warnings: [] } : await loadConfigDir(settings.configDir, loadOptions);
   if (!initial.ok) {
     watcher?.close();
     throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
@@ -123,6 +126,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   late.capacityLimits = (config) => capacityLimits.onLoad(config);
   late.capacityLimits(holder.config);
   await late.leases(holder.config, true);
+  await xds?.start(holder);
   const requestLimits: RequestLimits = {
     maxMessageBytes: settings.maxRequestBytes,
     maxDescriptors: settings.maxRequestDescriptors,
@@ -159,6 +163,9 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   // (connected AND deciding).
   const model = new ServiceHealth({
     store: () => store.health?.() ?? { healthy: store.isReady() },
+    // Rules over xDS: not ready before the first set (unless FORCE_START_WITHOUT_INITIAL_CONFIG); with
+    // HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED, not serving while the rules in force hold no domain.
+    rulesLoaded: () => (xds?.loaded() ?? true) && (!settings.healthyWithAtLeastOneConfigLoaded || holder.config.domains.size > 0),
   });
   const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
   const canAnswer = () => model.canAnswer();
@@ -256,6 +263,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     extra.push(...(await startExtraListeners(settings, metrics, holder, onError)));
   } catch (err) {
     watcher?.close();
+    xds?.stop();
     extAuthz?.close();
     capacity?.close();
     await capacityRedis?.close();
@@ -286,7 +294,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     shadowMode: settings.shadowMode,
     extAuthz: extAuthz.description,
     ...(capacity === undefined ? {} : { capacity: settings.capacityConfig }),
-    rules: settings.configDir,
+    rules: xds === undefined ? settings.configDir : `xDS ${settings.xdsServerUrl} (node ${settings.xdsNodeId})`,
     domains: [...initial.config.domains.keys()],
     ruleCounts: { domains: described.length, rules: described.reduce((n, d) => n + d.rules.length, 0), files: initial.config.files.length },
   });
@@ -321,6 +329,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         log.info('shutting down: NOT_SERVING, still answering during the drain', { drainMs, graceMs: settings.shutdownGraceMs });
         if (drainMs > 0) await drain(drainMs);
         watcher?.close();
+        xds?.stop();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();

@@ -22,6 +22,8 @@ export interface ReloadStatus {
 
 export class RulesHolder {
   private last: ReloadStatus;
+  /** Where the rules come from, for describe() (GET /rules): set when they do not come from CONFIG_DIR. */
+  source: (() => unknown) | undefined;
   private inFlight: Promise<ReloadStatus> | undefined;
   private again = false;
 
@@ -66,6 +68,11 @@ export class RulesHolder {
     } catch (err) {
       result = { ok: false, errors: [err instanceof Error ? err.message : String(err)] };
     }
+    return this.apply(result, at);
+  }
+
+  /** Swaps in a set loaded elsewhere (rules over xDS), or keeps the rules in force when it failed; as reload(). */
+  apply(result: LoadResult, at = new Date().toISOString()): ReloadStatus {
     if (result.ok && result.config) {
       const changed = result.config.version !== this.current.version;
       this.current = result.config;
@@ -80,6 +87,7 @@ export class RulesHolder {
 
   describe(): unknown {
     return {
+      ...(this.source === undefined ? {} : { source: this.source() }),
       version: this.current.version,
       files: this.current.files,
       lastReload: this.last,

@@ -85,8 +85,29 @@ export function translateReferenceEnv(env: Env): Translation {
   if (env.REDIS_TLS_CLIENT_CERT !== undefined) set('REDIS_TLS_CERT', env.REDIS_TLS_CLIENT_CERT, 'REDIS_TLS_CLIENT_CERT');
   if (env.REDIS_TLS_CLIENT_KEY !== undefined) set('REDIS_TLS_KEY', env.REDIS_TLS_CLIENT_KEY, 'REDIS_TLS_CLIENT_KEY');
 
+  translateGrpcTls(env, set, problems);
   translateRedis(env, set, notices, problems);
   return { values, notices, problems };
+}
+
+/** GRPC_SERVER_USE_TLS=true and its files, as the reference reads them; with it off they are ignored, as there. */
+function translateGrpcTls(env: Env, set: (ours: string, value: string, from: string) => void, problems: string[]): void {
+  const use = env.GRPC_SERVER_USE_TLS?.trim().toLowerCase();
+  if (use === undefined || /^(false|0|f|no|off|)$/.test(use)) return;
+  if (!/^(true|1|t|yes|on)$/.test(use)) {
+    problems.push(`GRPC_SERVER_USE_TLS: '${env.GRPC_SERVER_USE_TLS}' is not a boolean (true or false)`);
+    return;
+  }
+  const cert = env.GRPC_SERVER_TLS_CERT?.trim() ?? '';
+  const key = env.GRPC_SERVER_TLS_KEY?.trim() ?? '';
+  if (cert === '' || key === '') {
+    problems.push('GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (PEM files)');
+    return;
+  }
+  set('GRPC_TLS_CERT', cert, 'GRPC_SERVER_USE_TLS+GRPC_SERVER_TLS_CERT');
+  set('GRPC_TLS_KEY', key, 'GRPC_SERVER_USE_TLS+GRPC_SERVER_TLS_KEY');
+  const ca = env.GRPC_CLIENT_TLS_CACERT?.trim() ?? '';
+  if (ca !== '') set('GRPC_TLS_CLIENT_CA', ca, 'GRPC_SERVER_USE_TLS+GRPC_CLIENT_TLS_CACERT');
 }
 
 function translateRedis(env: Env, set: (ours: string, value: string, from: string) => void, notices: Notice[], problems: string[]): void {

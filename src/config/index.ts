@@ -17,5 +17,5 @@ export type {
 } from './types.js';
 export { DEFAULT_LIMITS } from './limits.js';
 export type { ConfigLimits } from './limits.js';
-export { loadConfigDirInWorker } from './load-in-worker.js';
+export { compileFilesInWorker, loadConfigDirInWorker } from './load-in-worker.js';
 export type { WorkerLoadOptions } from './load-in-worker.js';

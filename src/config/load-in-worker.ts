@@ -41,7 +41,16 @@ const { workerData } = require('node:worker_threads');
 `;
 export function loadConfigDirInWorker(dir: string, options: WorkerLoadOptions): Promise<CompileResult> {
   const limits = limitsOf(options);
-  const request: WorkerRequest = { dir, allFiles: options.allFiles ?? false, allowEmpty: options.allowEmpty ?? false, limits };
+  return inWorker({ dir, allFiles: options.allFiles ?? false, allowEmpty: options.allowEmpty ?? false, limits }, options);
+}
+
+/** compileConfigFiles off the event loop, for rules that arrive whole (over xDS); errors name the files as given. */
+export function compileFilesInWorker(files: readonly { name: string; text: string }[], options: WorkerLoadOptions): Promise<CompileResult> {
+  return inWorker({ dir: '(rules)', files, allFiles: false, allowEmpty: true, limits: limitsOf(options) }, options);
+}
+
+function inWorker(request: WorkerRequest, options: WorkerLoadOptions): Promise<CompileResult> {
+  const dir = request.dir;
   return new Promise<CompileResult>((resolve) => {
     let settled = false;
     const worker = new Worker(BOOT, {

@@ -14,6 +14,8 @@ import { validateFile } from './validate.js';
 
 export interface WorkerRequest {
   readonly dir: string;
+  /** Files given whole (rules over xDS): validated as they are, `dir` is not read. */
+  readonly files?: readonly { readonly name: string; readonly text: string }[];
   readonly allFiles: boolean;
   readonly allowEmpty: boolean;
   readonly limits: ConfigLimits;
@@ -37,7 +39,9 @@ const record = (e: ConfigError): ErrorRecord => ({ file: e.file, line: e.line, c
 
 const request = workerData as WorkerRequest;
 const limits = request.limits; // complete: load-in-worker.ts filled in the defaults (limitsOf)
-const { files, errors } = await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
+const { files, errors } = request.files !== undefined
+  ? { files: request.files, errors: [] }
+  : await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
 const reply: WorkerReply = {
   readErrors: errors.map(record),
   validated: files.map((f) => {

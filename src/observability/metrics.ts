@@ -12,6 +12,7 @@ import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labe
 import { capacityMetrics, type CapacityMetrics } from './metrics-capacity.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
+import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -57,6 +58,8 @@ export interface Metrics extends CapacityMetrics {
   watchMemory(stats: () => { keys: number; bytes: number; protectedKeys: number; expired: number; evicted: number; unstored: number }): void;
   /** Exports how many delayed requests (on_limit delay) wait for their slot right now: the engine's live timers. */
   watchDelayWaits(pending: () => number): void;
+  /** Exports the state of the rules over xDS (CONFIG_TYPE=GRPC_XDS_SOTW). */
+  watchXds(status: () => XdsMetricsStatus): void;
   /** Exports the quota leases' counters (src/lease/). */
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
@@ -223,6 +226,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
     grpcGuard,
+    watchXds(status) {
+      xdsMetrics(registers, status);
+    },
     watchDelayWaits(pending) {
       scrapedGauge(registers, 'ratelimit_on_limit_waiting', 'Delayed requests (on_limit delay) waiting for their reserved slot now; a call that ends stops its wait at once.', pending);
     },

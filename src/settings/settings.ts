@@ -7,6 +7,7 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../core/request-limits.js';
 
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
+import { XDS_SETTINGS } from './xds-settings.js';
 
 export type { Notice };
 
@@ -93,6 +94,7 @@ export const SETTINGS = {
   configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),
   configPollIntervalMs: int('CONFIG_POLL_INTERVAL_MS', 30_000, 'Also re-read the directory this often, in case an event was missed; 0 disables.'),
   configMaxFileBytes: int('CONFIG_MAX_FILE_BYTES', 1024 * 1024, 'Largest rules file read, in bytes; a larger one is refused unread.', 1),
+  ...XDS_SETTINGS,
   configLoadTimeoutMs: int('CONFIG_LOAD_TIMEOUT_MS', 30_000, 'A reload (read, parse, validate, in a worker thread) taking longer is abandoned and the worker killed.', 1),
   backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
   memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds (a second bound beside MEMORY_MAX_BYTES).', 1),

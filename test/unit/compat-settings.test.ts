@@ -141,11 +141,10 @@ describe('conflicts and unsupported settings', () => {
     expect(loadSettings({ PORT: '9000', HTTP_PORT: '9000', BACKEND_TYPE: 'REDIS', BACKEND: 'redis' }).settings.httpPort).toBe(9000);
   });
 
-  it('refuses what would run differently from the reference: memcache, unix sockets, xDS, gRPC TLS', () => {
+  it('refuses what would run differently from the reference: memcache, unix sockets, gRPC TLS', () => {
     expect(problems({ BACKEND_TYPE: 'memcache' })[0]).toMatch(/^BACKEND_TYPE=memcache: memcached is not supported/);
     expect(problems({ REDIS_SOCKET_TYPE: 'unix', REDIS_URL: '/var/run/redis.sock' })[0]).toMatch(/^REDIS_SOCKET_TYPE=unix: unix sockets are not supported/);
-    expect(problems({ CONFIG_TYPE: 'GRPC_XDS_SOTW' })[0]).toMatch(/^CONFIG_TYPE=GRPC_XDS_SOTW: rules come from files only/);
-    expect(problems({ GRPC_SERVER_USE_TLS: 'true' })[0]).toMatch(/^GRPC_SERVER_USE_TLS=true: /);
+    expect(problems({ GRPC_SERVER_USE_TLS: 'true' })[0]).toMatch(/^GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY/);
     expect(problems({ CONFIG_TYPE: 'FILE', GRPC_SERVER_USE_TLS: 'false' })).toEqual([]);
   });
 
