@@ -21,8 +21,10 @@ commands:
   serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
   check [DIR]           validate the rule files in DIR (default CONFIG_DIR) and, with --capacity-config FILE, the capacity resource file; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC what it would decide (a dry run unless --spend); \`query --help\` lists its options
-  capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does
+  capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does; \`capacity --help\` lists its commands
   help                  this text
+
+Every command answers --help (or -h) with its usage.
   --version             print the version`;
 
 const CHECK_USAGE = `usage: ratelimit check [DIR] [--capacity-config FILE] [--config-all-files] [--merge-domain-config] [--config-max-file-bytes N]
@@ -149,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
         return await runCapacityCli(rest, process.stdout, process.stderr);
       case '--version':
       case 'version':
-        process.stdout.write(`ratelimit-sidecar ${VERSION}\n`);
+        process.stdout.write(rest.includes('--help') || rest.includes('-h') ? 'usage: ratelimit --version\n\nPrints the version.\n' : `ratelimit-sidecar ${VERSION}\n`);
         return 0;
       case 'help':
       case '--help':
