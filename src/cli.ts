@@ -11,7 +11,7 @@ import { startService, StartupError } from './app/main.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './app/workers.js';
 import { runQuery } from './cli/query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings/settings.js';
-import { checkCombination } from './settings/settings-checks.js';
+import { checkCombination, exposureNotices } from './settings/settings-checks.js';
 import { redactUrl } from './core/redact.js';
 import { VERSION } from './app/version.js';
 
@@ -53,7 +53,7 @@ async function serve(argv: string[]): Promise<number> {
   const { settings, rest, notices, given } = loadSettings(process.env, argv);
   const combination = checkCombination(settings, given);
   if (combination.errors.length > 0) throw new SettingsError(combination.errors);
-  notices.push(...combination.notices);
+  notices.push(...combination.notices, ...exposureNotices(settings));
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDescriptor } from '../../src/cli/query.js';
+import { spawnService } from '../support/service-process.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
@@ -134,7 +135,8 @@ describe('ratelimit query', () => {
       version: /^usage: ratelimit --version/,
     };
     const asks = [...Object.keys(usage).map((command) => [command, '--help']), ['capacity', '-h'], ['version', '-h']];
-    const answers = await Promise.all(asks.map(async ([command, flag]) => ({ command, flag, r: await run([command!, flag!]) })));
+    const answers = [];
+    for (let i = 0; i < asks.length; i += 2) answers.push(...(await Promise.all(asks.slice(i, i + 2).map(async ([command, flag]) => ({ command, flag, r: await run([command!, flag!]) })))));
     for (const { command, flag, r } of answers) {
       expect({ command, flag, code: r.code, stderr: r.stderr }).toEqual({ command, flag, code: 0, stderr: '' });
       expect(r.stdout).toMatch(usage[command!]!);
@@ -144,7 +146,7 @@ describe('ratelimit query', () => {
     expect(late).toMatchObject({ code: 0, stderr: '' });
     expect(late.stdout).toContain('get CLIENT RESOURCE WANTS');
     expect((await run(['--help'])).stdout).toContain('Every command answers --help');
-  }, 60_000);
+  }, 120_000); // ten runs of the command, two at a time
 
   it('query --help and check --help print their usage (exit 0)', async () => {
     const q = await run(['query', '--help']);
@@ -187,4 +189,22 @@ describe('ratelimit serve', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/rules in .* are invalid\n\s+x\.yaml:1:\d+: /);
   });
+
+  it('warns in one line at start when the admin port (GET /rules, POST /json) listens beyond loopback, and not on loopback', async () => {
+    const rules = dirWith({ 'e.yaml': 'domain: e\n' });
+    dirs.push(rules);
+    const warning = (stderr: string) => stderr.split('\n').filter((l) => l.includes('beyond loopback'));
+    const open = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '0.0.0.0' }); // the default, as npm start binds
+    await open.stop();
+    const lines = warning(open.stderr());
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'warn',
+      setting: 'HTTP_HOST',
+      msg: expect.stringMatching(/^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /) as unknown,
+    });
+    const closed = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '127.0.0.1' });
+    await closed.stop();
+    expect(warning(closed.stderr())).toEqual([]);
+  }, 60_000);
 });
