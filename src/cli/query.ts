@@ -30,7 +30,7 @@ query options:
   --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
   --domain D            the domain (required); one with no rules is an error (exit 1), the loaded ones listed
   --admin HOST:PORT     HTTP admin address, asked for the loaded domains when no rule matched
-                        (default: the --server host, port 8080)
+                        (default: the --server host, port 8080; 127.0.0.1:8080 for unix:)
   --hits N              hits of the request (default: 1); with --spend, sent as the request-level hits_addend
   --spend               send the real request: it counts against the limits, as one from Envoy would
   --timeout-ms N        call deadline (default 1000)
@@ -136,8 +136,9 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   }
 }
 
-/** `host` of `host:port` (or of `[v6]:port`). */
+/** `host` of `host:port` (or of `[v6]:port`); 127.0.0.1 for a Unix socket. */
 function hostOf(address: string): string {
+  if (address.startsWith('unix:')) return '127.0.0.1';
   const at = address.lastIndexOf(':');
   return at > 0 ? address.slice(0, at) : address;
 }
