@@ -116,7 +116,7 @@ describeEnvoy('npm run demo', () => {
     const after = await stats();
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
     expect({ authzOk: delta('http.ingress.ext_authz.ok'), authzDenied: delta('http.ingress.ext_authz.denied'), ratelimit: delta('cluster.app.ratelimit.ok') }).toEqual({ authzOk: 13, authzDenied: 2, ratelimit: 0 });
-  });
+  }, 60_000); // up to 20 s waiting for a fresh minute
 
   it("over the ratelimit filter: Alice's 200, and Bob's 101st request in a minute gets the README's 429", async () => {
     await withinOneMinute(40);
@@ -133,7 +133,7 @@ describeEnvoy('npm run demo', () => {
     const after = await stats();
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
     expect({ ok: delta('cluster.app.ratelimit.ok'), over: delta('cluster.app.ratelimit.over_limit'), authz: delta('http.ingress.ext_authz.ok') }).toEqual({ ok: 101, over: 1, authz: 0 });
-  }, 120_000);
+  }, 120_000); // up to 40 s waiting for a fresh minute, and 101 curl processes
 
   it('stops Envoy, the sidecar and the upstream on Ctrl-C (SIGINT)', async () => {
     demo.kill('SIGINT');
