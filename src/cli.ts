@@ -11,7 +11,7 @@ import { startService, StartupError } from './app/main.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './app/workers.js';
 import { runQuery } from './cli/query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings/settings.js';
-import { checkCombination } from './settings/settings-checks.js';
+import { checkCombination, exposureNotices } from './settings/settings-checks.js';
 import { redactUrl } from './core/redact.js';
 import { VERSION } from './app/version.js';
 
@@ -21,8 +21,10 @@ commands:
   serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
   check [DIR]           validate the rule files in DIR (default CONFIG_DIR) and, with --capacity-config FILE, the capacity resource file; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC what it would decide (a dry run unless --spend); \`query --help\` lists its options
-  capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does
+  capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does; \`capacity --help\` lists its commands
   help                  this text
+
+Every command answers --help (or -h) with its usage.
   --version             print the version`;
 
 const CHECK_USAGE = `usage: ratelimit check [DIR] [--capacity-config FILE] [--config-all-files] [--merge-domain-config] [--config-max-file-bytes N]
@@ -51,7 +53,7 @@ async function serve(argv: string[]): Promise<number> {
   const { settings, rest, notices, given } = loadSettings(process.env, argv);
   const combination = checkCombination(settings, given);
   if (combination.errors.length > 0) throw new SettingsError(combination.errors);
-  notices.push(...combination.notices);
+  notices.push(...combination.notices, ...exposureNotices(settings));
   if (rest.length > 0) {
     // A mistyped flag may carry a URL with a password: mask it like every other echo of a URL.
     process.stderr.write(`serve: unknown arguments: ${rest.map(redactUrl).join(' ')}\n`);
@@ -149,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
         return await runCapacityCli(rest, process.stdout, process.stderr);
       case '--version':
       case 'version':
-        process.stdout.write(`ratelimit-sidecar ${VERSION}\n`);
+        process.stdout.write(rest.includes('--help') || rest.includes('-h') ? 'usage: ratelimit --version\n\nPrints the version.\n' : `ratelimit-sidecar ${VERSION}\n`);
         return 0;
       case 'help':
       case '--help':

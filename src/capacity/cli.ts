@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { doormanDefinition } from './messages.js';
 import type * as M from './messages.js';
 
-export const CAPACITY_USAGE = `ratelimit capacity [--server HOST:PORT] COMMAND...   (default server 127.0.0.1:8081)
+export const CAPACITY_USAGE = `usage: ratelimit capacity [--server HOST:PORT] COMMAND...   (default server 127.0.0.1:8081)
   get CLIENT RESOURCE WANTS    ask for capacity (refreshes the lease of CLIENT) and print the grant
   release CLIENT RESOURCE      release the lease
   master                       print the master's address`;
@@ -18,6 +18,10 @@ export const CAPACITY_USAGE = `ratelimit capacity [--server HOST:PORT] COMMAND..
 type Write = { write(text: string): unknown };
 
 export async function runCapacityCli(argv: readonly string[], out: Write, err: Write): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out.write(`${CAPACITY_USAGE}\n`);
+    return 0;
+  }
   let server = '127.0.0.1:8081';
   const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {

@@ -8,6 +8,13 @@
  * service treat as a pure check: nothing is counted. Whether a request of --hits hits would be admitted is
  * read from what is left: it fits a descriptor iff it is at most that descriptor's remaining quota (the limit
  * that speaks for a descriptor is the one with the least left). `--spend` sends the real request instead.
+ *
+ * Remaining quota is shown as every other answer shows it (Envoy's headers, POST /json): what is left after this
+ * request. A dry run computes it from what is left before: less --hits when the request would be admitted.
+ *
+ * The protocol answers a domain with no rules as it answers a descriptor no rule matches (OK, no limit), so when
+ * no descriptor matched, query asks the admin port's GET /rules whether the domain has rules at all: a typo in
+ * the domain is an error, not an OK.
  */
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from '../server/protos.js';
@@ -16,11 +23,14 @@ import type { WireResponse, WireStatus } from '../server/wire.js';
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 
 A dry run unless --spend: nothing is counted (each descriptor is sent with hits_addend 0, a pure check), and
-the answer says whether a request of --hits hits would be admitted now.
+the answer says whether a request of --hits hits would be admitted now. "remaining" is what would be left
+after that request, as Envoy's headers and POST /json show it.
 
 query options:
   --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
-  --domain D            the domain (required)
+  --domain D            the domain (required); one with no rules is an error (exit 1), the loaded ones listed
+  --admin HOST:PORT     HTTP admin address, asked for the loaded domains when no rule matched
+                        (default: the --server host, port 8080; 127.0.0.1:8080 for unix:)
   --hits N              hits of the request (default: 1); with --spend, sent as the request-level hits_addend
   --spend               send the real request: it counts against the limits, as one from Envoy would
   --timeout-ms N        call deadline (default 1000)
@@ -63,6 +73,11 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   let timeoutMs = 1000;
   let json = false;
   let spend = false;
+  let admin: string | undefined;
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out.write(`${QUERY_USAGE}\n`);
+    return 0;
+  }
   const descriptors: { entries: { key: string; value: string }[] }[] = [];
   try {
     for (let i = 0; i < argv.length; i++) {
@@ -74,14 +89,11 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
       };
       if (a === '--server') server = value();
       else if (a === '--domain') domain = value();
+      else if (a === '--admin') admin = value();
       else if (a === '--hits') hits = Number(value());
       else if (a === '--timeout-ms') timeoutMs = Number(value());
       else if (a === '--json') json = true;
       else if (a === '--spend') spend = true;
-      else if (a === '--help' || a === '-h') {
-        out.write(`${QUERY_USAGE}\n`);
-        return 0;
-      }
       else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
       else descriptors.push({ entries: parseDescriptor(a) });
     }
@@ -103,8 +115,17 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     });
     const wanted = Math.max(hits, 1);
     const over = spend ? response.overall_code === 'OVER_LIMIT' : wouldReject(response, wanted);
-    if (json) out.write(`${JSON.stringify(responseToJson(response), null, 2)}\n`);
-    else out.write(`${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(response, descriptors)}`);
+    if (response.statuses.every((s) => !s.current_limit && !isUnlimited(s))) {
+      const missing = await domainWithoutRules(admin ?? `${hostOf(server)}:8080`, domain);
+      if (missing !== undefined) {
+        err.write(`query: ${missing}\n`);
+        return 1;
+      }
+    }
+    // A dry run read the quota before the request: show what the request would leave, as a real answer does.
+    const shown = spend || over ? response : afterRequest(response, wanted);
+    if (json) out.write(`${JSON.stringify(responseToJson(shown), null, 2)}\n`);
+    else out.write(`${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`);
     return over ? 3 : 0;
   } catch (e) {
     const se = e as grpc.ServiceError;
@@ -113,6 +134,39 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   } finally {
     client.close();
   }
+}
+
+/** `host` of `host:port` (or of `[v6]:port`); 127.0.0.1 for a Unix socket. */
+function hostOf(address: string): string {
+  if (address.startsWith('unix:')) return '127.0.0.1';
+  const at = address.lastIndexOf(':');
+  return at > 0 ? address.slice(0, at) : address;
+}
+
+/**
+ * Why `domain` cannot be matched by the server at `admin` (GET /rules): it is not loaded, or has no rules.
+ * Undefined when it has rules. A server whose admin port cannot be read is reported too: an unverified
+ * "no rule matched" would look like success.
+ */
+async function domainWithoutRules(admin: string, domain: string): Promise<string | undefined> {
+  const url = `http://${admin}/rules`;
+  let domains: { name: string; rules?: unknown[] }[];
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+    domains = ((await res.json()) as { domains?: { name: string; rules?: unknown[] }[] }).domains ?? [];
+  } catch (e) {
+    return `no rule matched, and the loaded domains could not be read from ${url} (${(e as Error).message}); give the admin address with --admin HOST:PORT`;
+  }
+  const found = domains.find((d) => d.name === domain);
+  if (found !== undefined && (found.rules?.length ?? 0) > 0) return undefined;
+  const names = domains.filter((d) => (d.rules?.length ?? 0) > 0).map((d) => d.name);
+  return `domain '${domain}' has no rules on this server; domains with rules: ${names.join(', ') || '(none)'}`;
+}
+
+/** The answer a request of `hits` hits would get from a dry run's answer (admitted): each limit's remaining less the hits. */
+function afterRequest(r: WireResponse, hits: number): WireResponse {
+  return { ...r, statuses: r.statuses.map((s) => (s.current_limit ? { ...s, limit_remaining: Math.max(0, s.limit_remaining - hits) } : s)) };
 }
 
 /**
@@ -200,7 +254,7 @@ function formatResponse(r: WireResponse, descriptors: readonly { entries: { key:
     }
     const limit = `${s.current_limit.requests_per_unit}/${s.current_limit.unit.toLowerCase()}${s.current_limit.name ? ` (${s.current_limit.name})` : ''}`;
     const reset = s.duration_until_reset ? `, reset in ${s.duration_until_reset.seconds}s` : '';
-    lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining}${reset}`);
+    lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining} after this request${reset}`);
   });
   for (const h of r.response_headers_to_add) lines.push(`  header ${h.key}: ${h.value}`);
   for (const h of r.request_headers_to_add) lines.push(`  upstream header ${h.key}: ${h.value}`);

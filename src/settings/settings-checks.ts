@@ -34,3 +34,26 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
   }
   return { errors, notices };
 }
+
+/** 127.0.0.0/8, ::1 (also as an IPv4-mapped address), `localhost`: reachable from this host only. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/**
+ * The admin port bound beyond loopback (HTTP_HOST=0.0.0.0, the default, as envoyproxy/ratelimit binds): kept
+ * for drop-in, but said at start in one line, because anyone who reaches it reads the rules (GET /rules) and
+ * asks POST /json (which spends quota with JSON_API=on).
+ */
+export function exposureNotices(settings: Settings): Notice[] {
+  if (isLoopback(settings.httpHost)) return [];
+  const json = settings.jsonApi === 'off' ? '' : ` and POST /json (JSON_API=${settings.jsonApi}${settings.jsonApi === 'on' ? ', spends quota' : ''})`;
+  return [
+    {
+      level: 'warn',
+      setting: 'HTTP_HOST',
+      message: `the admin port listens on ${settings.httpHost}:${settings.httpPort}, beyond loopback: anyone who reaches it reads GET /rules${json}; set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")`,
+    },
+  ];
+}

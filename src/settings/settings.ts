@@ -72,7 +72,7 @@ export const SETTINGS = {
     if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
     return s.trim().replace(/^0(?=\d{3}$)/, '');
   }),
-  grpcTransport: oneOf('GRPC_TRANSPORT', ['lean', 'grpc-js'] as const, 'lean', 'What serves the gRPC port: lean (gRPC on node:http2 with a hand-written codec, the faster) or grpc-js (the library, as before); both serve ShouldRateLimit and grpc.health.v1 with the same behaviour (docs/performance.md).'),
+  grpcTransport: oneOf('GRPC_TRANSPORT', ['lean', 'grpc-js'] as const, 'lean', 'What serves the gRPC port: lean (gRPC on node:http2 with a hand-written codec, the faster) or grpc-js (the @grpc/grpc-js library); both serve ShouldRateLimit and grpc.health.v1 with the same behaviour (docs/performance.md).'),
   grpcMaxConnections: int('GRPC_MAX_CONNECTIONS', 1000, 'Most open HTTP/2 connections on the gRPC port; one more is sent GOAWAY (ENHANCE_YOUR_CALM) at once (docs/security.md).', 1),
   grpcMaxStreamsPerConnection: int('GRPC_MAX_STREAMS_PER_CONNECTION', 1000, 'Most concurrent calls on one gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with RST_STREAM REFUSED_STREAM, and Envoy opens another connection.', 1, 2 ** 31 - 1),
   grpcMaxSessionMemoryMb: int('GRPC_MAX_SESSION_MEMORY_MB', 32, 'Most memory one gRPC connection may buffer (node:http2 maxSessionMemory), MiB; past it new streams are refused.', 1, 1024),

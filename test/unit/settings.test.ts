@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SETTINGS, SettingsError, flagName, loadSettings } from '../../src/settings/settings.js';
-import { checkCombination } from '../../src/settings/settings-checks.js';
+import { checkCombination, exposureNotices, isLoopback } from '../../src/settings/settings-checks.js';
 
 describe('settings', () => {
   it('uses the defaults of DESIGN.md §6', () => {
@@ -62,5 +62,22 @@ describe('settings that are wrong together (settings-checks.ts)', () => {
     // The reference's host:port form with BACKEND_TYPE unset means Redis (its default), as before.
     expect(combination({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'r:6379' })).toEqual({ errors: [], notices: [] });
     expect(combination({ REDIS_COMMAND_TIMEOUT_MS: '50' })).toEqual({ errors: [], notices: [] });
+  });
+});
+
+describe('the admin port beyond loopback (exposureNotices)', () => {
+  it('names what is exposed and how to close it; nothing on loopback', () => {
+    const notices = (env: Record<string, string>) => exposureNotices(loadSettings(env).settings);
+    expect(notices({})).toEqual([
+      {
+        level: 'warn',
+        setting: 'HTTP_HOST',
+        message: 'the admin port listens on 0.0.0.0:8080, beyond loopback: anyone who reaches it reads GET /rules and POST /json (JSON_API=check); set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")',
+      },
+    ]);
+    expect(notices({ HTTP_HOST: '10.0.0.5', JSON_API: 'on' })[0]!.message).toContain('GET /rules and POST /json (JSON_API=on, spends quota)');
+    expect(notices({ HTTP_HOST: '::', JSON_API: 'off' })[0]!.message).toContain('reads GET /rules; set HTTP_HOST');
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', '::ffff:127.0.0.1']) expect(notices({ HTTP_HOST: host })).toEqual([]);
+    expect(isLoopback('127.0.0.1.example.com')).toBe(false);
   });
 });
