@@ -179,9 +179,30 @@ describe('ShareIndex.waterLevel', () => {
   });
 });
 
-describe('priorities (ours; Doorman ignores them)', () => {
-  it('serves higher priority bands first, never over-granting the resource', () => {
-    const { srv } = server('FAIR_SHARE');
+describe('priorities: ignored as by Doorman, unless a template sets priority_bands', () => {
+  it('every kind ignores priority by default: a priority-0 client on STATIC gets min(wants, capacity) however much others hold', () => {
+    const { srv } = server('STATIC', { capacity: 50 });
+    const get = (client: string, wants: number, priority: number) =>
+      srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
+    expect(get('c1', 60, 1)).toBe(50);
+    expect(get('c2', 30, 1)).toBe(30);
+    expect(get('go-client', 30, 0)).toBe(30);
+    const fair = server('FAIR_SHARE', { capacity: 100 }).srv;
+    const f = (client: string, wants: number, priority: number) =>
+      fair.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
+    expect(f('hi', 100, 9)).toBe(100);
+    expect(f('hi', 50, 9)).toBe(50);
+    // A priority-0 client is one more client of the same share, not a band below the priority-9 one.
+    expect(f('lo', 50, 0)).toBe(50);
+  });
+
+  it('priority_bands applies to the sharing kinds only', () => {
+    const bad = parseCapacityConfig('r.yaml', 'resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: STATIC, lease_length: 5, refresh_interval: 1, parameters: [{name: priority_bands, value: "true"}]}\n');
+    expect(bad.ok).toBe(false);
+  });
+
+  it('with priority_bands: serves higher priority bands first, never over-granting the resource', () => {
+    const { srv } = server('FAIR_SHARE', { extra: ', parameters: [{name: priority_bands, value: "true"}]' });
     const get = (client: string, wants: number, priority: number) =>
       srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
     // Low priority clients hold everything first.
