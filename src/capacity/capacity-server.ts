@@ -8,7 +8,7 @@
 import type { Clock } from '../core/clock.js';
 import { RequestTooLargeError } from '../core/errors.js';
 import { decideShare } from './algorithms.js';
-import { capacityAsks, serverCapacityAsks, type Ask, type Asks, type ResourceAsk } from './asks.js';
+import { capacityAsks, MAX_AMOUNT, serverCapacityAsks, type Ask, type Asks, type ResourceAsk } from './asks.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';
 import { idKey, idText } from './ids.js';
 import { LeaseStore, type StoredLease } from './lease-store.js';
@@ -258,6 +258,10 @@ export class CapacityServer {
       has = decideShare(algorithm.kind, res.bands.capacityFor(ask.priority, capacity), view, { client: ask.client, wants: ask.wants, subclients: ask.subclients });
       if (res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (store.get(ask.client)?.has ?? 0)));
     }
+    // Whatever the inputs (a parent's capacity included), a grant is a finite number ≥ 0: nothing non-finite
+    // ever enters the totals.
+    if (!(has >= 0)) has = 0;
+    else if (has > MAX_AMOUNT) has = MAX_AMOUNT;
     const expiryMs = now + algorithm.leaseLength * 1000;
     return { has, wants: ask.wants, subclients: ask.subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority: ask.priority };
   }

@@ -220,3 +220,17 @@ describe('priorities: ignored as by Doorman, unless a template sets priority_ban
     expect(res.store.sumHas).toBeLessThanOrEqual(120);
   });
 });
+
+describe('a grant is always a finite number ≥ 0', () => {
+  it('even when the capacity itself is not (a parent answering NaN or Infinity)', () => {
+    for (const [capacity, kind] of [[NaN, 'STATIC'], [NaN, 'FAIR_SHARE'], [NaN, 'PROPORTIONAL_SHARE'], [Infinity, 'FAIR_SHARE']] as const) {
+      const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: 10\n    algorithm: {kind: ${kind}, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n`);
+      if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
+      const clock = new FakeClock(1_700_000_000_000);
+      const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => 'x', stateSinceMs: clock.nowMs(), capacityOf: () => capacity });
+      const got = srv.getCapacity({ client_id: 'a', resource: [{ resource_id: 'r', priority: 1, wants: 7 }] }).response[0]!.gets.capacity;
+      expect(Number.isFinite(got) && got >= 0, `${kind} on ${capacity}: ${got}`).toBe(true);
+      expect(Number.isFinite(srv.find('r')!.store.sumHas)).toBe(true);
+    }
+  });
+});
