@@ -91,19 +91,20 @@ export class CapacityServer {
   getCapacity(req: M.GetCapacityRequest): M.GetCapacityResponse {
     const asks = capacityAsks(req);
     const { res, leases } = this.decideAll(asks);
-    return { response: asks.entry.map((j, i) => this.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
+    return { response: answered(asks, leases, (j, i) => this.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   getServerCapacity(req: M.GetServerCapacityRequest): M.GetServerCapacityResponse {
     const asks = serverCapacityAsks(req);
     const { res, leases } = this.decideAll(asks);
-    return { response: asks.entry.map((j, i) => this.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
+    return { response: answered(asks, leases, (j, i) => this.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
-  private decideAll(asks: Asks): { res: Resource[]; leases: M.Lease[] } {
-    this.reserve(asks.decide.map((a) => a.id));
-    const res = asks.decide.map((a) => this.resourceOf(a));
-    return { res, leases: asks.decide.map(({ ask }, i) => this.decide(res[i]!, ask)) };
+  /** Each resource of the request decided in turn; undefined for one past a bound (left out of the answer). */
+  private decideAll(asks: Asks): { res: (Resource | undefined)[]; leases: (M.Lease | undefined)[] } {
+    const refused = this.reserve(asks.decide.map((a) => a.id));
+    const res = asks.decide.map((a) => (refused.has(a.id) ? undefined : this.resourceOf(a)));
+    return { res, leases: asks.decide.map(({ ask }, i) => (res[i] === undefined ? undefined : this.decide(res[i], ask))) };
   }
 
   /** A GetCapacity answer for one resource (`sent`: its id as the request has it) once its lease is recorded. */
@@ -171,15 +172,20 @@ export class CapacityServer {
   }
 
   /**
-   * Refuses (RESOURCE_EXHAUSTED) a request whose new resources would take the kept ones past
-   * CAPACITY_MAX_RESOURCES, before anything of it is decided.
+   * The resources of a request that cannot be kept: the new ones past CAPACITY_MAX_RESOURCES (those first in
+   * the request get the room there is). Decided before anything of the request is.
    */
-  reserve(ids: readonly string[]): void {
+  reserve(ids: readonly string[]): ReadonlySet<string> {
     const max = this.options.maxResources ?? Infinity;
-    if (this.resources.size + ids.length <= max) return;
-    let fresh = 0;
-    for (const id of ids) if (!this.resources.has(id)) fresh++;
-    if (this.resources.size + fresh > max) throw new RequestTooLargeError(`too many capacity resources in use (CAPACITY_MAX_RESOURCES ${max}); try again later`);
+    if (this.resources.size + ids.length <= max) return NONE;
+    const refused = new Set<string>();
+    let room = max - this.resources.size;
+    for (const id of ids) {
+      if (this.resources.has(id)) continue;
+      if (room > 0) room--;
+      else refused.add(id);
+    }
+    return refused;
   }
 
   /** The resource of an ask with its template in force (matched to the id as sent). */
@@ -220,14 +226,15 @@ export class CapacityServer {
     }
   }
 
-  private decide(res: Resource, ask: Ask): M.Lease {
+  /** The lease `ask` gets on `res`, recorded; undefined for a new client past CAPACITY_MAX_LEASES. */
+  private decide(res: Resource, ask: Ask): M.Lease | undefined {
     const now = this.options.clock.nowMs();
     this.clean(res, now);
     const client = ask.client;
     const old = res.store.get(client);
     if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) {
       this.dropIfEmpty(res);
-      throw new RequestTooLargeError('too many leases held; try again later');
+      return undefined;
     }
     const lease = this.grant(res, ask, now);
     if (old === undefined) this.leases++;
@@ -265,6 +272,22 @@ export class CapacityServer {
     const expiryMs = now + algorithm.leaseLength * 1000;
     return { has, wants: ask.wants, subclients: ask.subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority: ask.priority };
   }
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * The entries of a request that were decided, answered by `make(j, i)` (j: the resource's decision, i: the
+ * entry); those past a bound are left out. When none was decided: RESOURCE_EXHAUSTED.
+ */
+export function answered<T>(asks: Asks, leases: readonly (M.Lease | undefined)[], make: (j: number, i: number) => T): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < asks.entry.length; i++) {
+    const j = asks.entry[i]!;
+    if (leases[j] !== undefined) out.push(make(j, i));
+  }
+  if (out.length === 0 && asks.entry.length > 0) throw new RequestTooLargeError('too many capacity resources or leases held (CAPACITY_MAX_RESOURCES, CAPACITY_MAX_LEASES); try again later');
+  return out;
 }
 
 /** Takes a client's lease out of a resource (store and bands). */

@@ -18,10 +18,10 @@
  * lost it: a flush, a failover to an empty replica), so a replica restart keeps the state and no learning.
  */
 import type { Clock } from '../core/clock.js';
-import { RateLimitError, RequestTooLargeError, StoreError } from '../core/errors.js';
+import { RateLimitError, StoreError } from '../core/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, serverCapacityAsks, type Ask, type Asks } from './asks.js';
-import { leaseMessage, type CapacityServer, type Resource } from './capacity-server.js';
+import { answered, leaseMessage, type CapacityServer, type Resource } from './capacity-server.js';
 import { idKey } from './ids.js';
 import type * as M from './messages.js';
 import { RedisLeaseCache, setLease, takeBack, type Changed } from './redis-lease-cache.js';
@@ -114,13 +114,13 @@ export class RedisCapacity {
   async getCapacity(req: M.GetCapacityRequest): Promise<M.GetCapacityResponse> {
     const asks = capacityAsks(req);
     const { res, leases } = await this.decideAll(asks);
-    return { response: asks.entry.map((j, i) => this.server.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
+    return { response: answered(asks, leases, (j, i) => this.server.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   async getServerCapacity(req: M.GetServerCapacityRequest): Promise<M.GetServerCapacityResponse> {
     const asks = serverCapacityAsks(req);
     const { res, leases } = await this.decideAll(asks);
-    return { response: asks.entry.map((j, i) => this.server.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
+    return { response: answered(asks, leases, (j, i) => this.server.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
@@ -131,12 +131,12 @@ export class RedisCapacity {
   }
 
   /** Each resource of a request decided once (asks.ts); the Resource each was decided on comes back with it. */
-  private async decideAll(asks: Asks): Promise<{ res: Resource[]; leases: M.Lease[] }> {
+  private async decideAll(asks: Asks): Promise<{ res: Resource[]; leases: (M.Lease | undefined)[] }> {
     const deadline = this.deadline();
-    this.server.reserve(asks.decide.map((a) => a.id));
+    const refused = this.server.reserve(asks.decide.map((a) => a.id));
     const res: Resource[] = [];
-    const leases = await together(asks.decide, (a, i) => this.enqueue(a, a.ask.client, a.ask, deadline, (r) => (res[i] = r)));
-    return { res, leases: leases as M.Lease[] };
+    const leases = await together(asks.decide, (a, i) => (refused.has(a.id) ? Promise.resolve(undefined) : this.enqueue(a, a.ask.client, a.ask, deadline, (r) => (res[i] = r))));
+    return { res, leases };
   }
 
   private deadline(): number {
@@ -272,7 +272,8 @@ export class RedisCapacity {
         answers.push({ lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
         this.conflicts++;
       } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
-        answers.push({ error: new RequestTooLargeError('too many leases held on this resource; try again later') });
+        // Past CAPACITY_MAX_LEASES: left out of the answer (asks.ts answered).
+        answers.push(RELEASED);
       } else {
         const lease = this.server.grant(res, p.ask, now);
         if (!changed.has(p.client)) changed.set(p.client, old);

@@ -49,7 +49,7 @@ for (const backend of ['memory', 'redis'] as const) {
       if (backend === 'redis') await conn.connection.flushall();
     });
 
-    async function start(cfg: CapacityConfig, extra: { maxResources?: number } = {}): Promise<Setup> {
+    async function start(cfg: CapacityConfig, extra: { maxResources?: number; maxLeases?: number } = {}): Promise<Setup> {
       const clock = new FakeClock(1_700_000_000_000);
       const server = new CapacityServer({ clock, config: () => cfg, address: () => 'x', stateSinceMs: clock.nowMs(), ...extra });
       let answers: CapacityAnswers = server;
@@ -57,7 +57,7 @@ for (const backend of ['memory', 'redis'] as const) {
         const store = createRedisStore({ url: redis.url, clock });
         await store.waitUntilReady(10_000);
         stores.push(store);
-        answers = new RedisCapacity(server, { client: store.connection, prefix: 'rl:', clock });
+        answers = new RedisCapacity(server, { client: store.connection, prefix: 'rl:', clock, ...(extra.maxLeases === undefined ? {} : { maxLeases: extra.maxLeases }) });
       }
       return { caller: new ByteCaller(answers), server, clock };
     }
@@ -121,12 +121,23 @@ for (const backend of ['memory', 'redis'] as const) {
       }
     });
 
-    it('CAPACITY_MAX_RESOURCES bounds the resources kept: a request naming one more is refused before anything of it is decided', async () => {
+    it('CAPACITY_MAX_RESOURCES bounds the resources kept: what fits is answered, the rest left out, nothing at all is RESOURCE_EXHAUSTED', async () => {
       const { caller, server } = await start(config('STATIC', 10), { maxResources: 3 });
       expect(await caller.get('a', [{ resource: 'r1', wants: 1 }, { resource: 'r2', wants: 1 }])).toEqual([1, 1]);
-      await expect(caller.get('a', [{ resource: 'r3', wants: 1 }, { resource: 'r4', wants: 1 }])).rejects.toBeInstanceOf(RequestTooLargeError);
-      expect(server.resourceCount).toBe(2);
-      expect(await caller.get('a', [{ resource: 'r1', wants: 2 }, { resource: 'r3', wants: 1 }])).toEqual([2, 1]);
+      const answer = decodeResponse<M.GetCapacityResponse>('GetCapacity', await caller.raw('GetCapacity', getCapacityBytes('a', [{ resource: 'r3', wants: 3 }, { resource: 'r4', wants: 4 }, { resource: 'r1', wants: 2 }])));
+      expect(answer.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([['r3', 3], ['r1', 2]]);
+      expect(server.resourceCount).toBe(3);
+      await expect(caller.get('a', [{ resource: 'r5', wants: 1 }])).rejects.toBeInstanceOf(RequestTooLargeError);
+      await caller.release('a', ['r2']);
+      expect(await caller.get('a', [{ resource: 'r5', wants: 1 }])).toEqual([1]);
+    });
+
+    it('CAPACITY_MAX_LEASES: a new client past it is left out (RESOURCE_EXHAUSTED when nothing is answered); holders refresh', async () => {
+      const { caller } = await start(config('STATIC', 10), { maxLeases: 2 });
+      expect(await caller.get('a', [{ resource: 'L', wants: 1 }])).toEqual([1]);
+      expect(await caller.get('b', [{ resource: 'L', wants: 2 }])).toEqual([2]);
+      await expect(caller.get('c', [{ resource: 'L', wants: 3 }])).rejects.toBeInstanceOf(RequestTooLargeError);
+      expect(await caller.get('a', [{ resource: 'L', wants: 4 }])).toEqual([4]);
     });
 
     it('finite wants above 2^53 get min(capacity, wants); sums stay finite', async () => {
