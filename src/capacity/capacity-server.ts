@@ -163,7 +163,7 @@ export class CapacityServer {
 
   /** Reports a grant on `res` (both stores). */
   granted(res: Resource): void {
-    this.options.observer?.onGrant?.(res.id);
+    this.options.observer?.onGrant?.(idText(res.id));
   }
 
   /** The resource of an id if it is kept here. */
@@ -222,7 +222,7 @@ export class CapacityServer {
     if (n > 0) {
       res.bands?.clean(now);
       this.leases -= n;
-      this.options.observer?.onExpired?.(res.id, n);
+      this.options.observer?.onExpired?.(idText(res.id), n);
     }
   }
 
