@@ -56,8 +56,11 @@ function hasOf(has: number | undefined): number | undefined {
   return has >= 0 && has !== Infinity ? Math.min(has, MAX_AMOUNT) : 0;
 }
 
+const ONE: number[] = [0];
+
 /** Each resource once, its last entry deciding (asks in the order of their last entries). */
 function unique(items: ResourceAsk[]): Asks {
+  if (items.length === 1) return { decide: items, entry: ONE };
   const last = new Map<string, number>();
   for (let i = 0; i < items.length; i++) last.set(items[i]!.id, i);
   if (last.size === items.length) return { decide: items, entry: items.map((_, i) => i) };
