@@ -30,6 +30,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchLeases(() => ({ claims: 0, leased: 0, returned: 0, unused: 0, held: 0 }));
   metrics.watchGrpcConnections(() => ({ connections: 0, watches: 0 }));
   metrics.watchCapacity(() => []);
+  metrics.capacityReport().watchResources(() => 0);
   metrics.watchCapacityRedis(() => ({ roundTrips: 0, fullReads: 0, retries: 0, fellBack: 0 }));
   metrics.watchDelayWaits(() => 0);
   metrics.watchXds(() => ({ state: 'connected', version: '', accepted: 0, refused: 0, repeatedNacks: 0, connects: 0 }));

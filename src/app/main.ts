@@ -228,7 +228,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       },
       health,
       ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
-      requestLimits,
+      requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
       deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
       maxWaitMs: settings.decisionMaxWaitMs,

@@ -161,6 +161,6 @@ function maxMin(capacity: number, view: ShareView, req: ShareRequest): number {
   index.insert(req.client, req.wants, req.subclients);
   const level = index.waterLevel(capacity);
   index.remove(req.client, req.wants, req.subclients);
-  if (old !== undefined) index.insert(req.client, old.wants, old.subclients);
+  if (old !== undefined) index.insert(req.client, old.wants, old.subclients, old.has);
   return nonNegative(Math.min(req.wants, level * req.subclients, avail));
 }

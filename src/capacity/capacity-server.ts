@@ -6,13 +6,18 @@
  * on first use; templates re-read on every decision so a reload applies at once.
  */
 import type { Clock } from '../core/clock.js';
-import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
+import { RequestTooLargeError } from '../core/errors.js';
 import { decideShare } from './algorithms.js';
+import { capacityAsks, MAX_AMOUNT, serverCapacityAsks, type Ask, type Asks, type ResourceAsk } from './asks.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';
+import { idKey, idText } from './ids.js';
 import { LeaseStore, type StoredLease } from './lease-store.js';
 import { PriorityBands } from './priority-bands.js';
 import type * as M from './messages.js';
 import { algorithmMessage } from './messages.js';
+
+export type { Ask } from './asks.js';
+export { capacityAsks, serverCapacityAsks } from './asks.js';
 
 export interface CapacityObserver {
   /** A lease was granted (refreshes included). */
@@ -34,34 +39,48 @@ export interface CapacityServerOptions {
   readonly observer?: CapacityObserver;
   /** Most leases held over all resources (a bound on memory); past it new clients are refused. */
   readonly maxLeases?: number;
+  /** Most resources with a lease at once (CAPACITY_MAX_RESOURCES); past it a request naming a new one is refused. */
+  readonly maxResources?: number;
 }
 
 export class Resource {
   /** Every lease of the resource: the totals answered and exported, expiry, the global cap. */
   store = new LeaseStore();
-  /** The same leases by priority band (priority-bands.ts). */
-  bands = new PriorityBands();
+  /**
+   * The same leases by priority band (priority-bands.ts), only for a template with `priority_bands: true`:
+   * otherwise priorities are ignored, as by Doorman.
+   */
+  bands: PriorityBands | undefined;
   /** When this resource's state began (Redis store: the marker key's time); undefined: the server's. */
   stateSinceMs: number | undefined;
   constructor(
     readonly id: string,
     public template: ResourceTemplate,
-  ) {}
+  ) {
+    syncBands(this);
+  }
 }
 
-const MAX_WANTS = Number.MAX_SAFE_INTEGER;
-
-function checkWants(wants: number, what: string): void {
-  if (!Number.isFinite(wants) || wants < 0 || wants > MAX_WANTS) throw new InvalidRequestError(`${what}: wants must be a finite number ≥ 0, not ${wants}`);
-}
-
-function checkId(id: string, what: string): void {
-  if (id === '' || id.length > 1024) throw new InvalidRequestError(`${what} must be 1 to 1024 characters`);
+/** Makes the bands of `res` agree with its template (after a reload switched priority_bands on or off). */
+export function syncBands(res: Resource): void {
+  const want = res.template.algorithm.priorityBands;
+  if (!want) res.bands = undefined;
+  else if (res.bands === undefined) {
+    const bands = new PriorityBands();
+    res.store.forEach((client, lease) => bands.assign(client, undefined, lease));
+    res.bands = bands;
+  }
 }
 
 export class CapacityServer {
   private readonly resources = new Map<string, Resource>();
   private leases = 0;
+  /**
+   * Set by the Redis store: whether a resource has asks queued or in flight (its Resource must then stay), and
+   * what to forget of a resource dropped here.
+   */
+  holds: ((id: string) => boolean) | undefined;
+  onDrop: ((id: string) => void) | undefined;
 
   constructor(private readonly options: CapacityServerOptions) {}
 
@@ -70,56 +89,65 @@ export class CapacityServer {
   }
 
   getCapacity(req: M.GetCapacityRequest): M.GetCapacityResponse {
-    return {
-      response: capacityAsks(req).map(({ id, ask }) => {
-        const res = this.resource(id);
-        return this.resourceResponse(res, this.decide(res, ask));
-      }),
-    };
+    const asks = capacityAsks(req);
+    const { res, leases } = this.decideAll(asks);
+    return { response: answered(asks, leases, (j, i) => this.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   getServerCapacity(req: M.GetServerCapacityRequest): M.GetServerCapacityResponse {
-    return {
-      response: serverCapacityAsks(req).map(({ id, ask }) => {
-        const res = this.resource(id);
-        return this.serverResourceResponse(res, this.decide(res, ask));
-      }),
-    };
+    const asks = serverCapacityAsks(req);
+    const { res, leases } = this.decideAll(asks);
+    return { response: answered(asks, leases, (j, i) => this.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
-  /** A GetCapacity answer for one resource once its lease is recorded (the safe capacity counts it). */
-  resourceResponse(res: Resource, gets: M.Lease): M.ResourceResponse {
-    return { resource_id: res.id, gets, safe_capacity: res.template.safeCapacity ?? this.capacity(res) / res.store.count };
+  /** Each resource of the request decided in turn; undefined for one past a bound (left out of the answer). */
+  private decideAll(asks: Asks): { res: (Resource | undefined)[]; leases: (M.Lease | undefined)[] } {
+    const refused = this.reserve(asks.decide.map((a) => a.id));
+    const res = asks.decide.map((a) => (refused.has(a.id) ? undefined : this.resourceOf(a)));
+    return { res, leases: asks.decide.map(({ ask }, i) => (res[i] === undefined ? undefined : this.decide(res[i], ask))) };
   }
 
-  serverResourceResponse(res: Resource, gets: M.Lease): M.ServerCapacityResourceResponse {
+  /** A GetCapacity answer for one resource (`sent`: its id as the request has it) once its lease is recorded. */
+  resourceResponse(res: Resource, gets: M.Lease, sent: string): M.ResourceResponse {
+    const count = res.store.count;
+    return { resource_id: sent, gets, safe_capacity: res.template.safeCapacity ?? this.capacity(res) / (count > 0 ? count : 1) };
+  }
+
+  serverResourceResponse(res: Resource, gets: M.Lease, sent: string): M.ServerCapacityResourceResponse {
     const t = res.template;
-    return { resource_id: res.id, gets, algorithm: algorithmMessage(t.algorithm), safe_capacity: t.safeCapacity ?? 0 };
+    return { resource_id: sent, gets, algorithm: algorithmMessage(t.algorithm), safe_capacity: t.safeCapacity ?? 0 };
   }
 
   releaseCapacity(req: M.ReleaseCapacityRequest): M.ReleaseCapacityResponse {
-    checkId(req.client_id, 'client_id');
+    const client = idKey(req.client_id);
     for (const id of req.resource_id) {
-      const res = this.resources.get(id);
-      const lease = res?.store.get(req.client_id);
-      if (res !== undefined && lease !== undefined) {
-        res.store.release(req.client_id);
-        res.bands.release(req.client_id, lease.priority);
+      const res = this.resources.get(idKey(id));
+      if (res !== undefined && res.store.get(client) !== undefined) {
+        dropLease(res, client);
         this.leases--;
+        this.dropIfEmpty(res);
       }
     }
     return {};
   }
 
-  /** The resources created so far (for /capacity, metrics and the parent link). */
+  /** The resources that hold leases (for /capacity, metrics and the parent link). */
   list(): Iterable<Resource> {
     return this.resources.values();
   }
 
-  /** Drops expired leases of every resource (called periodically, so idle resources do not hold memory). */
+  /** How many resources are kept (each holds a lease, or is being decided). */
+  get resourceCount(): number {
+    return this.resources.size;
+  }
+
+  /** Drops expired leases of every resource, and the resources left without one (called every second). */
   cleanAll(): void {
     const now = this.options.clock.nowMs();
-    for (const res of this.resources.values()) this.clean(res, now);
+    for (const res of this.resources.values()) {
+      this.clean(res, now);
+      this.dropIfEmpty(res);
+    }
   }
 
   /** The capacity a resource is shared out of right now. */
@@ -135,44 +163,83 @@ export class CapacityServer {
 
   /** Reports a grant on `res` (both stores). */
   granted(res: Resource): void {
-    this.options.observer?.onGrant?.(res.id);
+    this.options.observer?.onGrant?.(idText(res.id));
   }
 
-  /** The resource of an id if it was used here. */
+  /** The resource of an id if it is kept here. */
   find(id: string): Resource | undefined {
     return this.resources.get(id);
   }
 
-  /** The resource of an id with its template in force, made on first use. */
-  resource(id: string): Resource {
-    const template = this.options.config().find(id);
+  /**
+   * The resources of a request that cannot be kept: the new ones past CAPACITY_MAX_RESOURCES (those first in
+   * the request get the room there is). Decided before anything of the request is.
+   */
+  reserve(ids: readonly string[]): ReadonlySet<string> {
+    const max = this.options.maxResources ?? Infinity;
+    if (this.resources.size + ids.length <= max) return NONE;
+    const refused = new Set<string>();
+    let room = max - this.resources.size;
+    for (const id of ids) {
+      if (this.resources.has(id)) continue;
+      if (room > 0) room--;
+      else refused.add(id);
+    }
+    return refused;
+  }
+
+  /** The resource of an ask with its template in force (matched to the id as sent). */
+  resourceOf(a: ResourceAsk): Resource {
+    return this.resource(a.id, a.id === a.sent ? undefined : a.sent);
+  }
+
+  /**
+   * The resource of a key (ids.ts idKey) with its template in force, made on first use; templates match the id
+   * as text (`sent`: the id itself when the key is its hash).
+   */
+  resource(id: string, sent?: string): Resource {
+    const template = this.options.config().find(idText(sent ?? id));
     let res = this.resources.get(id);
     if (res === undefined) {
       res = new Resource(id, template);
       this.resources.set(id, res);
-    } else res.template = template;
+    } else if (res.template !== template) {
+      res.template = template;
+      syncBands(res);
+    }
     return res;
+  }
+
+  /** Forgets a resource without a lease (nothing of it is kept: its next use starts it afresh). */
+  dropIfEmpty(res: Resource): void {
+    if (res.store.size > 0 || this.resources.get(res.id) !== res || this.holds?.(res.id) === true) return;
+    this.resources.delete(res.id);
+    this.onDrop?.(res.id);
   }
 
   private clean(res: Resource, now: number): void {
     const n = res.store.clean(now);
-    if (n > 0) res.bands.clean(now);
     if (n > 0) {
+      res.bands?.clean(now);
       this.leases -= n;
-      this.options.observer?.onExpired?.(res.id, n);
+      this.options.observer?.onExpired?.(idText(res.id), n);
     }
   }
 
-  private decide(res: Resource, ask: Ask): M.Lease {
+  /** The lease `ask` gets on `res`, recorded; undefined for a new client past CAPACITY_MAX_LEASES. */
+  private decide(res: Resource, ask: Ask): M.Lease | undefined {
     const now = this.options.clock.nowMs();
     this.clean(res, now);
     const client = ask.client;
     const old = res.store.get(client);
-    if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) throw new RequestTooLargeError('too many leases held; try again later');
+    if (old === undefined && this.leases >= (this.options.maxLeases ?? Infinity)) {
+      this.dropIfEmpty(res);
+      return undefined;
+    }
     const lease = this.grant(res, ask, now);
     if (old === undefined) this.leases++;
     res.store.assign(client, lease);
-    res.bands.assign(client, old, lease);
+    res.bands?.assign(client, old, lease);
     this.granted(res);
     return leaseMessage(lease);
   }
@@ -185,65 +252,50 @@ export class CapacityServer {
   grant(res: Resource, ask: Ask, now: number): StoredLease {
     const store = res.store;
     const algorithm = res.template.algorithm;
-    const old = store.get(ask.client);
     const capacity = this.capacity(res);
     let has: number;
-    if (this.learning(res, now)) has = Math.max(0, ask.reportedHas ?? 0);
-    else {
-      // The algorithm runs in this client's priority band on what the higher bands leave; with one band that
-      // is the whole resource. Never more than is unallocated over all bands.
+    if (this.learning(res, now)) has = ask.reportedHas ?? 0;
+    else if (res.bands === undefined) {
+      // As Doorman: every client of the resource in one share, whatever its priority.
+      has = decideShare(algorithm.kind, capacity, store.view(ask.client), { client: ask.client, wants: ask.wants, subclients: ask.subclients });
+    } else {
+      // priority_bands: the algorithm runs in this client's band on what the higher bands leave, and never
+      // grants more than is unallocated over all bands.
       const view = res.bands.band(ask.priority).view(ask.client);
       has = decideShare(algorithm.kind, res.bands.capacityFor(ask.priority, capacity), view, { client: ask.client, wants: ask.wants, subclients: ask.subclients });
-      // With several bands, a sharing kind is also capped by what is unallocated over all of them. (With one
-      // band that cap is the algorithm's own; NO_ALGORITHM and STATIC never look at it, in Doorman either.)
-      const sharing = algorithm.kind !== 'NO_ALGORITHM' && algorithm.kind !== 'STATIC';
-      if (sharing && res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (old?.has ?? 0)));
+      if (res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (store.get(ask.client)?.has ?? 0)));
     }
+    // Whatever the inputs (a parent's capacity included), a grant is a finite number ≥ 0: nothing non-finite
+    // ever enters the totals.
+    if (!(has >= 0)) has = 0;
+    else if (has > MAX_AMOUNT) has = MAX_AMOUNT;
     const expiryMs = now + algorithm.leaseLength * 1000;
     return { has, wants: ask.wants, subclients: ask.subclients, expiryMs, refreshInterval: algorithm.refreshInterval, priority: ask.priority };
   }
 }
 
-/** One client's request for one resource, as both GetCapacity and GetServerCapacity come down to it. */
-export interface Ask {
-  readonly client: string;
-  readonly wants: number;
-  readonly subclients: number;
-  readonly reportedHas: number | undefined;
-  readonly priority: number;
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * The entries of a request that were decided, answered by `make(j, i)` (j: the resource's decision, i: the
+ * entry); those past a bound are left out. When none was decided: RESOURCE_EXHAUSTED.
+ */
+export function answered<T>(asks: Asks, leases: readonly (M.Lease | undefined)[], make: (j: number, i: number) => T): T[] {
+  const out: T[] = [];
+  for (let i = 0; i < asks.entry.length; i++) {
+    const j = asks.entry[i]!;
+    if (leases[j] !== undefined) out.push(make(j, i));
+  }
+  if (out.length === 0 && asks.entry.length > 0) throw new RequestTooLargeError('too many capacity resources or leases held (CAPACITY_MAX_RESOURCES, CAPACITY_MAX_LEASES); try again later');
+  return out;
 }
 
-/** The asks of a GetCapacity request, validated (each resource once per request, in order). */
-export function capacityAsks(req: M.GetCapacityRequest): { id: string; ask: Ask }[] {
-  checkId(req.client_id, 'client_id');
-  return req.resource.map((r) => {
-    checkId(r.resource_id, 'resource_id');
-    checkWants(r.wants, r.resource_id);
-    return { id: r.resource_id, ask: { client: req.client_id, wants: r.wants, subclients: 1, reportedHas: r.has?.capacity, priority: r.priority } };
-  });
-}
-
-/** The asks of a GetServerCapacity request: each resource's wants summed over the priority bands. */
-export function serverCapacityAsks(req: M.GetServerCapacityRequest): { id: string; ask: Ask }[] {
-  checkId(req.server_id, 'server_id');
-  return req.resource.map((r) => {
-    checkId(r.resource_id, 'resource_id');
-    let wants = 0;
-    let subclients = 0;
-    let priority = 0;
-    for (const band of r.wants) {
-      checkWants(band.wants, r.resource_id);
-      wants += band.wants;
-      subclients += Math.max(0, Math.trunc(band.num_clients));
-      priority = Math.max(priority, band.priority);
-    }
-    // A server with no clients still holds a lease; it counts as one subclient so shares stay finite.
-    return { id: r.resource_id, ask: { client: req.server_id, wants, subclients: Math.max(1, subclients), reportedHas: r.has?.capacity, priority } };
-  });
-}
-
-export function checkClientId(id: string): void {
-  checkId(id, 'client_id');
+/** Takes a client's lease out of a resource (store and bands). */
+export function dropLease(res: Resource, client: string): void {
+  const lease = res.store.get(client);
+  if (lease === undefined) return;
+  res.store.release(client);
+  res.bands?.release(client, lease.priority);
 }
 
 export function leaseMessage(lease: StoredLease): M.Lease {

@@ -33,6 +33,11 @@ export interface AlgorithmConfig {
   /** Seconds of learning mode after state was lost; Doorman's default is the lease length; ≤ 0 = none. */
   readonly learningModeDuration: number;
   readonly parameters: readonly NamedParameter[];
+  /**
+   * Parameter `priority_bands: true` (ours): a sharing kind splits the clients into bands by priority. Off by
+   * default, as Doorman's algorithms never look at priority.
+   */
+  readonly priorityBands: boolean;
 }
 
 export interface ResourceTemplate {
@@ -60,6 +65,7 @@ const PARAMETER = ['name', 'value'] as const;
 const MAX_SECONDS = 366 * 86_400;
 /** The parameter that turns FAIR_SHARE into the water-filling max-min share (Doorman ignores unknown parameters). */
 export const MAX_MIN_PARAMETER = 'max_min';
+export const PRIORITY_BANDS_PARAMETER = 'priority_bands';
 
 function readNumber(ctx: FileContext, field: Field, path: string, min: number): number | undefined {
   const node = valueNode(ctx, field);
@@ -126,8 +132,15 @@ function readAlgorithmConfig(ctx: FileContext, field: Field, path: string): Algo
   }
   const isMaxMin = maxMin?.value === 'true';
   if (isMaxMin && wireKind !== 'FAIR_SHARE') ctx.error(map, join(path, 'parameters'), `${MAX_MIN_PARAMETER} applies to kind FAIR_SHARE only`);
+  const bands = parameters.find((p) => p.name === PRIORITY_BANDS_PARAMETER);
+  if (bands !== undefined && !['true', 'false'].includes(bands.value)) {
+    ctx.error(map, join(path, 'parameters'), `${PRIORITY_BANDS_PARAMETER} must be 'true' or 'false', not '${bands.value}'`);
+  }
+  const priorityBands = bands?.value === 'true';
+  if (priorityBands && wireKind !== 'FAIR_SHARE' && wireKind !== 'PROPORTIONAL_SHARE') ctx.error(map, join(path, 'parameters'), `${PRIORITY_BANDS_PARAMETER} applies to kinds FAIR_SHARE and PROPORTIONAL_SHARE only`);
   if (wireKind === undefined || leaseLength === undefined || refreshInterval === undefined || learning === undefined) return undefined;
   return Object.freeze({
+    priorityBands,
     wireKind,
     kind: isMaxMin ? 'FAIR_SHARE_MAXMIN' : wireKind,
     leaseLength,

@@ -1,8 +1,8 @@
 /**
  * The leases of one resource in memory, with the totals the algorithms read (Count, SumHas, SumWants), the
  * ShareIndex ordered by wants per subclient, and a min-heap of expiries: a decision drops what has expired
- * (amortised O(log n) per lease) and never walks every client. Doorman keeps SumHas and SumWants the same way,
- * incrementally.
+ * (amortised O(log n) per lease) and never walks every client. The totals are the index's subtree sums, so
+ * they are exact over the leases held now: Doorman keeps running totals, which one NaN poisons for good.
  *
  * The leases map is never asked to delete a key. V8's Map keeps a deleted entry in its bucket chain until the
  * table is next rehashed, so one client deleted and re-added over and over (every refresh, or a release and ask
@@ -37,9 +37,6 @@ export class LeaseStore implements ShareView {
   private tombstones = 0;
   readonly index = new ShareIndex();
   private readonly heap: HeapItem[] = [];
-  count = 0;
-  sumHas = 0;
-  sumWants = 0;
   /** The leases with more than one subclient (FAIR_SHARE walks these few). */
   readonly multis = new Map<string, StoredLease>();
   /** The lease of the client being decided (set by `view`). */
@@ -47,6 +44,20 @@ export class LeaseStore implements ShareView {
 
   get size(): number {
     return this.live;
+  }
+
+  /** Σ subclients, Σ has, Σ wants: the index's sums, recomputed from the leases on each change, never a running
+   * total, so a removed lease leaves nothing behind (no drift, and nothing a huge or odd value could poison). */
+  get count(): number {
+    return this.index.sumS;
+  }
+
+  get sumHas(): number {
+    return this.index.sumH;
+  }
+
+  get sumWants(): number {
+    return this.index.sumW;
   }
 
   get(client: string): StoredLease | undefined {
@@ -80,21 +91,13 @@ export class LeaseStore implements ShareView {
     if (old === undefined && this.leases.has(client)) this.tombstones--;
     this.leases.set(client, lease);
     if (old === undefined) this.live++;
-    else {
-      this.untally(old);
-      // As if the old lease were removed first: a store left empty starts again from exact zeros.
-      if (this.live === 1) this.zeroSums();
-    }
-    this.count += lease.subclients;
-    this.sumHas += lease.has;
-    this.sumWants += lease.wants;
     if (lease.subclients !== 1) this.multis.set(client, lease);
     else if (old !== undefined && old.subclients !== 1) this.multis.delete(client);
     // A refresh with the same wants and subclients leaves the client where it is in the index.
     if (old === undefined || old.wants !== lease.wants || old.subclients !== lease.subclients) {
       if (old !== undefined) this.index.remove(client, old.wants, old.subclients);
-      this.index.insert(client, lease.wants, lease.subclients);
-    }
+      this.index.insert(client, lease.wants, lease.subclients, lease.has);
+    } else if (old.has !== lease.has) this.index.setHas(client, lease.wants, lease.subclients, lease.has);
     pushHeap(this.heap, { expiryMs: lease.expiryMs, client });
     // Refreshes leave stale items behind; rebuild when they outnumber live ones so the heap stays O(clients).
     if (this.heap.length > 2 * this.live + 64) this.rebuildHeap();
@@ -115,23 +118,9 @@ export class LeaseStore implements ShareView {
     this.leases.set(client, undefined);
     this.live--;
     this.tombstones++;
-    this.untally(lease);
     if (lease.subclients !== 1) this.multis.delete(client);
     this.index.remove(client, lease.wants, lease.subclients);
-    // Float sums drift with every add and subtract; an empty store starts again from exact zeros.
-    if (this.live === 0) this.zeroSums();
     if (this.tombstones > this.live + 64) this.compact();
-  }
-
-  private untally(lease: StoredLease): void {
-    this.count -= lease.subclients;
-    this.sumHas -= lease.has;
-    this.sumWants -= lease.wants;
-  }
-
-  private zeroSums(): void {
-    this.sumHas = 0;
-    this.sumWants = 0;
   }
 
   /** A fresh map of the live leases, in the same order, without the tombstones. */

@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../observability/log.js';
 import type { CapacityServer } from './capacity-server.js';
+import { idText } from './ids.js';
 import { doormanDefinition } from './messages.js';
 import type * as M from './messages.js';
 
@@ -85,6 +86,9 @@ export class ParentLink {
   private request(): M.GetServerCapacityRequest {
     const resource: M.ServerCapacityResourceRequest[] = [];
     for (const res of this.server?.list() ?? []) {
+      // The link sends ids as text: one that is not UTF-8, or keyed by its hash (over 1,024 bytes), is not
+      // asked for, and its capacity stays 0.
+      if (idText(res.id) !== res.id) continue;
       // One walk per resource per refresh (not per request): the bands of its clients by priority.
       const bands = new Map<number, { num_clients: number; wants: number }>();
       res.store.forEach((_, lease) => {
@@ -115,6 +119,9 @@ export class ParentLink {
           fn.call(this.client, req, { deadline: Date.now() + CALL_TIMEOUT_MS }, (e, v) => (e ? reject(e) : resolve(v as M.GetServerCapacityResponse)));
         });
         const now = this.clock.nowMs();
+        // Leases of resources no longer asked for (dropped here) are forgotten once expired: bounded memory.
+        const asked = new Set(req.resource.map((r) => r.resource_id));
+        for (const [id, l] of this.leases) if (!asked.has(id) && l.expiryMs < now) this.leases.delete(id);
         for (const r of res.response) {
           this.leases.set(r.resource_id, {
             capacity: r.gets.capacity,

@@ -1,5 +1,6 @@
 /**
- * Priorities (ours; Doorman ignores `priority`): the clients of a resource are split into bands by priority,
+ * Priorities (ours, for a template with `priority_bands: true`; Doorman's algorithms never read `priority`,
+ * and without the parameter neither do ours): the clients of a resource are split into bands by priority,
  * each band with its own totals and index, and a band's algorithm runs on what the bands above it leave:
  * C_p = max(0, C − Σ wants of the higher bands). The grant is then also capped by what is unallocated over
  * all bands, so the resource is never over-granted. With one priority there is one band and C_p = C: the

@@ -18,9 +18,11 @@
  * lost it: a flush, a failover to an empty replica), so a replica restart keeps the state and no learning.
  */
 import type { Clock } from '../core/clock.js';
-import { RateLimitError, RequestTooLargeError, StoreError } from '../core/errors.js';
+import { RateLimitError, StoreError } from '../core/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
-import { capacityAsks, leaseMessage, serverCapacityAsks, checkClientId, type Ask, type CapacityServer, type Resource } from './capacity-server.js';
+import { capacityAsks, serverCapacityAsks, type Ask, type Asks } from './asks.js';
+import { answered, leaseMessage, type CapacityServer, type Resource } from './capacity-server.js';
+import { idKey } from './ids.js';
 import type * as M from './messages.js';
 import { RedisLeaseCache, setLease, takeBack, type Changed } from './redis-lease-cache.js';
 
@@ -93,6 +95,10 @@ export class RedisCapacity {
     private readonly options: RedisCapacityOptions,
   ) {
     this.cache = new RedisLeaseCache(options.client, options.prefix, options.logLength);
+    // A resource left without a lease is dropped by the server (its sweep, a release) unless asks for it are
+    // queued here; its copy goes with it.
+    server.holds = (id) => this.waiting.has(id);
+    server.onDrop = (id) => this.cache.forget(id);
   }
 
   /** The counters /metrics exports (ratelimit_capacity_redis_*). */
@@ -106,26 +112,31 @@ export class RedisCapacity {
   }
 
   async getCapacity(req: M.GetCapacityRequest): Promise<M.GetCapacityResponse> {
-    const deadline = this.deadline();
     const asks = capacityAsks(req);
-    const resources = asks.map(({ id }) => this.server.resource(id));
-    const leases = await together(asks, ({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline));
-    return { response: leases.map((lease, i) => this.server.resourceResponse(resources[i]!, lease!)) };
+    const { res, leases } = await this.decideAll(asks);
+    return { response: answered(asks, leases, (j, i) => this.server.resourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   async getServerCapacity(req: M.GetServerCapacityRequest): Promise<M.GetServerCapacityResponse> {
-    const deadline = this.deadline();
     const asks = serverCapacityAsks(req);
-    const resources = asks.map(({ id }) => this.server.resource(id));
-    const leases = await together(asks, ({ ask }, i) => this.enqueue(resources[i]!, ask.client, ask, deadline));
-    return { response: leases.map((lease, i) => this.server.serverResourceResponse(resources[i]!, lease!)) };
+    const { res, leases } = await this.decideAll(asks);
+    return { response: answered(asks, leases, (j, i) => this.server.serverResourceResponse(res[j]!, leases[j]!, req.resource[i]!.resource_id)) };
   }
 
   async releaseCapacity(req: M.ReleaseCapacityRequest): Promise<M.ReleaseCapacityResponse> {
-    checkClientId(req.client_id);
     const deadline = this.deadline();
-    await together(req.resource_id, (id) => this.enqueue(this.server.resource(id), req.client_id, undefined, deadline));
+    const client = idKey(req.client_id);
+    await together(req.resource_id, (id) => this.enqueue({ id: idKey(id), sent: id }, client, undefined, deadline));
     return {};
+  }
+
+  /** Each resource of a request decided once (asks.ts); the Resource each was decided on comes back with it. */
+  private async decideAll(asks: Asks): Promise<{ res: Resource[]; leases: (M.Lease | undefined)[] }> {
+    const deadline = this.deadline();
+    const refused = this.server.reserve(asks.decide.map((a) => a.id));
+    const res: Resource[] = [];
+    const leases = await together(asks.decide, (a, i) => (refused.has(a.id) ? Promise.resolve(undefined) : this.enqueue(a, a.ask.client, a.ask, deadline, (r) => (res[i] = r))));
+    return { res, leases };
   }
 
   private deadline(): number {
@@ -141,7 +152,11 @@ export class RedisCapacity {
    * still in Redis when it passes finishes in the background (bounded by the Redis command timeout), and the
    * next decision sees its writes through the log, but this caller has its UNAVAILABLE already.
    */
-  private enqueue(res: Resource, client: string, ask: Ask | undefined, deadline: number): Promise<M.Lease | undefined> {
+  private enqueue(which: { id: string; sent: string }, client: string, ask: Ask | undefined, deadline: number, onResource?: (res: Resource) => void): Promise<M.Lease | undefined> {
+    // The Resource is looked up now, not when the request arrived: a resource dropped meanwhile (its last
+    // lease gone) is made afresh, and one with asks queued is never dropped (server.holds).
+    const res = this.server.resource(which.id, which.id === which.sent ? undefined : which.sent);
+    onResource?.(res);
     return new Promise((resolve, reject) => {
       const pending = new Pending(client, ask, deadline, res.id, resolve, reject);
       const queue = this.waiting.get(res.id);
@@ -167,6 +182,7 @@ export class RedisCapacity {
       }
       if (live.length === 0) {
         this.waiting.delete(res.id);
+        this.server.dropIfEmpty(res);
         return;
       }
       const batch = live.length > MAX_BATCH ? live.splice(0, MAX_BATCH) : live;
@@ -212,7 +228,7 @@ export class RedisCapacity {
     for (let attempt = 1; ; attempt++) {
       const now = this.options.clock.nowMs();
       res.store.clean(now);
-      res.bands.clean(now);
+      res.bands?.clean(now);
       const last = attempt >= MAX_ATTEMPTS;
       const changed: Changed = new Map();
       let answers: Answer[];
@@ -256,7 +272,8 @@ export class RedisCapacity {
         answers.push({ lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
         this.conflicts++;
       } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
-        answers.push({ error: new RequestTooLargeError('too many leases held on this resource; try again later') });
+        // Past CAPACITY_MAX_LEASES: left out of the answer (asks.ts answered).
+        answers.push(RELEASED);
       } else {
         const lease = this.server.grant(res, p.ask, now);
         if (!changed.has(p.client)) changed.set(p.client, old);

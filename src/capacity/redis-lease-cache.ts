@@ -17,13 +17,18 @@ import { randomBytes } from 'node:crypto';
 import { capacityKeys } from '../core/keys.js';
 import { BatchCommands, type BatchScript } from '../storage/redis/batch-script.js';
 import type { RedisClient } from '../storage/redis/connection.js';
-import type { Resource } from './capacity-server.js';
+import { syncBands, type Resource } from './capacity-server.js';
+import { fromRedisId, redisId } from './ids.js';
 import { LeaseStore, type StoredLease } from './lease-store.js';
-import { PriorityBands } from './priority-bands.js';
 
 const LUA_DIR = new URL('../storage/redis/lua/capacity/', import.meta.url);
 /** Changes the log keeps per resource (about 60 bytes each): a replica further behind reads the whole hash. */
 export const DEFAULT_LOG_LENGTH = 512;
+/**
+ * How long a resource's marker and version outlive its last lease (ms). While they stand, the resource's next use
+ * continues its state (no learning mode); after, it starts afresh, as at first use.
+ */
+export const MARKER_GRACE_MS = 3_600_000;
 
 function script(name: string): BatchScript {
   return { lua: readFileSync(new URL(name, LUA_DIR), 'utf8'), algorithms: [] };
@@ -80,6 +85,11 @@ export class RedisLeaseCache {
     this.script = new BatchCommands(client, script('exchange.lua'));
   }
 
+  /** Forgets the copy of a resource (dropped: no lease left); its next use reads it again. */
+  forget(id: string): void {
+    this.copies.delete(id);
+  }
+
   /** Whether this replica holds a copy of the resource (else its first exchange is a read). */
   has(id: string): boolean {
     return this.copies.has(id);
@@ -98,10 +108,10 @@ export class RedisLeaseCache {
    * error the changes are taken back too: whether or not they reached Redis, the log brings them next time.
    */
   async exchange(res: Resource, now: number, changed: Changed, force: boolean): Promise<boolean> {
-    const k = capacityKeys(this.prefix, res.id);
+    const k = capacityKeys(this.prefix, redisId(res.id));
     const copy = this.copies.get(res.id);
     const marker = `${now} ${this.nonce}${(this.proposals++).toString(36)}`;
-    const args = [k.leases, k.version, k.since, k.log, k.expiries, marker, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0', writeFrame(res, changed)];
+    const args = [k.leases, k.version, k.since, k.log, k.expiries, marker, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0', writeFrame(res, changed), MARKER_GRACE_MS];
     let items: string[];
     this.stats.exchanges++;
     try {
@@ -114,7 +124,12 @@ export class RedisLeaseCache {
     }
     if (items[0] === 'w') {
       if (force || copy === undefined) this.copies.delete(res.id);
-      else this.copies.set(res.id, { marker: copy.marker, version: items[1]! });
+      else {
+        // A copy of "no state" (marker '') that wrote first began the state with the marker it proposed.
+        const written = items[2] ?? copy.marker;
+        if (written !== copy.marker && written !== '') res.stateSinceMs = Number(written.split(' ')[0]);
+        this.copies.set(res.id, { marker: written, version: items[1]! });
+      }
       return true;
     }
     takeBack(res, changed);
@@ -122,30 +137,33 @@ export class RedisLeaseCache {
     return false;
   }
 
-  /** A synchronisation reply: { marker, version, 'd', change... } or { marker, version, 'f', client, lease, ... }. */
+  /**
+   * A synchronisation reply: { marker, version, 'd', change... } or { marker, version, 'f', client, lease, ... };
+   * marker '' when Redis holds no state of the resource (none yet, or dropped: its next write begins it).
+   */
   private apply(res: Resource, items: string[], now: number): void {
     const [marker, version, kind] = items as [string, string, string];
     if (kind === 'f') {
       const store = new LeaseStore();
-      const bands = new PriorityBands();
       for (let i = 3; i + 1 < items.length; i += 2) {
         const lease = unpackLease(items[i + 1]!);
         // Unreadable and expired entries are left out (they cannot be honoured; the script drops them in time).
         if (lease === undefined || lease.expiryMs < now) continue;
-        store.assign(items[i]!, lease);
-        bands.assign(items[i]!, undefined, lease);
+        store.assign(fromRedisId(items[i]!), lease);
       }
       res.store = store;
-      res.bands = bands;
+      res.bands = undefined;
+      syncBands(res);
       this.stats.fullReads++;
     } else {
       for (let i = 3; i < items.length; i++) this.applyChange(res, items[i]!);
       this.stats.deltaReads++;
       this.stats.changesApplied += items.length - 3;
       res.store.clean(now);
-      res.bands.clean(now);
+      res.bands?.clean(now);
     }
-    res.stateSinceMs = Number(marker.split(' ')[0]);
+    // No state in Redis: it begins with this replica's next write, now (learning mode counts from it).
+    res.stateSinceMs = marker === '' ? now : Number(marker.split(' ')[0]);
     this.copies.set(res.id, { marker, version });
   }
 
@@ -153,7 +171,7 @@ export class RedisLeaseCache {
   private applyChange(res: Resource, change: string): void {
     const at = change.indexOf('\n');
     const lease = change.startsWith('-\n') ? undefined : unpackLease(change.slice(0, at));
-    setLease(res, change.slice(at + 1), lease);
+    setLease(res, fromRedisId(change.slice(at + 1)), lease);
   }
 }
 
@@ -163,7 +181,8 @@ export function takeBack(res: Resource, changed: Changed): void {
 }
 
 /**
- * The writes as one binary argument, each (struct format '<Hc0Hc0d') the client's UTF-8 length and bytes, the
+ * The writes as one binary argument, each (struct format '<Hc0Hc0d') the client's length and bytes as Redis
+ * keeps them (ids.ts redisId), the
  * packed lease's length (0: drop) and text, and the expiry in ms as a double: one argument however many
  * writes, so neither the client library nor Redis handles three per write.
  */
@@ -174,14 +193,14 @@ function writeFrame(res: Resource, changed: Changed): Buffer {
     const lease = res.store.get(client);
     const packed = lease === undefined ? undefined : packLease(lease);
     leases.push(packed);
-    size += 12 + 3 * client.length + (packed?.length ?? 0);
+    size += 14 + 3 * client.length + (packed?.length ?? 0);
   }
   const frame = Buffer.allocUnsafe(size);
   let at = 0;
   let i = 0;
   for (const client of changed.keys()) {
     const packed = leases[i++];
-    const n = frame.write(client, at + 2, 'utf8');
+    const n = frame.write(redisId(client), at + 2, 'utf8');
     frame.writeUInt16LE(n, at);
     at += 2 + n;
     const m = packed === undefined ? 0 : frame.write(packed, at + 2, 'latin1');
@@ -198,9 +217,9 @@ export function setLease(res: Resource, client: string, lease: StoredLease | und
   const old = res.store.get(client);
   if (lease !== undefined) {
     res.store.assign(client, lease);
-    res.bands.assign(client, old, lease);
+    res.bands?.assign(client, old, lease);
   } else if (old !== undefined) {
     res.store.release(client);
-    res.bands.release(client, old.priority);
+    res.bands?.release(client, old.priority);
   }
 }

@@ -6,7 +6,7 @@
  * INVALID_ARGUMENT on both (a throwing grpc-js deserializer would answer INTERNAL).
  */
 import * as grpc from '@grpc/grpc-js';
-import { InvalidRequestError } from '../core/errors.js';
+import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
 import { toGrpcError } from '../server/grpc-errors.js';
 import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './messages.js';
 import type * as M from './messages.js';
@@ -52,12 +52,16 @@ const CODECS: Record<CapacityMethod, Codec> = {
   ReleaseCapacity: { decode: decodeReleaseCapacityRequest, encode: (m) => encodeReleaseCapacityResponse(m as M.ReleaseCapacityResponse) },
 };
 
-/** Path (`/doorman.Capacity/GetCapacity`) → handler, one per method. */
-export function capacityRoutes(server: CapacityAnswers): Map<string, BytesHandler> {
+/**
+ * Path (`/doorman.Capacity/GetCapacity`) → handler, one per method; a request over `maxBytes`
+ * (CAPACITY_MAX_REQUEST_BYTES) is RESOURCE_EXHAUSTED, whatever the transport let through.
+ */
+export function capacityRoutes(server: CapacityAnswers, maxBytes = Infinity): Map<string, BytesHandler> {
   const routes = new Map<string, BytesHandler>();
   for (const method of CAPACITY_METHODS) {
     const codec = CODECS[method];
     routes.set(`/${CAPACITY_SERVICE}/${method}`, (bytes) => {
+      if (bytes.length > maxBytes) return Promise.reject(new RequestTooLargeError(`${method} request of ${bytes.length} bytes is larger than ${maxBytes} (CAPACITY_MAX_REQUEST_BYTES)`));
       let request: unknown;
       try {
         request = codec.decode(bytes);

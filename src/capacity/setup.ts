@@ -22,6 +22,8 @@ import type { RedisClient } from '../storage/redis/connection.js';
 export interface CapacitySettings {
   readonly capacityConfig: string;
   readonly capacityMaxLeases: number;
+  readonly capacityMaxResources?: number;
+  readonly capacityMaxRequestBytes?: number;
   readonly capacityParent: string;
   readonly capacityServerId: string;
   readonly workers: number;
@@ -41,6 +43,8 @@ export interface CapacityReport {
   observer?: CapacityObserver;
   /** Called once with the per-resource state to export (read at scrape time). */
   watch?(stats: () => ReturnType<typeof capacityStats>): void;
+  /** Called once with the number of resources kept (read at scrape time). */
+  watchResources?(count: () => number): void;
   /** BACKEND=redis: called once with the Redis path's counters (read at scrape time). */
   watchRedis?(stats: () => { roundTrips: number; fullReads: number; retries: number; fellBack: number }): void;
 }
@@ -92,6 +96,7 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
     // resource's marker key says when its state began.)
     stateSinceMs: clock.nowMs(),
     maxLeases: settings.capacityMaxLeases,
+    ...(settings.capacityMaxResources === undefined ? {} : { maxResources: settings.capacityMaxResources }),
     ...(parent === undefined ? {} : { capacityOf: (id: string) => parent.capacityOf(id) }),
     ...(deps.report?.observer === undefined ? {} : { observer: deps.report.observer }),
   });
@@ -119,11 +124,12 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
       })
     : undefined;
   deps.report?.watch?.(() => capacityStats(server, clock.nowMs()));
+  deps.report?.watchResources?.(() => server.resourceCount);
   const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
   sweep.unref();
   const onRedis = redis === undefined ? undefined : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases, ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }) });
   if (onRedis !== undefined) deps.report?.watchRedis?.(() => onRedis.stats());
-  const routes = capacityRoutes(onRedis ?? server);
+  const routes = capacityRoutes(onRedis ?? server, settings.capacityMaxRequestBytes);
   return {
     server,
     routes,

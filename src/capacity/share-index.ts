@@ -12,11 +12,14 @@ interface Node {
   prio: number;
   s: number;
   w: number;
+  /** The client's grant (has): only summed, never ordered by. */
+  h: number;
   left: Node | undefined;
   right: Node | undefined;
   n: number;
   sumS: number;
   sumW: number;
+  sumH: number;
 }
 
 /** Sums over a set of clients. */
@@ -41,6 +44,7 @@ function pull(t: Node): void {
   t.n = 1 + (l?.n ?? 0) + (r?.n ?? 0);
   t.sumS = t.s + (l?.sumS ?? 0) + (r?.sumS ?? 0);
   t.sumW = t.w + (l?.sumW ?? 0) + (r?.sumW ?? 0);
+  t.sumH = t.h + (l?.sumH ?? 0) + (r?.sumH ?? 0);
 }
 
 function less(r: number, id: string, t: Node): boolean {
@@ -82,9 +86,22 @@ export class ShareIndex {
     return this.root?.n ?? 0;
   }
 
+  /** Σ subclients, Σ wants and Σ has over all clients: recomputed from the nodes on every change, so they never drift. */
+  get sumS(): number {
+    return this.root?.sumS ?? 0;
+  }
+
+  get sumW(): number {
+    return this.root?.sumW ?? 0;
+  }
+
+  get sumH(): number {
+    return this.root?.sumH ?? 0;
+  }
+
   /** Adds a client (its id must not be in the index). */
-  insert(id: string, wants: number, subclients: number): void {
-    const node: Node = { r: wants / subclients, id, prio: hash(id), s: subclients, w: wants, left: undefined, right: undefined, n: 1, sumS: subclients, sumW: wants };
+  insert(id: string, wants: number, subclients: number, has = 0): void {
+    const node: Node = { r: wants / subclients, id, prio: hash(id), s: subclients, w: wants, h: has, left: undefined, right: undefined, n: 1, sumS: subclients, sumW: wants, sumH: has };
     const [a, b] = split(this.root, node.r, id);
     this.root = merge(merge(a, node), b);
   }
@@ -95,6 +112,11 @@ export class ShareIndex {
     const [a, rest] = split(this.root, r, id);
     // rest starts with the node itself; drop its leftmost node.
     this.root = merge(a, dropFirst(rest));
+  }
+
+  /** Sets the has of a client that is in the index with these wants and subclients (its place is unchanged). */
+  setHas(id: string, wants: number, subclients: number, has: number): void {
+    setHas(this.root, wants / subclients, id, has);
   }
 
   /** Sums over the clients with r < x (strict), or r ≤ x with `orEqual`. Iterative: O(depth). */
@@ -165,6 +187,14 @@ export class ShareIndex {
       t = node.right;
     }
   }
+}
+
+function setHas(t: Node | undefined, r: number, id: string, has: number): boolean {
+  if (t === undefined) return false;
+  if (r === t.r && id === t.id) t.h = has;
+  else if (!setHas(less(r, id, t) ? t.left : t.right, r, id, has)) return false;
+  pull(t);
+  return true;
 }
 
 function dropFirst(t: Node | undefined): Node | undefined {

@@ -5,8 +5,10 @@
  * on random and hand-made messages). As protobufjs: int64 read as a Number (two's complement for negatives),
  * a repeated field always an array, a field given twice the last one kept, unknown fields (groups included)
  * skipped, and a message without one of its `required` fields refused ("missing required 'name'"). Unlike
- * protobufjs, a known field with the wrong wire type is refused, not read as garbage.
+ * protobufjs, a known field with the wrong wire type is refused, not read as garbage, and ids are kept as the
+ * bytes they are (ids.ts), where protobufjs reads bytes that are not UTF-8 as U+FFFD.
  */
+import { idFromBytes } from './ids.js';
 import type * as M from './messages.js';
 
 const VARINT = 0;
@@ -103,21 +105,10 @@ class Reader {
     return this.pos - len;
   }
 
-  /** UTF-8 text (invalid bytes as U+FFFD, as protobufjs reads a Buffer); short ASCII built in JS, cheaper than a native call. */
-  string(): string {
+  /** A client or resource id: bytes, kept byte for byte (ids.ts). */
+  id(): string {
     const start = this.span();
-    const end = this.pos;
-    const buf = this.buf;
-    if (end - start <= 32) {
-      let s = '';
-      for (let i = start; i < end; i++) {
-        const b = buf[i]!;
-        if (b >= 0x80) return buf.toString('utf8', start, end);
-        s += String.fromCharCode(b);
-      }
-      return s;
-    }
-    return buf.toString('utf8', start, end);
+    return idFromBytes(this.buf, start, this.pos);
   }
 
   double(): number {
@@ -200,7 +191,7 @@ function resourceRequest(r: Reader): M.ResourceRequest {
   let has: M.Lease | undefined;
   let wants: number | undefined;
   while (r.next()) {
-    if (r.field === 1) id = r.string();
+    if (r.field === 1) id = r.id();
     else if (r.field === 2) priority = r.varint();
     else if (r.field === 3) has = lease(r.sub());
     else if (r.field === 4) wants = r.double();
@@ -217,7 +208,7 @@ export function decodeGetCapacityRequest(buf: Buffer): M.GetCapacityRequest {
   let client: string | undefined;
   const resource: M.ResourceRequest[] = [];
   while (r.next()) {
-    if (r.field === 1) client = r.string();
+    if (r.field === 1) client = r.id();
     else if (r.field === 2) resource.push(resourceRequest(r.sub()));
     else r.skip();
   }
@@ -246,7 +237,7 @@ function serverResourceRequest(r: Reader): M.ServerCapacityResourceRequest {
   let has: M.Lease | undefined;
   const wants: M.PriorityBandAggregate[] = [];
   while (r.next()) {
-    if (r.field === 1) id = r.string();
+    if (r.field === 1) id = r.id();
     else if (r.field === 2) has = lease(r.sub());
     else if (r.field === 3) wants.push(band(r.sub()));
     else r.skip();
@@ -260,7 +251,7 @@ export function decodeGetServerCapacityRequest(buf: Buffer): M.GetServerCapacity
   let server: string | undefined;
   const resource: M.ServerCapacityResourceRequest[] = [];
   while (r.next()) {
-    if (r.field === 1) server = r.string();
+    if (r.field === 1) server = r.id();
     else if (r.field === 2) resource.push(serverResourceRequest(r.sub()));
     else r.skip();
   }
@@ -273,8 +264,8 @@ export function decodeReleaseCapacityRequest(buf: Buffer): M.ReleaseCapacityRequ
   let client: string | undefined;
   const ids: string[] = [];
   while (r.next()) {
-    if (r.field === 1) client = r.string();
-    else if (r.field === 2) ids.push(r.string());
+    if (r.field === 1) client = r.id();
+    else if (r.field === 2) ids.push(r.id());
     else r.skip();
   }
   if (client === undefined) missing('client_id');

@@ -5,6 +5,7 @@
  * protobufjs's fromObject makes it (truncated towards zero; NaN is 0; negatives as 10-byte two's complement).
  */
 import { ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../server/proto-writer.js';
+import { idByteLength, writeId } from './ids.js';
 import type * as M from './messages.js';
 
 /** Algorithm.Kind by name (messages.ts carries the name, as proto-loader does with enums: String). */
@@ -96,7 +97,7 @@ function encodeResponses<T extends { resource_id: string; gets: M.Lease }>(items
   let total = 0;
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
-    const idSize = textLength(item.resource_id);
+    const idSize = idByteLength(item.resource_id);
     const leaseSize = leaseBytes(item.gets);
     const size = lenFieldSize(idSize) + lenFieldSize(leaseSize) + restSize(item);
     idSizes[i] = idSize;
@@ -109,7 +110,9 @@ function encodeResponses<T extends { resource_id: string; gets: M.Lease }>(items
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     w.header(1, entrySizes[i]!);
-    writeText(w, 1, item.resource_id, idSizes[i]!);
+    w.tag(1, 2);
+    w.varint(idSizes[i]!);
+    w.pos += writeId(w.buf, w.pos, item.resource_id);
     writeLease(w, 2, item.gets, leaseSizes[i]!);
     writeRest(w, item);
   }

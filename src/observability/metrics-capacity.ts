@@ -19,7 +19,7 @@ export interface CapacityResourceStats {
 
 export interface CapacityMetrics {
   /** The capacity service's reports (src/capacity/setup.ts): reloads, grants and expiries per resource. */
-  capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void } };
+  capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void }; watchResources(count: () => number): void };
   /** Exports the capacity service's per-resource state, read at scrape time. */
   watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;
   /** Exports the capacity service's work on Redis (BACKEND=redis, src/capacity/redis-capacity.ts). */
@@ -54,6 +54,16 @@ export function capacityMetrics(registers: Registry[]): CapacityMetrics {
       };
       return {
         onReload: (ok) => reloads.inc({ result: ok ? 'success' : 'failure' }),
+        watchResources: (count) => {
+          new Gauge({
+            name: 'ratelimit_capacity_resources',
+            help: 'Capacity resources kept by this process (those holding a lease); bounded by CAPACITY_MAX_RESOURCES.',
+            registers,
+            collect() {
+              this.set(count());
+            },
+          });
+        },
         observer: {
           onGrant: (resource) => grantCounts.add(seriesOf(resource), 0, 1),
           onExpired: (resource, n) => expiries.inc({ resource: seriesOf(resource).labels.resource }, n),

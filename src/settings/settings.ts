@@ -174,7 +174,9 @@ export const SETTINGS = {
   capacityConfig: str('CAPACITY_CONFIG', '', 'Doorman resource file (YAML `resources:`); when set, the doorman.Capacity gRPC service is served on the gRPC port and the file is hot-reloaded (docs/capacity.md).'),
   capacityParent: str('CAPACITY_PARENT', '', 'host:port of a parent capacity server (ours or Doorman); when set, each resource\'s capacity comes from the parent with GetServerCapacity, refreshed before expiry, falling to the parent\'s safe_capacity (or 0) when its lease runs out (docs/capacity.md).'),
   capacityServerId: str('CAPACITY_SERVER_ID', '', 'CAPACITY_PARENT: the server_id this server asks its parent with (default: the gRPC address it listens on, as Doorman uses host:port).'),
-  capacityMaxLeases: int('CAPACITY_MAX_LEASES', 1_000_000, 'Most capacity leases held over all resources (a bound on memory; with BACKEND=redis: per resource, in Redis); past it new clients get RESOURCE_EXHAUSTED.', 1),
+  capacityMaxLeases: int('CAPACITY_MAX_LEASES', 1_000_000, 'Most capacity leases held over all resources (a bound on memory; with BACKEND=redis: per resource, in Redis); past it a new client is left out of the answer (RESOURCE_EXHAUSTED when nothing of the request is answered).', 1),
+  capacityMaxResources: int('CAPACITY_MAX_RESOURCES', 250_000, 'Most capacity resources holding leases at once, per process (a bound on memory: a resource is dropped with its last lease); past it the new resources of a request are left out of the answer (RESOURCE_EXHAUSTED when nothing of it is answered).', 1),
+  capacityMaxRequestBytes: int('CAPACITY_MAX_REQUEST_BYTES', 4 * 1024 * 1024, 'Largest doorman.Capacity request, bytes (a server asking for all its resources at once; gRPC\'s and Doorman\'s default); RESOURCE_EXHAUSTED beyond. The gRPC port then takes messages up to the larger of this and MAX_REQUEST_BYTES; RLS and ext_authz requests keep their descriptor, entry and key bounds.', 1, 2 ** 31 - 1),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
 } as const;
 

@@ -179,9 +179,30 @@ describe('ShareIndex.waterLevel', () => {
   });
 });
 
-describe('priorities (ours; Doorman ignores them)', () => {
-  it('serves higher priority bands first, never over-granting the resource', () => {
-    const { srv } = server('FAIR_SHARE');
+describe('priorities: ignored as by Doorman, unless a template sets priority_bands', () => {
+  it('every kind ignores priority by default: a priority-0 client on STATIC gets min(wants, capacity) however much others hold', () => {
+    const { srv } = server('STATIC', { capacity: 50 });
+    const get = (client: string, wants: number, priority: number) =>
+      srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
+    expect(get('c1', 60, 1)).toBe(50);
+    expect(get('c2', 30, 1)).toBe(30);
+    expect(get('go-client', 30, 0)).toBe(30);
+    const fair = server('FAIR_SHARE', { capacity: 100 }).srv;
+    const f = (client: string, wants: number, priority: number) =>
+      fair.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
+    expect(f('hi', 100, 9)).toBe(100);
+    expect(f('hi', 50, 9)).toBe(50);
+    // A priority-0 client is one more client of the same share, not a band below the priority-9 one.
+    expect(f('lo', 50, 0)).toBe(50);
+  });
+
+  it('priority_bands applies to the sharing kinds only', () => {
+    const bad = parseCapacityConfig('r.yaml', 'resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: STATIC, lease_length: 5, refresh_interval: 1, parameters: [{name: priority_bands, value: "true"}]}\n');
+    expect(bad.ok).toBe(false);
+  });
+
+  it('with priority_bands: serves higher priority bands first, never over-granting the resource', () => {
+    const { srv } = server('FAIR_SHARE', { extra: ', parameters: [{name: priority_bands, value: "true"}]' });
     const get = (client: string, wants: number, priority: number) =>
       srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority, wants }] }).response[0]!.gets.capacity;
     // Low priority clients hold everything first.
@@ -197,5 +218,19 @@ describe('priorities (ours; Doorman ignores them)', () => {
     expect(get('low1', 100, 0)).toBe(15);
     const res = [...srv.list()][0]!;
     expect(res.store.sumHas).toBeLessThanOrEqual(120);
+  });
+});
+
+describe('a grant is always a finite number ≥ 0', () => {
+  it('even when the capacity itself is not (a parent answering NaN or Infinity)', () => {
+    for (const [capacity, kind] of [[NaN, 'STATIC'], [NaN, 'FAIR_SHARE'], [NaN, 'PROPORTIONAL_SHARE'], [Infinity, 'FAIR_SHARE']] as const) {
+      const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: 10\n    algorithm: {kind: ${kind}, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n`);
+      if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
+      const clock = new FakeClock(1_700_000_000_000);
+      const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => 'x', stateSinceMs: clock.nowMs(), capacityOf: () => capacity });
+      const got = srv.getCapacity({ client_id: 'a', resource: [{ resource_id: 'r', priority: 1, wants: 7 }] }).response[0]!.gets.capacity;
+      expect(Number.isFinite(got) && got >= 0, `${kind} on ${capacity}: ${got}`).toBe(true);
+      expect(Number.isFinite(srv.find('r')!.store.sumHas)).toBe(true);
+    }
   });
 });

@@ -6,6 +6,7 @@
  * differently by protobufjs's own UTF-8 writer and never come out of a decoded request).
  */
 import { describe, expect, it } from 'vitest';
+import { idBytes, idText } from '../../src/capacity/ids.js';
 import { methodCodec, type CapacityMethod } from '../../src/capacity/messages.js';
 import type * as M from '../../src/capacity/messages.js';
 import { decodeDiscoveryRequest, decodeGetCapacityRequest, decodeGetServerCapacityRequest, decodeReleaseCapacityRequest, WireError } from '../../src/capacity/wire-decode.js';
@@ -97,6 +98,28 @@ function reference(method: CapacityMethod, bytes: Buffer): { ok: true; value: un
   }
 }
 
+/** A decoded request with its ids as text (client_id, server_id, resource_id, wherever they are). */
+function textIds(m: unknown): unknown {
+  if (typeof m !== 'object' || m === null) return m;
+  if (Array.isArray(m)) return m.map(textIds);
+  return Object.fromEntries(
+    Object.entries(m).map(([k, v]) => [k, ['client_id', 'server_id', 'resource_id'].includes(k) ? (Array.isArray(v) ? v.map((x: string) => idText(x)) : idText(v as string)) : textIds(v)]),
+  );
+}
+
+describe('ids are bytes', () => {
+  it('distinct invalid UTF-8 ids decode to distinct ids and encode back to their bytes', () => {
+    const release = (id: Buffer) => Buffer.concat([Buffer.from([0x0a, id.length]), id]);
+    const a = decodeReleaseCapacityRequest(release(Buffer.from([0x78, 0xff]))).client_id;
+    const b = decodeReleaseCapacityRequest(release(Buffer.from([0x78, 0xfe]))).client_id;
+    expect(a).not.toBe(b);
+    expect(idBytes(a)).toEqual(Buffer.from([0x78, 0xff]));
+    const id = decodeReleaseCapacityRequest(release(Buffer.from('in-26\xff\xfe', 'latin1'))).client_id;
+    const bytes = encodeGetCapacityResponse({ response: [{ resource_id: id, gets: { expiry_time: 1, refresh_interval: 1, capacity: 1 } }] });
+    expect(bytes.includes(Buffer.from('in-26\xff\xfe', 'latin1'))).toBe(true);
+  });
+});
+
 describe('doorman.Capacity wire codec', () => {
   for (const method of Object.keys(requests) as CapacityMethod[]) {
     it(`${method}: random requests decode as protobufjs decodes them`, () => {
@@ -130,9 +153,10 @@ describe('doorman.Capacity wire codec', () => {
           continue;
         }
         const theirs = reference(method, broken);
-        // Where we accept a message, every known field had its wire type, so protobufjs reads the same.
+        // Where we accept a message, every known field had its wire type, so protobufjs reads the same, but for
+        // ids that are not UTF-8: we keep their bytes, protobufjs reads U+FFFD (idText shows them so).
         expect(theirs.ok).toBe(true);
-        if (theirs.ok) expect(ours).toEqual(theirs.value);
+        if (theirs.ok) expect(textIds(ours)).toEqual(theirs.value);
       }
     });
   }

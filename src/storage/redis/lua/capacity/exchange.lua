@@ -8,7 +8,8 @@
 -- KEYS[4] the change log: a list of the last changes, "<packed lease>\n<client>" or "-\n<client>" (dropped);
 --         its last entry is change number `version`
 -- KEYS[5] the expiries: a sorted set client -> lease expiry (epoch ms)
--- ARGV[1] the marker to set when there is none (the state begins now: learning mode counts from it)
+-- ARGV[1] the marker to set when there is none and this call writes a lease (the state begins now: learning
+--         mode counts from it); a call that only reads or drops creates nothing
 -- ARGV[2] the marker the replica's copy is of ("" when it has none)
 -- ARGV[3] the version the copy is at
 -- ARGV[4] how many changes the log keeps (and most changes worth sending: past it the whole hash is cheaper)
@@ -16,26 +17,32 @@
 -- ARGV[6] "1": write whatever the state (releases that kept conflicting: dropping never over-grants)
 -- ARGV[7] the writes, one binary string ("" when the call only reads), each in struct format '<Hc0Hc0d':
 --         client, packed lease ("" drops the client's lease), expiry ms
+-- ARGV[8] how long (ms) the marker and version outlive the resource's last lease
 --
--- Reply: { 'w', version } written, the new version: the copy with these writes is the state at it, expired
--- leases aside. Otherwise nothing is written and the reply is { marker, version, 'd', change... }, the changes
+-- Reply: { 'w', version, marker } written, the new version and the marker ('' when there is still no state):
+-- the copy with these writes is the state at it, expired leases aside. Otherwise nothing is written and the reply is { marker, version, 'd', change... }, the changes
 -- after the copy's version in order (none when it is current), or { marker, version, 'f', client1, lease1, ... },
--- the whole state, when the copy is of another marker (a flush), too far behind, or the log no longer reaches it.
+-- the whole state, when the copy is of another marker (a flush), too far behind, or the log no longer reaches it;
+-- { '', version, 'f' } when there is no state (never used, dropped with its last lease, or lost).
+--
+-- Every key expires: the hash, expiries and log a second after the last lease, the marker and version
+-- ARGV[8] ms later. A resource without leases thus leaves nothing behind.
 --
 -- Atomic because a script runs alone: the check and the write cannot interleave with another replica's, so
 -- every grant is computed on the state it is written into and the grants stay within the capacity exactly as
 -- on one process. O(log n) per write in the leases of the resource, O(1) to find a copy current. All keys
 -- carry the resource's hash tag: one Cluster node.
 local marker = redis.call('GET', KEYS[3])
-if not marker then
-  marker = ARGV[1]
-  redis.call('SET', KEYS[3], marker)
-end
+-- No state: a copy of "no state" (marker '') is current, and the marker is set by the first write of a lease.
+local fresh = not marker
+if fresh then marker = ARGV[1] end
 local version = tonumber(redis.call('GET', KEYS[2]) or '0')
 local keepLog = tonumber(ARGV[4])
+local grace = tonumber(ARGV[8])
 
 local frame = ARGV[7]
-if #frame > 0 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) == ARGV[3])) then
+local current = (marker == ARGV[2] or (fresh and ARGV[2] == '')) and tostring(version) == ARGV[3]
+if #frame > 0 and (ARGV[6] == '1' or current) then
   local now = tonumber(ARGV[5])
   local changes = {}
   local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. ARGV[5], 'LIMIT', 0, 64)
@@ -60,6 +67,7 @@ if #frame > 0 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) ==
     end
   end
   if #changes > 0 then
+    if fresh then redis.call('SET', KEYS[3], marker) end
     version = redis.call('INCRBY', KEYS[2], #changes)
     for i = 1, #changes, 100 do redis.call('RPUSH', KEYS[4], unpack(changes, i, math.min(i + 99, #changes))) end
     redis.call('LTRIM', KEYS[4], -keepLog, -1)
@@ -71,9 +79,14 @@ if #frame > 0 and (ARGV[6] == '1' or (marker == ARGV[2] and tostring(version) ==
     redis.call('PEXPIRE', KEYS[1], keep)
     redis.call('PEXPIRE', KEYS[5], keep)
     redis.call('PEXPIRE', KEYS[4], keep)
+    redis.call('PEXPIRE', KEYS[3], keep + grace)
+    redis.call('PEXPIRE', KEYS[2], keep + grace)
+  elseif fresh then
+    return { 'w', tostring(version), '' }
   end
-  return { 'w', tostring(version) }
+  return { 'w', tostring(version), marker }
 end
+if fresh then return { '', tostring(version), 'f' } end
 
 local known = tonumber(ARGV[3])
 if marker == ARGV[2] and known ~= nil and known <= version and version - known <= keepLog then
