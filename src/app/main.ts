@@ -192,6 +192,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     idleTimeoutMs: settings.grpcIdleTimeoutMs,
     resetBurst: settings.grpcResetBurst,
     resetRatePerS: settings.grpcResetRatePerS,
+    refuseAddress: settings.grpcResetRefuseAddress,
     onAction: (action) => metrics.grpcGuard.inc({ action }),
   });
   health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));

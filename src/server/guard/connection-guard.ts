@@ -10,16 +10,25 @@
  * - idle connections: a connection with no open stream for `idleTimeoutMs` is closed gracefully (GOAWAY
  *   NO_ERROR; the peer reconnects when it next needs to). Envoy keeps its connection and reopens it at will,
  *   so the default is minutes, long past the gaps of a live proxy.
- * - rapid reset (CVE-2023-44487): every stream the peer resets (RST_STREAM other than NO_ERROR) spends a
- *   token of its address's bucket (peer-buckets.ts); a peer that runs dry has its connection ended (GOAWAY
- *   ENHANCE_YOUR_CALM) and new connections from its address closed at once until the bucket has refilled
- *   to half. Unix-socket clients share one bucket.
+ * - rapid reset (CVE-2023-44487): a stream the peer resets (RST_STREAM other than NO_ERROR) spends a token
+ *   of its connection's bucket (GRPC_RESET_BURST, refilled at GRPC_RESET_RATE_PER_S). A connection that runs
+ *   dry is retired on its own: GOAWAY ENHANCE_YOUR_CALM naming the last stream processed, so the calls
+ *   already in flight are answered, no new stream is accepted on it, and it is cut `retireGraceMs` later if
+ *   the peer holds it open. The peer's next connection is accepted with a fresh bucket. What a reset costs
+ *   is bounded without refusing anyone: a call reset before its message arrived never reaches the engine,
+ *   streams per connection are capped by HTTP/2 settings, and connections by `maxConnections`. (nghttp2,
+ *   under node:http2, also sends its own GOAWAY on a connection past 1,000 resets refilled at 33 per second.)
+ *   Envoy resets the rate-limit call of every request its downstream client resets, so refusing a client
+ *   *address* would refuse Envoy and switch its limits off (failure_mode_deny: false): that is only done
+ *   when asked (`refuseAddress`): resets then also spend a bucket per address (peer-buckets.ts), and an
+ *   address that runs dry has its new connections closed at once until half its burst has refilled.
+ *   Unix-socket clients share one address.
  *
  * One guard serves all the listeners of a transport, so the bounds are per process.
  */
 import type * as net from 'node:net';
 import * as http2 from 'node:http2';
-import { PeerBuckets } from './peer-buckets.js';
+import { PeerBuckets, TokenBucket } from './peer-buckets.js';
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
@@ -30,9 +39,13 @@ export interface GuardOptions {
   readonly maxConnections: number;
   readonly messageTimeoutMs: number;
   readonly idleTimeoutMs: number;
-  /** Resets a peer may send at once, and per second after that. */
+  /** Resets one connection may send at once, and per second after that. */
   readonly resetBurst: number;
   readonly resetRatePerS: number;
+  /** Also count resets per client address and refuse an address that runs dry (default false: see above). */
+  readonly refuseAddress?: boolean;
+  /** How long a connection retired for its resets may keep finishing its calls (default 10 s). */
+  readonly retireGraceMs?: number;
   /** Monotonic ms for the reset buckets (default performance.now). */
   readonly nowMs?: () => number;
   readonly onAction?: (action: GuardAction) => void;
@@ -54,12 +67,15 @@ function clearMessageTimer(this: WatchedStream): void {
 
 export class ConnectionGuard {
   private sessions = 0;
-  private readonly resets: PeerBuckets;
+  private readonly nowMs: () => number;
+  /** Per address, only with `refuseAddress`. */
+  private readonly addresses: PeerBuckets | undefined;
   /** Streams this guard reset itself: not the peer's resets. */
   private readonly ours = new WeakSet<http2.ServerHttp2Stream>();
 
   constructor(private readonly options: GuardOptions) {
-    this.resets = new PeerBuckets({ burst: options.resetBurst, ratePerS: options.resetRatePerS, nowMs: options.nowMs ?? (() => performance.now()) });
+    this.nowMs = options.nowMs ?? (() => performance.now());
+    this.addresses = options.refuseAddress === true ? new PeerBuckets({ burst: options.resetBurst, ratePerS: options.resetRatePerS, nowMs: this.nowMs }) : undefined;
   }
 
   /** Open HTTP/2 connections (sessions) now. */
@@ -68,13 +84,16 @@ export class ConnectionGuard {
   }
 
   attach(server: AnyHttp2Server): void {
+    const addresses = this.addresses;
     // Before node:http2's own listener, which makes the session: a refused peer costs no TLS or HTTP/2 work.
-    server.prependListener('connection', (socket: net.Socket) => {
-      if (this.resets.refused(peerOf(socket))) {
-        this.options.onAction?.('peer_refused');
-        socket.destroy();
-      }
-    });
+    if (addresses !== undefined) {
+      server.prependListener('connection', (socket: net.Socket) => {
+        if (addresses.refused(peerOf(socket))) {
+          this.options.onAction?.('peer_refused');
+          socket.destroy();
+        }
+      });
+    }
     server.on('session', (session: http2.ServerHttp2Session) => this.onSession(session));
   }
 
@@ -87,6 +106,7 @@ export class ConnectionGuard {
       return;
     }
     this.sessions++;
+    const resets = new TokenBucket(this.options.resetBurst, this.options.resetRatePerS, this.nowMs);
     let active = 0;
     let idle: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -107,7 +127,7 @@ export class ConnectionGuard {
       this.watchMessage(stream);
       stream.once('close', () => {
         if (--active === 0 && !session.closed && !session.destroyed) arm();
-        this.countReset(stream, session, peer);
+        this.countReset(stream, session, resets, peer);
       });
     });
   }
@@ -133,25 +153,29 @@ export class ConnectionGuard {
     stream.close(NGHTTP2_CANCEL);
   }
 
-  private countReset(stream: http2.ServerHttp2Stream, session: http2.ServerHttp2Session, peer: string): void {
+  /** A stream the peer reset: spends a token of the connection (and of the address when asked). */
+  private countReset(stream: http2.ServerHttp2Stream, session: http2.ServerHttp2Session, resets: TokenBucket, peer: string): void {
     const code = stream.rstCode;
-    if (code === undefined || code === NGHTTP2_NO_ERROR || this.ours.has(stream) || session.destroyed) return;
-    if (this.resets.take(peer)) return;
+    if (code === undefined || code === NGHTTP2_NO_ERROR || this.ours.has(stream) || session.closed || session.destroyed) return;
+    const connectionOk = resets.take();
+    const addressOk = this.addresses === undefined || this.addresses.take(peer);
+    if (connectionOk && addressOk) return;
     this.options.onAction?.('reset_goaway');
-    refuse(session);
+    refuse(session, this.options.retireGraceMs ?? 10_000);
   }
 }
 
 /**
- * GOAWAY ENHANCE_YOUR_CALM, then close: streams already open may finish (nghttp2 refuses new ones), and the
- * connection is cut after a second whatever the peer does. (session.destroy with a code sends NO_ERROR.)
+ * GOAWAY ENHANCE_YOUR_CALM naming the last stream processed, then close: the streams already open finish
+ * (nghttp2 ignores new ones), and the connection is cut `graceMs` later whatever the peer does.
+ * (session.destroy with a code sends NO_ERROR.)
  */
-function refuse(session: http2.ServerHttp2Session): void {
+function refuse(session: http2.ServerHttp2Session, graceMs = 1000): void {
   session.on('error', () => undefined);
   if (session.closed || session.destroyed) return;
   session.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
   session.close();
-  setTimeout(() => session.destroyed || session.destroy(), 1000).unref();
+  setTimeout(() => session.destroyed || session.destroy(), graceMs).unref();
 }
 
 function peerOf(socket: net.Socket): string {

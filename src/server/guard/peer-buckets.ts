@@ -1,5 +1,33 @@
 /**
- * One token bucket per peer address, on an injected clock: `take` spends a token (a stream the peer reset),
+ * A token bucket on an injected clock: `take` spends a token, refilled at `ratePerS` up to `burst`. The rapid
+ * reset guard keeps one per connection (connection-guard.ts).
+ */
+export class TokenBucket {
+  private tokens: number;
+  private atMs: number;
+
+  constructor(
+    private readonly burst: number,
+    private readonly ratePerS: number,
+    private readonly nowMs: () => number,
+  ) {
+    this.tokens = burst;
+    this.atMs = nowMs();
+  }
+
+  /** Spends one token; false when none was left. */
+  take(): boolean {
+    const now = this.nowMs();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.atMs) * this.ratePerS) / 1000);
+    this.atMs = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/**
+ * One token bucket per peer address (the opt-in address refusal, GRPC_RESET_REFUSE_ADDRESS), on an injected clock: `take` spends a token (a stream the peer reset),
  * refilled at `ratePerS` up to `burst`. A peer that runs dry is refused until its bucket has refilled to half
  * its burst, so reconnecting at once does not buy a fresh burst (CVE-2023-44487, rapid reset). The map is
  * bounded: past `maxPeers` the peer seen least recently is forgotten (a full bucket is what a new one gets).

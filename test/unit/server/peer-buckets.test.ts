@@ -1,6 +1,6 @@
-/** The rapid-reset bucket per peer address (server/guard/peer-buckets.ts), on a fake clock. */
+/** The rapid-reset buckets (server/guard/peer-buckets.ts): per connection, and per peer address (opt-in), on a fake clock. */
 import { describe, expect, it } from 'vitest';
-import { PeerBuckets } from '../../../src/server/guard/peer-buckets.js';
+import { PeerBuckets, TokenBucket } from '../../../src/server/guard/peer-buckets.js';
 
 describe('PeerBuckets', () => {
   it('spends a burst, refills at the rate, and refuses a dry peer until half the burst is back', () => {
@@ -26,5 +26,17 @@ describe('PeerBuckets', () => {
     expect(b.take('b')).toBe(true);
     expect(b.take('c')).toBe(true); // a, the least recent, is forgotten
     expect(b.refused('a')).toBe(false);
+  });
+});
+
+describe('TokenBucket', () => {
+  it('spends its burst, then refills at the rate and never above the burst', () => {
+    let now = 0;
+    const b = new TokenBucket(3, 2, () => now);
+    expect([b.take(), b.take(), b.take(), b.take()]).toEqual([true, true, true, false]);
+    now += 500; // one token back
+    expect([b.take(), b.take()]).toEqual([true, false]);
+    now += 60_000; // refilled to the burst, not beyond
+    expect([b.take(), b.take(), b.take(), b.take()]).toEqual([true, true, true, false]);
   });
 });
