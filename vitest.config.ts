@@ -21,6 +21,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/grpc-timeout.test.ts',
   'test/e2e/grpc-guard.test.ts',
   'test/envoy/ops-transport.test.ts',
+  'test/envoy/ops-drain.test.ts',
   'test/e2e/capacity-doorman.test.ts',
   'test/e2e/on-limit-cancel.test.ts',
 ];

@@ -312,9 +312,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     close: (options = {}) => {
       if (options.now === true) endDrain?.();
       return (closing ??= (async () => {
-        clearInterval(healthTimer);
-        margin.stop();
-        loopClock.stop();
         model.startDraining();
         health.shutdown();
         const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
@@ -323,6 +320,12 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         watcher?.close();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
+        // Every call is answered now. What the answers read (the loop clock and margin that set each call's
+        // deadline, the health timer behind ratelimit_store_ready) ran until here, not just until the
+        // signal: a stopped loop clock reads the deadline of every later call as spent.
+        clearInterval(healthTimer);
+        margin.stop();
+        loopClock.stop();
         credentials?.close();
         extAuthz.close();
         capacity?.close();
