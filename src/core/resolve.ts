@@ -104,6 +104,8 @@ export interface Resolved {
   readonly refundUnits?: number;
   /** Index of this descriptor's first check in the batch. */
   firstCheck: number;
+  /** The rule's `metadata` for the response's dynamic metadata, when the match carries it (RuleMatch.metadata). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 /** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
@@ -136,7 +138,7 @@ function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d
   }
   const match = domain?.lookup(d.entries);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
-  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
+  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0, ...(match.metadata !== undefined ? { metadata: match.metadata } : {}) };
 }
 
 /** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */
