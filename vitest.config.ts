@@ -41,6 +41,7 @@ export const TIMING_TESTS = [
   'test/e2e/throttling-replicas.test.ts',
   'test/envoy/ops-restart.test.ts',
   'test/e2e/capacity-client-sidecars.test.ts',
+  'test/e2e/on-limit-deadline.test.ts',
 ];
 
 const common = {

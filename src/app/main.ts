@@ -134,6 +134,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   // The engine's waits for delayed slots (on_limit delay), counted for /metrics.
   const timer = deps.timer ?? clockTimer(clock);
   metrics.watchDelayWaits(() => timer.pending);
+  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const limiter = new RateLimiter({
     requestLimits,
     store,
@@ -153,6 +154,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     timer,
     criticalityKey: settings.criticalityKey,
     responseDynamicMetadata: settings.responseDynamicMetadata,
+    delayMarginMs: () => margin.delayMs(),
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state
@@ -176,7 +178,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     if (status !== 'INVALID_ARGUMENT') log.warn('request failed', { error: err, protocol });
   };
   const onGrpcError = grpcErrorsOf('rls');
-  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
   const guard = new ConnectionGuard({

@@ -53,6 +53,12 @@ export interface RateLimiterOptions {
   readonly criticalityKey?: string;
   /** RESPONSE_DYNAMIC_METADATA: every response carries the request as dynamic_metadata (response-metadata.ts). */
   readonly responseDynamicMetadata?: boolean;
+  /**
+   * How long before the decision deadline a delayed answer (on_limit delay) must be due, ms, read per request
+   * (server/deadline-margin.ts delayMs: the worst lateness lately measured); default 0. A delay that would end
+   * later is not granted: the request is rejected at once.
+   */
+  readonly delayMarginMs?: () => number;
 }
 
 export interface DecideOptions {
@@ -99,7 +105,7 @@ export class RateLimiter {
       shadowMode: this.options.shadowMode === true,
       criticality,
       nowMs,
-      ...(decideOptions.deadlineMs !== undefined ? { deadlineMs: decideOptions.deadlineMs } : {}),
+      ...(decideOptions.deadlineMs !== undefined ? { delayDeadlineMs: decideOptions.deadlineMs - (this.options.delayMarginMs?.() ?? 0) } : {}),
       checkOnly,
     });
 

@@ -23,7 +23,8 @@ export interface PlanContext {
   readonly shadowMode: boolean;
   readonly criticality: Criticality;
   readonly nowMs: number;
-  readonly deadlineMs?: number;
+  /** By when a delayed answer (on_limit delay) must be due: the decision deadline less the delay margin. */
+  readonly delayDeadlineMs?: number;
   readonly checkOnly: boolean;
 }
 
@@ -64,7 +65,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         hits: r.hits,
         enforce,
         ...countOver(limit, shadow),
-        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
+        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.delayDeadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
         ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
