@@ -22,6 +22,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/grpc-guard.test.ts',
   'test/envoy/ops-transport.test.ts',
   'test/envoy/rapid-reset.test.ts',
+  'test/envoy/ops-drain.test.ts',
   'test/e2e/capacity-doorman.test.ts',
   'test/e2e/capacity-bounds.test.ts',
   'test/e2e/on-limit-cancel.test.ts',
@@ -42,6 +43,7 @@ export const TIMING_TESTS = [
   'test/e2e/throttling-replicas.test.ts',
   'test/envoy/ops-restart.test.ts',
   'test/e2e/capacity-client-sidecars.test.ts',
+  'test/e2e/on-limit-deadline.test.ts',
 ];
 
 const common = {

@@ -138,6 +138,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   // The engine's waits for delayed slots (on_limit delay), counted for /metrics.
   const timer = deps.timer ?? clockTimer(clock);
   metrics.watchDelayWaits(() => timer.pending);
+  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const limiter = new RateLimiter({
     requestLimits,
     store,
@@ -157,6 +158,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     timer,
     criticalityKey: settings.criticalityKey,
     responseDynamicMetadata: settings.responseDynamicMetadata,
+    delayMarginMs: () => margin.delayMs(),
   });
 
   // One health model for every surface (server/service-health.ts), fed by the store's own state
@@ -183,7 +185,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     if (status !== 'INVALID_ARGUMENT') log.warn('request failed', { error: err, protocol });
   };
   const onGrpcError = grpcErrorsOf('rls');
-  const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   const loopClock = new LoopClock().start();
   metrics.watchDeadlineMargin(() => margin.currentMs());
   const guard = new ConnectionGuard({
@@ -321,9 +322,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     close: (options = {}) => {
       if (options.now === true) endDrain?.();
       return (closing ??= (async () => {
-        clearInterval(healthTimer);
-        margin.stop();
-        loopClock.stop();
         model.startDraining();
         health.shutdown();
         const drainMs = options.now === true ? 0 : settings.shutdownDrainMs;
@@ -333,6 +331,12 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         xds?.stop();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
         await grpc.close(settings.shutdownGraceMs);
+        // Every call is answered now. What the answers read (the loop clock and margin that set each call's
+        // deadline, the health timer behind ratelimit_store_ready) ran until here, not just until the
+        // signal: a stopped loop clock reads the deadline of every later call as spent.
+        clearInterval(healthTimer);
+        margin.stop();
+        loopClock.stop();
         credentials?.close();
         extAuthz.close();
         capacity?.close();

@@ -112,7 +112,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', 'false', 'no-op', 'a rejected request consumes nothing here, on any of its limits; the reference with true spares only the other limits of a rejected request, the one that rejected it still counts the hits'),
   row('SHADOW_MODE', 'false', 'same', 'SHADOW_MODE: every limit reports but never rejects'),
   row('QUOTA_MODE', 'false', 'unsupported', 'set `quota_mode: true` on the rules instead', { accepts: off }),
-  row('RESPONSE_DYNAMIC_METADATA', 'false', 'same', 'RESPONSE_DYNAMIC_METADATA: the request (domain, descriptors, hits_addend) as dynamic_metadata in every response; we add quotaModeEnabled / quotaModeViolations when quota_mode rules matched'),
+  row('RESPONSE_DYNAMIC_METADATA', 'false', 'same', 'RESPONSE_DYNAMIC_METADATA: the request (domain, descriptors, hits_addend) and the matched rules\' metadata as dynamic_metadata in every response; we add quotaModeEnabled / quotaModeViolations when quota_mode rules matched'),
   row('LIMIT_RESPONSE_HEADERS_ENABLED', 'false', 'same', 'LIMIT_RESPONSE_HEADERS_ENABLED (see also RATELIMIT_HEADERS and X_RATELIMIT_HEADERS)'),
   row('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'same', 'LIMIT_LIMIT_HEADER'),
   row('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'same', 'LIMIT_REMAINING_HEADER'),

@@ -52,6 +52,7 @@ export class DomainIndex implements CompiledDomain {
   lookup(entries: readonly DescriptorEntry[]): RuleMatch | undefined {
     let level: IndexLevel | undefined = this.root;
     let rule: CompiledRule | undefined;
+    let leaf = false;
     let shared: (string | undefined)[] | undefined;
     // Only recorded when a stats key may need the path; most lookups allocate nothing here.
     let path: { node: IndexNode; kind: MatchKind }[] | undefined;
@@ -91,7 +92,10 @@ export class DomainIndex implements CompiledDomain {
         shared[i] = node.value;
       }
       if (this.anyValueToMetric) (path ??= []).push({ node, kind });
-      if (i === last && node.rule !== undefined) rule = node.rule;
+      if (i === last && node.rule !== undefined) {
+        rule = node.rule;
+        leaf = node.children === undefined;
+      }
       level = node.children;
     }
     if (rule === undefined) return undefined;
@@ -100,11 +104,11 @@ export class DomainIndex implements CompiledDomain {
       shared === undefined
         ? entries
         : entries.map((e, i) => (shared[i] === undefined ? e : { key: e.key, value: shared[i] }));
-    return Object.freeze({
-      rule,
-      counterEntries,
-      statsKey: this.statsKeyFor(rule, entries, shared, path),
-    });
+    const statsKey = this.statsKeyFor(rule, entries, shared, path);
+    // The reference copies a matched limit with its metadata, then builds it anew (without) for a detailed
+    // stats key on a leaf, or a value_to_metric key that is not the rule's own.
+    const keepsMetadata = rule.metadata !== undefined && (rule.detailedMetric ? !leaf : statsKey === rule.statsKey);
+    return Object.freeze({ rule, counterEntries, statsKey, ...(keepsMetadata ? { metadata: rule.metadata } : {}) });
   }
 
   /**

@@ -72,6 +72,12 @@ export interface RuleMatch {
   readonly counterEntries: readonly DescriptorEntry[];
   /** Stats key for this request (with `detailed_metric`, the request's values are included). */
   readonly statsKey: string;
+  /**
+   * The rule's `metadata` as envoyproxy/ratelimit hands it on for this match (into the response's dynamic
+   * metadata). Absent where the reference rebuilds the matched limit and so loses it: `detailed_metric` on a
+   * node without children, or a `value_to_metric` path whose stats key differs from the rule's.
+   */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 export interface CompiledDomain {

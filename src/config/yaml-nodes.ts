@@ -14,6 +14,7 @@ import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, LineCounter, Node, Scalar } from 'yaml';
 import { AliasTable } from './aliases.js';
 import { ConfigError } from './errors.js';
+import { nestedMetadataKey } from './metadata-keys.js';
 import type { ConfigLimits } from './limits.js';
 
 /** Collects the errors of one file; the position of a node comes from its source range. */
@@ -223,13 +224,15 @@ export function readJson(ctx: FileContext, raw: unknown, path: string, depth = 0
       const key = ctx.deref(pair.key);
       // envoyproxy/ratelimit (gopkg.in/yaml.v2) accepts numbers and booleans as metadata keys; so do we, as
       // written (`404: not_found` is the key "404"). A null or collection key cannot be a JSON key.
-      if (key === undefined || !isScalar(key) || scalarKind(key) === 'null') {
+      // Nested keys are named as the reference names them (metadata-keys.ts): `on:` there is "true".
+      if (key === undefined || !isScalar(key) || (depth === 0 && scalarKind(key) === 'null')) {
         ctx.error(key ?? node, path, `metadata keys must be strings, not ${describeNode(key)}`);
         continue;
       }
-      const name = String(key.value);
+      const name = depth === 0 ? String(key.value) : nestedMetadataKey(String(key.value), scalarKind(key));
       const v = readJson(ctx, pair.value, `${path}.${name}`, depth + 1);
-      if (v !== undefined) out[name] = v;
+      // an own property whatever the name (`__proto__` included)
+      if (v !== undefined) Object.defineProperty(out, name, { value: v, enumerable: true, writable: true, configurable: true });
     }
     return Object.freeze(out);
   }

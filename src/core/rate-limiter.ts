@@ -53,6 +53,12 @@ export interface RateLimiterOptions {
   readonly criticalityKey?: string;
   /** RESPONSE_DYNAMIC_METADATA: every response carries the request as dynamic_metadata (response-metadata.ts). */
   readonly responseDynamicMetadata?: boolean;
+  /**
+   * How long before the decision deadline a delayed answer (on_limit delay) must be due, ms, read per request
+   * (server/deadline-margin.ts delayMs: the worst lateness lately measured); default 0. A delay that would end
+   * later is not granted: the request is rejected at once.
+   */
+  readonly delayMarginMs?: () => number;
 }
 
 export interface DecideOptions {
@@ -99,7 +105,7 @@ export class RateLimiter {
       shadowMode: this.options.shadowMode === true,
       criticality,
       nowMs,
-      ...(decideOptions.deadlineMs !== undefined ? { deadlineMs: decideOptions.deadlineMs } : {}),
+      ...(decideOptions.deadlineMs !== undefined ? { delayDeadlineMs: decideOptions.deadlineMs - (this.options.delayMarginMs?.() ?? 0) } : {}),
       checkOnly,
     });
 
@@ -123,10 +129,12 @@ export class RateLimiter {
     const applied: AppliedLimit[] = [];
     const quotaDescriptors: number[] = [];
     const quotaViolations: number[] = [];
+    const passedMetadata: NonNullable<Resolved['metadata']>[] = [];
     let overLimit = false;
     for (let index = 0; index < resolved.length; index++) {
       const r = resolved[index]!;
       const status = this.describe(request.domain, r, outcomes, applied, observer);
+      if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
         quotaDescriptors.push(index);
@@ -156,7 +164,7 @@ export class RateLimiter {
       statuses,
       responseHeadersToAdd: throttled === undefined ? buildResponseHeaders(applied, overLimit, this.options.headers) : [...buildResponseHeaders(applied, overLimit, this.options.headers), ...throttled.headers],
       requestHeadersToAdd: [],
-      ...(this.options.responseDynamicMetadata === true ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }) } : {}),
+      ...(this.options.responseDynamicMetadata === true ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }, passedMetadata) } : {}),
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
@@ -213,6 +221,18 @@ export class RateLimiter {
       durationUntilResetMs: outcome.resetMs,
     };
   }
+}
+
+/**
+ * Whether a descriptor passed as envoyproxy/ratelimit counts it for the response's `metadata`: its rule is not
+ * unlimited, some limit of it is left after `replaces`, and its status there is not OVER_LIMIT (a shadow_mode
+ * rule's never is; SHADOW_MODE changes only the overall code there, so it does not count).
+ */
+function passes(r: Resolved, outcomes: readonly LimitOutcome[]): boolean {
+  if (r.rule === undefined || r.rule.unlimited || r.limits.length === 0) return false;
+  if (r.rule.shadowMode) return true;
+  for (let j = 0; j < r.limits.length; j++) if (outcomes[r.firstCheck + j]?.allowed === false) return false;
+  return true;
 }
 
 function anyStoreFailure(outcomes: readonly LimitOutcome[]): boolean {

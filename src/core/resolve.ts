@@ -23,7 +23,8 @@ export interface PlanContext {
   readonly shadowMode: boolean;
   readonly criticality: Criticality;
   readonly nowMs: number;
-  readonly deadlineMs?: number;
+  /** By when a delayed answer (on_limit delay) must be due: the decision deadline less the delay margin. */
+  readonly delayDeadlineMs?: number;
   readonly checkOnly: boolean;
 }
 
@@ -64,7 +65,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         hits: r.hits,
         enforce,
         ...countOver(limit, shadow),
-        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.deadlineMs, ctx.checkOnly),
+        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.delayDeadlineMs, ctx.checkOnly),
         ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
         ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
       }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
@@ -104,6 +105,8 @@ export interface Resolved {
   readonly refundUnits?: number;
   /** Index of this descriptor's first check in the batch. */
   firstCheck: number;
+  /** The rule's `metadata` for the response's dynamic metadata, when the match carries it (RuleMatch.metadata). */
+  readonly metadata?: Readonly<Record<string, unknown>>;
 }
 
 /** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
@@ -136,7 +139,7 @@ function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d
   }
   const match = domain?.lookup(d.entries);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
-  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0 };
+  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0, ...(match.metadata !== undefined ? { metadata: match.metadata } : {}) };
 }
 
 /** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */

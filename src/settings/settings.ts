@@ -142,7 +142,7 @@ export const SETTINGS = {
     return n;
   }),
   metricsMaxDetailedSeries: int('METRICS_MAX_DETAILED_SERIES', 1_000, 'Per domain, most distinct stats keys built from request values (detailed_metric, value_to_metric) kept as metric series; the rest count under key `other`.', 0, 1_000_000),
-  responseDynamicMetadata: bool('RESPONSE_DYNAMIC_METADATA', false, 'Add dynamic_metadata to every RateLimitResponse, as envoyproxy/ratelimit does with this setting: the request\'s domain, descriptors and hits_addend, and (ours) quotaModeEnabled / quotaModeViolations when quota_mode rules matched (docs/responses.md).'),
+  responseDynamicMetadata: bool('RESPONSE_DYNAMIC_METADATA', false, 'Add dynamic_metadata to every RateLimitResponse, as envoyproxy/ratelimit does with this setting: the request\'s domain, descriptors and hits_addend, the matched rules\' metadata, and (ours) quotaModeEnabled / quotaModeViolations when quota_mode rules matched (docs/responses.md).'),
   jsonApi: oneOf('JSON_API', ['off', 'check', 'on'] as const, 'check', 'POST /json on the admin port: off (404), check (answers as ShouldRateLimit would, consuming no quota) or on (consumes quota like a gRPC call).'),
   shutdownDrainMs: int('SHUTDOWN_DRAIN_MS', 5_000, 'On SIGTERM, report NOT_SERVING but keep answering for this long (so Envoy health checks notice), then refuse new calls.'),
   logLevel: spec<LogLevel>('LOG_LEVEL', 'trace \\| debug \\| info \\| warn \\| error (any case; also warning, fatal, panic)', 'info', 'Least severe log level written.', parseLogLevel),

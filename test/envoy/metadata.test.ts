@@ -2,7 +2,8 @@
  * What Envoy adds to the descriptors and does with the answer's metadata, through a real Envoy: a per-request
  * limit from dynamic metadata (RateLimit `limit` with a dynamic_metadata source, set here by a Lua filter from a
  * request header), `hits_addend` as Envoy 1.40 sets it (a number, 0 = a check that counts nothing), and
- * quota_mode, whose violations reach the upstream through the answer's dynamic metadata.
+ * quota_mode, whose violations reach the upstream through the answer's dynamic metadata, as do the matched rules'
+ * `metadata` (RESPONSE_DYNAMIC_METADATA).
  */
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { rlsBootstrap } from '../support/envoy-bootstrap.js';
@@ -12,13 +13,17 @@ import { envoyRlsCounts, serviceRlsCounts, startEnvoyStack, warmUp, type EnvoySt
 const RULES = `domain: meta
 descriptors:
   - key: tier
+    metadata: {tier: gold, plan: {seats: 5}}
     rate_limit: {unit: minute, requests_per_unit: 100}
   - key: costly
+    metadata: {tier: silver, plan: {cost: high}}
     rate_limit: {unit: minute, requests_per_unit: 10}
   - key: quota_a
+    metadata: {quota: a, tier: bronze}
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 2}
   - key: quota_b
+    metadata: {quota: b}
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 3}
 `;
@@ -54,6 +59,11 @@ describeEnvoy('dynamic metadata, hits_addend and quota_mode through Envoy', () =
             { prefix: '/costly/five', perRoute: true, rateLimits: [{ actions: [client('costly')], hits_addend: { number: 5 } }] },
             { prefix: '/costly/peek', perRoute: true, rateLimits: [{ actions: [client('costly')], hits_addend: { number: 0 } }] },
             { prefix: '/costly', rateLimits: [{ actions: [client('costly')] }] },
+            {
+              prefix: '/rules-metadata',
+              rateLimits: [{ actions: [client('tier')] }, { actions: [client('costly')] }, { actions: [client('quota_a')] }, { actions: [client('quota_b')] }],
+              requestHeadersToAdd: [{ key: 'x-rules-metadata', value: '%DYNAMIC_METADATA(envoy.filters.http.ratelimit:metadata)%' }],
+            },
             {
               prefix: '/quota',
               rateLimits: [{ actions: [client('quota_a')] }, { actions: [client('quota_b')] }],
@@ -109,6 +119,16 @@ describeEnvoy('dynamic metadata, hits_addend and quota_mode through Envoy', () =
     const seen = stack.upstream.requests.slice(before).map((r) => r.headers['x-quota-violations']);
     // 1st, 2nd: no violation; 3rd: quota_a (descriptor 0) is over; 4th: both are, so it is rejected
     expect(seen).toEqual(['[]', '[]', '[0]']);
+  });
+
+  it("the matched rules' metadata reaches Envoy's dynamic metadata, merged, from the descriptors that passed", async () => {
+    const before = stack.upstream.requests.length;
+    expect(await statuses('/rules-metadata', 4, { 'x-client': 'm' })).toEqual([200, 200, 200, 429]);
+    const seen = stack.upstream.requests.slice(before).map((r) => JSON.parse(String(r.headers['x-rules-metadata'])) as unknown);
+    // In request order the first value of a key stays and mappings merge; from the 3rd request on quota_a (2 a
+    // minute) is over, so its metadata is left out and quota_b's `quota` shows.
+    const merged = { tier: 'gold', plan: { seats: 5, cost: 'high' } };
+    expect(seen).toEqual([{ ...merged, quota: 'a' }, { ...merged, quota: 'a' }, { ...merged, quota: 'b' }]);
   });
 
   it("Envoy's counters agree with the service's decisions", async () => {

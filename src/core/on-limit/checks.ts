@@ -10,8 +10,9 @@ import { onLimitKey } from '../keys.js';
  * The store-side on_limit of a check on `key`, or nothing when the limit needs none (plain rejection, or one
  * whose message alone differs). Not for shadow checks (they never reject, so never delay, degrade or back
  * off) nor for check-only calls (they must change nothing). The delay allowed is
- * min(max_delay, deadlineMs − nowMs): the answer must be sent by the caller's deadline (less the margin the
- * server already took off).
+ * min(max_delay, deadlineMs − nowMs): the answer must be due by `deadlineMs`, the caller's deadline less the
+ * margins the server and the engine took off (rate-limiter.ts delayMarginMs); a request that would wait longer
+ * is rejected at once.
  */
 export function storeOnLimit(limit: CompiledLimit, key: string, enforce: boolean, nowMs: number, deadlineMs: number | undefined, checkOnly: boolean): StoreOnLimit | undefined {
   const o = limit.onLimit;

@@ -28,7 +28,7 @@ describe('files envoyproxy/ratelimit accepts', () => {
     expect(domainOf(config, 'two_docs').lookup(entries('k'))?.rule.statsKey).toBe('two_docs.k');
   });
 
-  it('keeps number and boolean metadata keys as written', async () => {
+  it('reads number and boolean metadata keys as the reference does (these as written)', async () => {
     const { config } = await loadCompat();
     expect(domainOf(config, 'numeric_meta').lookup(entries('k'))?.rule.metadata).toEqual({
       '200': 'ok',

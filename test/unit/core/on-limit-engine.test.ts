@@ -43,7 +43,7 @@ descriptors:
       on_limit: {action: delay, max_delay: 5s, retry: exponential_backoff}
 `;
 
-function engine() {
+function engine(delayMarginMs?: number) {
   const result = compileConfigFiles([{ name: 'e.yaml', text: RULES }], { mergeDomains: false });
   if (!result.ok) throw new Error(result.errors.join('\n'));
   const clock = new FakeClock(1_700_000_000_000 + 30_000);
@@ -56,6 +56,7 @@ function engine() {
     keyPrefix: 't:',
     headers: { mode: 'none', xRateLimit: false },
     nearLimitRatio: 0.8,
+    ...(delayMarginMs === undefined ? {} : { delayMarginMs: () => delayMarginMs }),
   });
   return { limiter, clock, timer };
 }
@@ -118,6 +119,26 @@ describe('on_limit in the engine', () => {
     expect(d.responseHeadersToAdd).toContainEqual({ key: 'retry-after', value: '1' });
     const again = await limiter.decide(request(['slow', 'y']), { deadlineMs: clock.nowMs() + 500 });
     expect(again.responseHeadersToAdd).toContainEqual({ key: 'retry-after', value: '2' });
+  });
+
+  it('grants a delay only when it ends the delay margin before the deadline: otherwise rejected at once, nothing reserved', async () => {
+    // The slot is 1 s out; the deadline 1005 ms; the measured margin for a delayed answer 10 ms: 5 ms would be
+    // left, less than the lateness the margin says a timer may have, so the answer could miss the deadline.
+    const { limiter, clock, timer } = engine(10);
+    await limiter.decide(request(['slow', 'm']));
+    const waiting = new Promise<'waiting for a slot'>((resolve) => setTimeout(() => resolve('waiting for a slot'), 200));
+    const near = await Promise.race([limiter.decide(request(['slow', 'm']), { deadlineMs: clock.nowMs() + 1005 }), waiting]);
+    if (near === 'waiting for a slot') timer.advance(1000); // (the old answer: a delay granted; ends its wait)
+    expect(near === 'waiting for a slot' ? near : near.overallCode).toBe('OVER_LIMIT');
+    if (near === 'waiting for a slot') return;
+    expect(near.responseHeadersToAdd).toContainEqual({ key: 'retry-after', value: '1' });
+    expect(timer.pending).toBe(0);
+    // With the margin to spare the same slot is granted: the rejection reserved nothing.
+    const room = limiter.decide(request(['slow', 'm']), { deadlineMs: clock.nowMs() + 1010 });
+    await eventuallyPending(timer, 1);
+    expect(timer.waitsAt()).toEqual([clock.nowMs() + 1000]);
+    timer.advance(1000);
+    expect((await room).overallCode).toBe('OK');
   });
 
   it('a delayed request whose call ends releases its slot: the wait stops and the next request takes it', async () => {
