@@ -32,6 +32,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchCapacity(() => []);
   metrics.watchCapacityRedis(() => ({ roundTrips: 0, fullReads: 0, retries: 0, fellBack: 0 }));
   metrics.watchDelayWaits(() => 0);
+  metrics.watchRlqs(() => new Map());
   return metrics;
 }
 

@@ -35,6 +35,7 @@ import { capacityRules } from './capacity-rules-hook.js';
 import type { CompiledConfig } from '../config/types.js';
 import { VERSION } from './version.js';
 import { setUpCapacity, type CapacitySetup } from '../capacity/setup.js';
+import { setUpRlqs } from '../rlqs/setup.js';
 
 export { StartupError };
 
@@ -170,6 +171,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const healthTimer = setInterval(refreshHealth, 500);
   healthTimer.unref();
 
+  // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
+  const rlqsLog = componentLogger(log, 'rlqs');
+  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
+
   const onError = (err: unknown) => log.warn('request failed', { error: err });
   const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
@@ -186,6 +191,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     resetBurst: settings.grpcResetBurst,
     resetRatePerS: settings.grpcResetRatePerS,
     onAction: (action) => metrics.grpcGuard.inc({ action }),
+    longLivedPaths: new Set([rlqs.path]),
   });
   health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));
   metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
@@ -221,6 +227,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       },
       health,
       ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
+      bidi: new Map([[rlqs.path, rlqs.route]]),
       requestLimits,
       deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
@@ -248,6 +255,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       canAnswer,
       rules: () => holder.describe(),
       ...(capacityDescribe === undefined ? {} : { capacity: capacityDescribe }),
+      rlqs: () => rlqs.describe(),
       jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
@@ -322,6 +330,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         if (drainMs > 0) await drain(drainMs);
         watcher?.close();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
+        rlqs.close();
         await grpc.close(settings.shutdownGraceMs);
         credentials?.close();
         extAuthz.close();

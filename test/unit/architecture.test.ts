@@ -50,6 +50,8 @@ describe('architecture', () => {
       settings: ['settings', 'core', 'compat', 'observability'],
       compat: ['compat', 'core'],
       cli: ['cli', 'server'],
+      // The Rate Limit Quota Service: its stream route plugs into the gRPC port, its rules are the domains' rules.
+      rlqs: ['rlqs', 'server', 'core', 'config', 'observability'],
       // app/ is the composition: it may import every room, and only the entry point (src/cli.ts) imports it.
     };
     for (const [id, deps] of graph) {
