@@ -23,6 +23,7 @@ export const TRANSPORT_TESTS = [
   'test/envoy/ops-transport.test.ts',
   'test/e2e/capacity-doorman.test.ts',
   'test/e2e/on-limit-cancel.test.ts',
+  'test/e2e/rlqs-stream.test.ts',
 ];
 
 /**

@@ -45,8 +45,11 @@ class Holder {
   share = -1;
   demand: number | undefined;
   count = 0;
-  idleSinceMs: number | undefined;
-  constructor(public sinceMs: number) {}
+  /** The last report with requests in it (or the first report). */
+  activeAtMs: number;
+  constructor(public sinceMs: number) {
+    this.activeAtMs = sinceMs;
+  }
 }
 
 interface Tracked {
@@ -139,13 +142,10 @@ export class QuotaBook {
       s.buckets.set(key, t);
     } else this.measure(h, u, now, rule.fillS);
     if (rule.shadow) this.shadowCount(t, u.allowed, now);
-    if (u.allowed + u.denied > 0) h.idleSinceMs = undefined;
-    else if (!joined) {
-      h.idleSinceMs ??= now;
-      if (now - h.idleSinceMs >= this.o.idleAbandonMs) {
-        this.release(t, s);
-        return { kind: 'abandon' };
-      }
+    if (u.allowed + u.denied > 0) h.activeAtMs = now;
+    else if (!joined && now - h.activeAtMs >= this.o.idleAbandonMs) {
+      this.release(t, s);
+      return { kind: 'abandon' };
     }
     if (rule.shadow) return { kind: 'allow_all', ttlS };
     this.reshare(t, joined || limitChanged, pushes);

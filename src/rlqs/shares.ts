@@ -9,8 +9,8 @@
  * - Whole tokens by largest remainder: the shares add up to exactly floor(limit) when demand fills it.
  */
 
-/** Demand is padded by this factor before it is compared (a load measured at 4/s asks for 6). */
-export const HEADROOM = 1.25;
+/** Demand is padded by this factor before it is compared (a load measured at 4/s asks for 5.4). */
+export const HEADROOM = 1.1;
 
 /**
  * `demands[i]`: requests per fill interval wanted by Envoy i (undefined = unknown, wants all). Returns the

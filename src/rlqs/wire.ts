@@ -92,11 +92,12 @@ function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): Bucket
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
 function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined {
-  // A BucketQuotaUsage has its bucket_id (a message) as field 1; a map entry a varint key there, or nothing (key 0).
+  // A BucketQuotaUsage has its bucket_id (a message) as field 1, and may have fields 3 to 5; a map entry has
+  // only a varint key (field 1, absent for key 0) and its value (field 2).
   const probe = c.sub('bucket_quota_usages');
   let isUsage = false;
   let value: BucketUsage | undefined;
-  while (probe.next()) if (probe.number === 1 && probe.wireType === WIRE_LEN) isUsage = true;
+  while (probe.next()) if ((probe.number === 1 && probe.wireType === WIRE_LEN) || probe.number > 2) isUsage = true;
   if (isUsage) return bucketUsage(c, 'bucket_quota_usages', limits);
   const e = c.sub('bucket_quota_usages');
   while (e.next()) if (e.number === 2) value = bucketUsage(e, 'bucket_quota_usages.value', limits);
