@@ -162,8 +162,9 @@ export class QuotaBook {
     h.count += u.allowed + u.denied;
     const dt = now - h.sinceMs;
     if (dt < 1000) return; // too short to measure: the counts wait for the next report
-    const rate = (h.count * fillS * 1000) / dt;
-    h.demand = h.demand === undefined ? rate : (h.demand + rate) / 2;
+    // The last interval's rate alone (Envoy's reports are 5 s apart, which smooths enough): a load that
+    // changes is followed at the next report, not over several.
+    h.demand = (h.count * fillS * 1000) / dt;
     h.count = 0;
     h.sinceMs = now;
   }

@@ -104,4 +104,31 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
     expect(metrics.get('ratelimit_rlqs_streams{domain="edge"}')).toBe(2);
     expect(metrics.get('ratelimit_rlqs_reported_requests_total{domain="edge",result="denied"}') ?? 0).toBeGreaterThan(0);
   }, 60_000);
+
+  it('follows demand: with 30/s and 4/s on the two Envoys the split moves to about 15 and 5, admitting about 19/s', async () => {
+    const stop = new AbortController();
+    const traffic = Promise.all([pacedTraffic(`${urls[0]}/skew0`, 30, 25_000, {}, stop.signal), pacedTraffic(`${urls[1]}/skew1`, 4, 25_000, {}, stop.signal)]);
+    const admitted = () => [0, 1].map((i) => upstream.requests.filter((r) => r.url === `/skew${i}`).length);
+    try {
+      // Each Envoy reports every 5 s; once both have reported a whole interval of the new load, the split follows.
+      await eventually(async () => {
+        const shares = (await holdersOf('name', 'all')).map((h) => h.share).sort((a, b) => a - b);
+        return shares.length === 2 && shares[0]! <= 7 && shares[1]! >= 13;
+      }, { timeoutMs: 15_000, intervalMs: 200, what: 'the split to follow demand' });
+      const before = admitted();
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 4000));
+      const after = admitted();
+      const seconds = (performance.now() - t0) / 1000;
+      const [busy, light] = [(after[0]! - before[0]!) / seconds, (after[1]! - before[1]!) / seconds];
+      process.stderr.write(`rlqs skewed: busy ${busy.toFixed(1)}/s, light ${light.toFixed(1)}/s, shares ${JSON.stringify(await holdersOf('name', 'all'))}\n`);
+      expect(busy + light).toBeGreaterThanOrEqual(0.8 * 20);
+      expect(busy + light).toBeLessThanOrEqual(1.15 * 20);
+      expect(busy).toBeGreaterThan(12); // an even split would hold it to 10
+      expect(light).toBeGreaterThanOrEqual(3);
+    } finally {
+      stop.abort();
+    }
+    for (const r of await traffic) expect((r.byStatus.get(200) ?? 0) + (r.byStatus.get(429) ?? 0)).toBe(r.sent);
+  }, 60_000);
 });

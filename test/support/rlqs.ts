@@ -31,8 +31,9 @@ export interface PacedResult {
 /**
  * Sends `ratePerS` requests per second to `url` for `durationMs`, on a fixed schedule (not waiting for the
  * answers; at most 64 in flight, later ones are skipped and counted as status 0), and counts the answers.
+ * `stop` ends it early (`sent` then counts what was sent).
  */
-export async function pacedTraffic(url: string, ratePerS: number, durationMs: number, headers: Record<string, string> = {}): Promise<PacedResult> {
+export async function pacedTraffic(url: string, ratePerS: number, durationMs: number, headers: Record<string, string> = {}, stop?: AbortSignal): Promise<PacedResult> {
   const byStatus = new Map<number, number>();
   const admittedPerSecond: number[] = [];
   const start = performance.now();
@@ -46,6 +47,7 @@ export async function pacedTraffic(url: string, ratePerS: number, durationMs: nu
     const due = start + (i * 1000) / ratePerS;
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (stop?.aborted === true) break;
     if (inFlight >= 64) {
       count(0);
       continue;
@@ -64,7 +66,7 @@ export async function pacedTraffic(url: string, ratePerS: number, durationMs: nu
     );
   }
   await Promise.all(pending);
-  return { byStatus, admittedPerSecond: Array.from(admittedPerSecond, (n) => n ?? 0), sent: total };
+  return { byStatus, admittedPerSecond: Array.from(admittedPerSecond, (n) => n ?? 0), sent: pending.length + (byStatus.get(0) ?? 0) };
 }
 
 // ---- a quota-stream client: node:http2 with Envoy's own protos (from @grpc/grpc-js-xds) encoding and decoding ----
