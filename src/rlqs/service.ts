@@ -4,8 +4,8 @@
  * shares the book moves for other Envoys are pushed on theirs.
  *
  * Bounds against a hostile or buggy client: streams per connection (one more is ended RESOURCE_EXHAUSTED),
- * reports per stream (a token bucket; a message past it is dropped unanswered, the bucket's next report is
- * answered), buckets and entries per message (a message past them is dropped), the message size (the
+ * bucket usages reported per stream (a token bucket, so the work per stream is bounded; a message past it is
+ * dropped unanswered, its buckets are answered at their next report), buckets and entries per message (a message past them is dropped), the message size (the
  * transport's limit). Every refusal is counted by reason. A dropped message is never answered with an error
  * that ends the stream: Envoy would fall back to its no-assignment behaviour until it reconnects.
  */
@@ -21,7 +21,7 @@ export interface RlqsServiceOptions {
   readonly book: QuotaBook;
   readonly nowMs: () => number;
   readonly maxStreamsPerConnection: number;
-  /** Reports a stream may send at once, and per second after that. */
+  /** Bucket usages a stream may report at once, and per second after that (a report past them is dropped). */
   readonly reportBurst: number;
   readonly reportRatePerS: number;
   readonly decode: DecodeLimits;
@@ -61,14 +61,16 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
           o.onRefused?.('report_rate', call.peer);
           return;
         }
-        tokens -= 1;
         let reports;
         try {
           reports = decodeUsageReports(bytes, o.decode);
         } catch (err) {
+          tokens -= 1;
           o.onRefused?.('malformed', `${call.peer}: ${(err as Error).message}`);
           return;
         }
+        // Charged per bucket (the work is per bucket); a large report may run the budget into debt.
+        tokens -= Math.max(1, reports.usages.length);
         const answer = o.book.report(sub, reports);
         if (answer.length > 0) call.write(encodeResponse(answer));
       },

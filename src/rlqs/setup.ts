@@ -25,8 +25,9 @@ export const RLQS_DEFAULTS = {
   maxBuckets: 50_000,
   maxBucketsPerStream: 5_000,
   maxStreamsPerConnection: 8,
-  reportBurst: 100,
-  reportRatePerS: 20,
+  /** Bucket usages per stream: Envoy reports each of its buckets every 5 s (5,000 buckets: 1,000/s). */
+  reportBurst: 10_000,
+  reportRatePerS: 2_000,
   decode: { maxBuckets: 5_000, maxEntries: 16, maxValueBytes: 512 },
 } as const;
 

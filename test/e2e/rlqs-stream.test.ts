@@ -3,10 +3,12 @@
  * @grpc/grpc-js-xds), on both transports (vitest.config.ts TRANSPORT_TESTS):
  * what each kind of bucket is assigned, a report answered at once, a second Envoy shrinking the first's share
  * in the same moment, a malformed report dropped without ending the stream, the per-connection stream bound,
- * and a half-close ended with OK.
+ * a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
+ * client that does not read its answers cut off.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QuotaStream } from '../support/rlqs.js';
+import { grpcFrame } from '../support/raw-h2.js';
+import { encodeReports, QuotaStream } from '../support/rlqs.js';
 import { scrapeMetrics } from '../support/scrape.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -43,7 +45,8 @@ describe('RLQS stream', () => {
   };
 
   beforeAll(async () => {
-    service = await startTestService({ 'quota.yaml': RULES });
+    // A short message timeout: a quota stream must outlive it.
+    service = await startTestService({ 'quota.yaml': RULES }, { grpcMessageTimeoutMs: 300 });
   });
   afterAll(async () => {
     for (const s of streams) s.close();
@@ -117,5 +120,29 @@ describe('RLQS stream', () => {
     expect(statuses.filter((c) => c === 8)).toHaveLength(1); // RESOURCE_EXHAUSTED
     first.halfClose();
     expect((await first.ended()).code).toBe(0);
+  });
+
+  it('keeps a stream open past the message timeout of unary calls (GRPC_MESSAGE_TIMEOUT_MS, 300 ms here)', async () => {
+    const s = open();
+    s.send('quota', [{ bucket: { name: 'nothing' } }]);
+    await s.response(1);
+    await new Promise((r) => setTimeout(r, 700));
+    s.send('quota', [{ bucket: { name: 'nothing' } }]);
+    await s.response(2);
+    expect(s.status).toBeUndefined();
+  });
+
+  // The lean transport sees the bytes a client leaves unread; grpc-js completes writes as node:http2 takes them,
+  // so there the bound is the session's memory (GRPC_MAX_SESSION_MEMORY_MB) and this test runs on lean only.
+  it.skipIf(process.env['GRPC_TRANSPORT'] === 'grpc-js')('ends RESOURCE_EXHAUSTED the stream of a client that does not read its answers', async () => {
+    const s = open();
+    s.pause();
+    // 40 reports of 250 buckets (the stream's whole budget of 10,000), answers of about 35 KB each.
+    const big = grpcFrame(encodeReports('quota', Array.from({ length: 250 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(100)}` } }))));
+    for (let i = 0; i < 40; i++) s.sendRaw(big);
+    await new Promise((r) => setTimeout(r, 500));
+    s.resume();
+    const status = await s.ended();
+    expect(status).toEqual({ code: 8, message: 'the client is not reading its answers' });
   });
 });

@@ -168,6 +168,15 @@ export class QuotaStream {
     this.stream.write(bytes);
   }
 
+  /** Stops reading answers (HTTP/2 flow control then holds them at the server) or reads again. */
+  pause(): void {
+    this.stream.pause();
+  }
+
+  resume(): void {
+    this.stream.resume();
+  }
+
   halfClose(): void {
     this.stream.end();
   }

@@ -4,7 +4,7 @@
  * in the trailers.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { BidiHandlers, BidiRoute } from './bidi-route.js';
+import { MAX_UNREAD_MESSAGES, NOT_READING, type BidiCall, type BidiHandlers, type BidiRoute } from './bidi-route.js';
 
 export function bidiGrpcService(routes: ReadonlyMap<string, BidiRoute>): { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation } {
   const definition: Record<string, grpc.MethodDefinition<Buffer, Uint8Array>> = {};
@@ -22,11 +22,16 @@ export function bidiGrpcService(routes: ReadonlyMap<string, BidiRoute>): { defin
     };
     const handler: grpc.handleBidiStreamingCall<Buffer, Uint8Array> = (call) => {
       let over = false;
+      let unread = 0;
       const peer = call.getPeer();
       let h: BidiHandlers | undefined = undefined; // set once route() returns; end() may come before
-      h = route({
-        write: (message) => {
-          if (!over) call.write(message);
+      const bidi: BidiCall = {
+        write: (message: Uint8Array) => {
+          if (over) return;
+          // Written answers whose write has not completed: held by HTTP/2 flow control while the client does not read.
+          if (unread >= MAX_UNREAD_MESSAGES) return bidi.end(grpc.status.RESOURCE_EXHAUSTED, NOT_READING);
+          unread++;
+          call.write(message, () => unread--);
         },
         end: (code = grpc.status.OK, details = '') => {
           if (over) return;
@@ -37,7 +42,8 @@ export function bidiGrpcService(routes: ReadonlyMap<string, BidiRoute>): { defin
         },
         connection: peer,
         peer,
-      });
+      };
+      h = route(bidi);
       if (over) h.closed(); // ended before its handlers existed (a refusal)
       const closed = () => {
         if (over) return;

@@ -7,7 +7,7 @@
  */
 import * as http2 from 'node:http2';
 import { Code, encodeGrpcMessage, frame } from '../lean/grpc-wire.js';
-import type { BidiHandlers, BidiRoute } from './bidi-route.js';
+import { MAX_UNREAD_BYTES, NOT_READING, type BidiHandlers, type BidiRoute } from './bidi-route.js';
 
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE } = http2.constants;
 const RESPOND_OPTIONS = { waitForTrailers: true, sendDate: false };
@@ -25,7 +25,9 @@ export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRo
   let handlers: BidiHandlers | undefined = undefined; // set once route() returns; end() may come before
   handlers = route({
     write: (message) => {
-      if (!over && !stream.destroyed) stream.write(frame(message));
+      if (over || stream.destroyed) return;
+      if (stream.bufferSize > MAX_UNREAD_BYTES) fail(Code.RESOURCE_EXHAUSTED, NOT_READING);
+      else stream.write(frame(message));
     },
     end: (code = Code.OK, details = '') => {
       if (over) return;

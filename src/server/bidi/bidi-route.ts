@@ -4,6 +4,14 @@
  * each message the client sends, with the client's half-close, and with the end of the call.
  */
 
+/**
+ * Answers a client may leave unread (HTTP/2 flow control holds them here) before its call is ended
+ * RESOURCE_EXHAUSTED: bytes on the lean transport, messages on grpc-js (whose stream counts messages).
+ */
+export const MAX_UNREAD_BYTES = 1 << 20;
+export const MAX_UNREAD_MESSAGES = 32;
+export const NOT_READING = 'the client is not reading its answers';
+
 export interface BidiCall {
   /** Sends one message (ignored once the call is over). */
   write(message: Uint8Array): void;
