@@ -6,7 +6,10 @@
  *   0.8–1.15× of the limit once both hold an assignment, and the rest is answered 429;
  * - per-tenant buckets from the x-tenant header, at the same time: each tenant is held to its own 5/s across
  *   both Envoys;
- * - no per-request call: each Envoy makes one gRPC call (the stream), whose reports are far fewer than requests.
+ * - no per-request call: each Envoy makes one gRPC call (the stream), whose reports are far fewer than requests;
+ * - skewed load (30/s and 4/s): the split follows demand to 15/5;
+ * - the service stopped and restarted on the same port: the last shares hold meanwhile, and the Envoys are
+ *   assigned again within 10 s of its return.
  */
 import { parse } from 'yaml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -130,5 +133,35 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
       stop.abort();
     }
     for (const r of await traffic) expect((r.byStatus.get(200) ?? 0) + (r.byStatus.get(429) ?? 0)).toBe(r.sent);
+  }, 60_000);
+
+  it('keeps enforcing the last shares while the service is gone, and is assigned again within 10 s of its return', async () => {
+    const port = Number(service.grpcAddress.split(':')[1]);
+    await service.close();
+    const admittedSince = (since: number) => upstream.requests.slice(since).filter((r) => r.url === '/outage').length;
+    // 40/s for 2 s with the service gone: the assignments (TTL 30 s) still hold Envoy to its shares.
+    let mark = upstream.requests.length;
+    const outage = await Promise.all(urls.map((u) => pacedTraffic(`${u}/outage`, 20, 2000)));
+    const outageRate = admittedSince(mark) / 2;
+    for (const r of outage) expect((r.byStatus.get(200) ?? 0) + (r.byStatus.get(429) ?? 0)).toBe(r.sent);
+    service = await startTestService({ 'edge.yaml': rlqsDocBlock('rlqs-rules') }, { grpcPort: port });
+    const back = performance.now();
+    // Envoy retries the stream on its 5 s tick and reports every bucket again: once it is answered, enforcing.
+    const stop = new AbortController();
+    const traffic = Promise.all(urls.map((u) => pacedTraffic(`${u}/outage`, 20, 20_000, {}, stop.signal)));
+    try {
+      await eventually(async () => (await holdersOf('name', 'all')).filter((h) => h.share > 0).length === 2, { timeoutMs: 10_000, intervalMs: 100, what: 'both Envoys assigned again' });
+      const reassignedS = (performance.now() - back) / 1000;
+      mark = upstream.requests.length;
+      await new Promise((r) => setTimeout(r, 2000));
+      const afterRate = admittedSince(mark) / 2;
+      process.stderr.write(`rlqs restart: ${outageRate}/s admitted while gone, assigned again after ${reassignedS.toFixed(1)} s, then ${afterRate}/s\n`);
+      expect(outageRate).toBeLessThanOrEqual(1.15 * 20 + 10); // held by the last shares (plus a fresh bucket's fill)
+      expect(afterRate).toBeGreaterThanOrEqual(0.8 * 20);
+      expect(afterRate).toBeLessThanOrEqual(1.15 * 20 + 10);
+    } finally {
+      stop.abort();
+    }
+    await traffic;
   }, 60_000);
 });
