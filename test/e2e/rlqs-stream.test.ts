@@ -146,3 +146,20 @@ describe('RLQS stream', () => {
     expect(status).toEqual({ code: 8, message: 'the client is not reading its answers' });
   });
 });
+
+describe('RLQS stream at shutdown', () => {
+  it('ends open quota streams with OK when the service stops, instead of holding the shutdown for its grace period', async () => {
+    const service = await startTestService({ 'quota.yaml': RULES }, { shutdownGraceMs: 10_000 });
+    const s = new QuotaStream(service.grpcAddress);
+    try {
+      s.send('quota', [{ bucket: { name: 'all' } }]);
+      await s.response(1);
+      const started = performance.now();
+      await service.close();
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect((await s.ended()).code).toBe(0);
+    } finally {
+      s.close();
+    }
+  });
+});

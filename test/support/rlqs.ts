@@ -136,7 +136,10 @@ export class QuotaStream {
     this.stream = this.session.request({ ':method': 'POST', ':path': '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas', 'content-type': 'application/grpc', te: 'trailers' });
     this.stream.on('error', () => undefined);
     const onStatus = (h: http2.IncomingHttpHeaders) => {
-      if (h['grpc-status'] !== undefined) this.status = { code: Number(h['grpc-status']), message: decodeURIComponent(String(h['grpc-message'] ?? '')) };
+      if (h['grpc-status'] !== undefined) {
+        this.status = { code: Number(h['grpc-status']), message: decodeURIComponent(String(h['grpc-message'] ?? '')) };
+        this.stream.close(); // the call is over, as a gRPC client ends it on the status
+      }
       this.wake();
     };
     this.stream.on('response', onStatus);

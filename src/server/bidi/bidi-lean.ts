@@ -9,7 +9,7 @@ import * as http2 from 'node:http2';
 import { Code, encodeGrpcMessage, frame } from '../lean/grpc-wire.js';
 import { MAX_UNREAD_BYTES, NOT_READING, type BidiHandlers, type BidiRoute } from './bidi-route.js';
 
-const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE } = http2.constants;
+const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE, NGHTTP2_NO_ERROR } = http2.constants;
 const RESPOND_OPTIONS = { waitForTrailers: true, sendDate: false };
 
 export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRoute, maxMessageBytes: number): void {
@@ -20,6 +20,8 @@ export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRo
   stream.respond({ [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc' }, RESPOND_OPTIONS);
   stream.on('wantTrailers', () => {
     stream.sendTrailers({ 'grpc-status': String(status.code), ...(status.details === '' ? {} : { 'grpc-message': encodeGrpcMessage(status.details) }) });
+    // A client that has not ended its side is not waited for: the call is over (RST_STREAM NO_ERROR, as gRPC allows).
+    if (!stream.readableEnded) setImmediate(() => stream.destroyed || stream.close(NGHTTP2_NO_ERROR));
   });
   const socket = stream.session?.socket;
   let handlers: BidiHandlers | undefined = undefined; // set once route() returns; end() may come before
