@@ -20,6 +20,7 @@
  */
 import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
 import { InvalidRequestError } from '../core/errors.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
@@ -120,32 +121,17 @@ export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): Usa
   return { domain, usages };
 }
 
-// ---- encoding ----
+// ---- encoding: sizes first, then one buffer (no intermediate buffers per field) ----
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n >= 0x80) {
-    out.push((n % 128) | 0x80);
-    n = Math.floor(n / 128);
+const durationSize = (seconds: number): number => (seconds > 0 ? 1 + varintSize(seconds) : 0);
+
+function writeDuration(w: ProtoWriter, field: number, seconds: number): void {
+  const size = durationSize(seconds);
+  w.header(field, size);
+  if (size > 0) {
+    w.tag(1, 0);
+    w.varint(seconds);
   }
-  out.push(n);
-  return out;
-}
-
-function len(field: number, content: Buffer): Buffer {
-  return Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(content.length)]), content]);
-}
-
-function uint(field: number, n: number): Buffer {
-  return Buffer.from([field << 3, ...varint(n)]);
-}
-
-function duration(field: number, seconds: number): Buffer {
-  return len(field, seconds > 0 ? uint(1, seconds) : Buffer.alloc(0));
-}
-
-function encodeBucketId(entries: BucketUsage['entries']): Buffer {
-  return Buffer.concat(entries.map((e) => len(1, Buffer.concat([len(1, Buffer.from(e.key, 'utf8')), len(2, Buffer.from(e.value, 'utf8'))]))));
 }
 
 /** What one bucket is told. */
@@ -160,26 +146,70 @@ export interface BucketAction {
   readonly assignment: Assignment;
 }
 
-function strategy(a: Assignment): Buffer {
-  switch (a.kind) {
-    case 'allow_all':
-      return uint(1, 0);
-    case 'deny_all':
-      return uint(1, 1);
-    case 'token_bucket':
-      return len(3, Buffer.concat([uint(1, a.maxTokens), len(2, uint(1, a.tokensPerFill)), duration(3, a.fillIntervalS)]));
-    case 'abandon':
-      return Buffer.alloc(0);
-  }
+function tokenBucketSize(a: Extract<Assignment, { kind: 'token_bucket' }>): number {
+  return 1 + varintSize(a.maxTokens) + lenFieldSize(1 + varintSize(a.tokensPerFill)) + lenFieldSize(durationSize(a.fillIntervalS));
 }
 
-function action(b: BucketAction): Buffer {
-  const id = len(1, encodeBucketId(b.entries));
-  if (b.assignment.kind === 'abandon') return Buffer.concat([id, len(3, Buffer.alloc(0))]);
-  return Buffer.concat([id, len(2, Buffer.concat([duration(2, b.assignment.ttlS), len(3, strategy(b.assignment))]))]);
+/** RateLimitStrategy's content. */
+function strategySize(a: Assignment): number {
+  return a.kind === 'token_bucket' ? lenFieldSize(tokenBucketSize(a)) : 2;
+}
+
+interface Sized {
+  readonly keys: number[];
+  readonly values: number[];
+  readonly id: number;
+  readonly quota: number;
+  readonly action: number;
+}
+
+function sizeOf(b: BucketAction): Sized {
+  const keys = b.entries.map((e) => utf8Length(e.key));
+  const values = b.entries.map((e) => utf8Length(e.value));
+  let id = 0;
+  for (let i = 0; i < keys.length; i++) id += lenFieldSize(lenFieldSize(keys[i]!) + lenFieldSize(values[i]!));
+  const a = b.assignment;
+  const quota = a.kind === 'abandon' ? 0 : lenFieldSize(durationSize(a.ttlS)) + lenFieldSize(strategySize(a));
+  return { keys, values, id, quota, action: lenFieldSize(id) + lenFieldSize(quota) };
+}
+
+function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
+  w.header(1, z.action);
+  w.header(1, z.id);
+  b.entries.forEach((e, i) => {
+    const k = z.keys[i]!;
+    const v = z.values[i]!;
+    w.header(1, lenFieldSize(k) + lenFieldSize(v));
+    w.string(1, e.key, k);
+    w.string(2, e.value, v);
+  });
+  const a = b.assignment;
+  if (a.kind === 'abandon') {
+    w.header(3, 0);
+    return;
+  }
+  w.header(2, z.quota);
+  writeDuration(w, 2, a.ttlS);
+  w.header(3, strategySize(a));
+  if (a.kind === 'token_bucket') {
+    w.header(3, tokenBucketSize(a));
+    w.tag(1, 0);
+    w.varint(a.maxTokens);
+    w.header(2, 1 + varintSize(a.tokensPerFill));
+    w.tag(1, 0);
+    w.varint(a.tokensPerFill);
+    writeDuration(w, 3, a.fillIntervalS);
+  } else {
+    w.tag(1, 0); // blanket_rule, written even when 0 (ALLOW_ALL): a member of a oneof
+    w.varint(a.kind === 'deny_all' ? 1 : 0);
+  }
 }
 
 /** A RateLimitQuotaResponse with these actions, in order. */
 export function encodeResponse(actions: readonly BucketAction[]): Buffer {
-  return Buffer.concat(actions.map((a) => len(1, action(a))));
+  const sized = actions.map(sizeOf);
+  const w = new ProtoWriter(sized.reduce((n, z) => n + lenFieldSize(z.action), 0));
+  actions.forEach((a, i) => writeAction(w, a, sized[i]!));
+  if (w.pos !== w.buf.length) throw new Error(`RateLimitQuotaResponse: wrote ${w.pos} bytes of ${w.buf.length} sized`);
+  return w.buf;
 }
