@@ -72,6 +72,9 @@ export class Subscriber {
   ) {}
 }
 
+/** Buckets listed by describe() (the totals cover all). */
+const DESCRIBED_BUCKETS = 1000;
+
 const bucketKey = (domain: string, entries: BucketUsage['entries']): string => JSON.stringify([domain, entries.map((e) => [e.key, e.value])]);
 
 export class QuotaBook {
@@ -226,9 +229,14 @@ export class QuotaBook {
     return out;
   }
 
-  /** The current assignments, for the admin port's GET /rlqs. */
+  /** The current assignments, for the admin port's GET /rlqs: at most DESCRIBED_BUCKETS buckets listed. */
   describe(): object {
-    const buckets = [...this.tracked.values()].map((t) => ({
+    const listed: Tracked[] = [];
+    for (const t of this.tracked.values()) {
+      if (listed.length >= DESCRIBED_BUCKETS) break;
+      listed.push(t);
+    }
+    const buckets = listed.map((t) => ({
       domain: t.domain,
       bucket: Object.fromEntries(t.entries.map((e) => [e.key, e.value])),
       rule: t.rule.name,
@@ -236,6 +244,6 @@ export class QuotaBook {
       shadow: t.rule.shadow,
       holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
     }));
-    return { streams: this.subscribers.size, buckets };
+    return { streams: this.subscribers.size, tracked: this.tracked.size, buckets };
   }
 }
