@@ -16,12 +16,8 @@ import { RLQS_PATH } from './wire.js';
 
 export { RLQS_PATH };
 
-/** The bounds and timings (docs/rlqs.md). */
+/** The bounds (docs/rlqs.md); the timings are settings (RLQS_ASSIGNMENT_TTL_S, RLQS_IDLE_ABANDON_S). */
 export const RLQS_DEFAULTS = {
-  /** Assignment TTL: how long an Envoy keeps its share with the service gone (then its expired_assignment_behavior). */
-  ttlS: 30,
-  /** A bucket reported idle this long is abandoned on that Envoy (Envoy reports every bucket every 5 s). */
-  idleAbandonMs: 120_000,
   maxBuckets: 50_000,
   maxBucketsPerStream: 5_000,
   maxStreamsPerConnection: 8,
@@ -40,14 +36,26 @@ export interface RlqsSetup {
   close(): void;
 }
 
-export function setUpRlqs(o: { config: () => CompiledConfig; shadowMode: boolean; metrics: RlqsMetrics; nowMs?: () => number; log?: (message: string, fields: Record<string, unknown>) => void }): RlqsSetup {
+export interface RlqsOptions {
+  readonly config: () => CompiledConfig;
+  readonly shadowMode: boolean;
+  /** Assignment TTL, whole seconds: how long an Envoy keeps its share with the service gone. */
+  readonly ttlS: number;
+  /** A bucket reported idle this long is abandoned on that Envoy (Envoy reports every bucket every 5 s). */
+  readonly idleAbandonS: number;
+  readonly metrics: RlqsMetrics;
+  readonly nowMs?: () => number;
+  readonly log?: (message: string, fields: Record<string, unknown>) => void;
+}
+
+export function setUpRlqs(o: RlqsOptions): RlqsSetup {
   const nowMs = o.nowMs ?? (() => performance.now());
   const known = (domain: string) => o.config().domains.has(domain);
   const observer = o.metrics.rlqsObserver(known);
   const book = new QuotaBook({
     nowMs,
-    ttlS: RLQS_DEFAULTS.ttlS,
-    idleAbandonMs: RLQS_DEFAULTS.idleAbandonMs,
+    ttlS: o.ttlS,
+    idleAbandonMs: o.idleAbandonS * 1000,
     maxBuckets: RLQS_DEFAULTS.maxBuckets,
     maxBucketsPerStream: RLQS_DEFAULTS.maxBucketsPerStream,
     rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries),

@@ -174,6 +174,8 @@ export const SETTINGS = {
   capacityServerId: str('CAPACITY_SERVER_ID', '', 'CAPACITY_PARENT: the server_id this server asks its parent with (default: the gRPC address it listens on, as Doorman uses host:port).'),
   capacityMaxLeases: int('CAPACITY_MAX_LEASES', 1_000_000, 'Most capacity leases held over all resources (a bound on memory; with BACKEND=redis: per resource, in Redis); past it new clients get RESOURCE_EXHAUSTED.', 1),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
+  rlqsAssignmentTtlS: int('RLQS_ASSIGNMENT_TTL_S', 30, 'Rate Limit Quota Service: the TTL of every assignment, whole seconds: how long an Envoy keeps enforcing its share with this service gone, before its expired_assignment_behavior (docs/rlqs.md).', 1, 86_400),
+  rlqsIdleAbandonS: int('RLQS_IDLE_ABANDON_S', 120, 'Rate Limit Quota Service: a bucket an Envoy reports without requests for this long is abandoned on that Envoy, freeing its share (docs/rlqs.md).', 5, 86_400),
 } as const;
 
 /** LOG_LEVEL as either implementation spells it: ours, or logrus's (WARN, warning, trace, fatal, panic). */

@@ -148,12 +148,13 @@ describe('RLQS stream', () => {
 });
 
 describe('RLQS stream at shutdown', () => {
-  it('ends open quota streams with OK when the service stops, instead of holding the shutdown for its grace period', async () => {
-    const service = await startTestService({ 'quota.yaml': RULES }, { shutdownGraceMs: 10_000 });
+  it('ends open quota streams with OK when the service stops, instead of holding the shutdown for its grace period (TTL from RLQS_ASSIGNMENT_TTL_S)', async () => {
+    const service = await startTestService({ 'quota.yaml': RULES }, { shutdownGraceMs: 10_000, rlqsAssignmentTtlS: 7 });
     const s = new QuotaStream(service.grpcAddress);
     try {
       s.send('quota', [{ bucket: { name: 'all' } }]);
-      await s.response(1);
+      // RLQS_ASSIGNMENT_TTL_S sets every assignment's TTL.
+      expect((await s.response(1))[0]!.quota_assignment_action!.assignment_time_to_live).toEqual({ seconds: 7 });
       const started = performance.now();
       await service.close();
       expect(performance.now() - started).toBeLessThan(5000);
