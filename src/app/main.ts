@@ -173,7 +173,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
 
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
-  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
+  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, sharedStore: settings.backend === 'redis', metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
 
   const onError = (err: unknown) => log.warn('request failed', { error: err });
   const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {

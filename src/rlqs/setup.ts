@@ -44,6 +44,8 @@ export interface RlqsOptions {
   /** A bucket reported idle this long is abandoned on that Envoy (Envoy reports every bucket every 5 s). */
   readonly idleAbandonS: number;
   readonly metrics: RlqsMetrics;
+  /** BACKEND=redis (replicas share counters, but not quota shares): say so when the first quota stream opens. */
+  readonly sharedStore?: boolean;
   readonly nowMs?: () => number;
   readonly log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -82,5 +84,13 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
       if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
     },
   });
-  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close: () => served.endAll() };
+  let warned = o.sharedStore !== true;
+  const route: BidiRoute = (call) => {
+    if (!warned) {
+      warned = true;
+      o.log?.('quota streams are served from this replica\'s memory: with several replicas, each gives its Envoys the whole limit; send the quota streams to one replica (docs/rlqs.md)', { peer: call.peer });
+    }
+    return served.route(call);
+  };
+  return { path: RLQS_PATH, route, describe: () => book.describe(), close: () => served.endAll() };
 }
