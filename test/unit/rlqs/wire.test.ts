@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeUsageReports, encodeResponse } from '../../../src/rlqs/wire.js';
+import { InvalidRequestError } from '../../../src/core/errors.js';
+import { prng } from '../../support/prng.js';
 import { decodeResponse, encodeReports } from '../../support/rlqs.js';
 
 const LIMITS = { maxBuckets: 3, maxEntries: 2, maxValueBytes: 8 };
@@ -44,5 +46,25 @@ describe('RLQS wire', () => {
       { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 5 }, rate_limit_strategy: { blanket_rule: 'DENY_ALL' } } },
       { bucket_id: { bucket: { name: 'all' } }, abandon_action: {} },
     ]);
+  });
+
+  it('answers any bytes with a decoded message or an InvalidRequestError: 3,000 mutated and random messages', () => {
+    const r = prng('rlqs-wire');
+    const valid = encodeReports('edge', [{ bucket: { name: 'all', zone: 'eu' }, allowed: 300, denied: 2, elapsedS: 5 }, { bucket: { tenant: 'acme' } }]);
+    for (let i = 0; i < 3000; i++) {
+      let bytes: Buffer;
+      if (i % 3 === 0) bytes = Buffer.from(Array.from({ length: r.int(0, 64) }, () => r.int(0, 255)));
+      else {
+        bytes = Buffer.from(valid);
+        for (let k = r.int(1, 4); k > 0; k--) bytes[r.int(0, bytes.length - 1)] = r.int(0, 255);
+        if (r.chance(0.3)) bytes = bytes.subarray(0, r.int(0, bytes.length));
+      }
+      try {
+        const m = decodeUsageReports(bytes, LIMITS);
+        for (const u of m.usages) expect(u.entries.length).toBeGreaterThan(0);
+      } catch (err) {
+        expect(err, `input ${bytes.toString('hex')}`).toBeInstanceOf(InvalidRequestError);
+      }
+    }
   });
 });
