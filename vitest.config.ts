@@ -26,6 +26,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/capacity-doorman.test.ts',
   'test/e2e/capacity-bounds.test.ts',
   'test/e2e/on-limit-cancel.test.ts',
+  'test/e2e/rlqs-stream.test.ts',
 ];
 
 /**
@@ -44,6 +45,7 @@ export const TIMING_TESTS = [
   'test/envoy/ops-restart.test.ts',
   'test/e2e/capacity-client-sidecars.test.ts',
   'test/e2e/on-limit-deadline.test.ts',
+  'test/envoy/rlqs.test.ts',
 ];
 
 const common = {

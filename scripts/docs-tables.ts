@@ -34,6 +34,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchCapacityRedis(() => ({ roundTrips: 0, fullReads: 0, retries: 0, fellBack: 0 }));
   metrics.watchDelayWaits(() => 0);
   metrics.watchXds(() => ({ state: 'connected', version: '', accepted: 0, refused: 0, repeatedNacks: 0, connects: 0 }));
+  metrics.watchRlqs(() => new Map());
   return metrics;
 }
 

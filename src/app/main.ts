@@ -36,6 +36,7 @@ import type { CompiledConfig } from '../config/types.js';
 import { VERSION } from './version.js';
 import { setUpCapacity, type CapacitySetup } from '../capacity/setup.js';
 import { xdsRules } from './xds-rules.js';
+import { setUpRlqs } from '../rlqs/setup.js';
 
 export { StartupError };
 
@@ -179,6 +180,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const healthTimer = setInterval(refreshHealth, 500);
   healthTimer.unref();
 
+  // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
+  const rlqsLog = componentLogger(log, 'rlqs');
+  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, sharedStore: settings.backend === 'redis', metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
+
   const onError = (err: unknown) => log.warn('request failed', { error: err });
   const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
@@ -195,6 +200,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     resetRatePerS: settings.grpcResetRatePerS,
     refuseAddress: settings.grpcResetRefuseAddress,
     onAction: (action) => metrics.grpcGuard.inc({ action }),
+    longLivedPaths: new Set([rlqs.path]),
   });
   health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));
   metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
@@ -230,6 +236,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       },
       health,
       ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
+      bidi: new Map([[rlqs.path, rlqs.route]]),
       requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
       deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
@@ -257,6 +264,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       canAnswer,
       rules: () => holder.describe(),
       ...(capacityDescribe === undefined ? {} : { capacity: capacityDescribe }),
+      rlqs: () => rlqs.describe(),
       jsonApi: settings.jsonApi,
       onError,
     }).catch((err: unknown) => {
@@ -330,6 +338,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         watcher?.close();
         xds?.stop();
         log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
+        rlqs.close();
         await grpc.close(settings.shutdownGraceMs);
         // Every call is answered now. What the answers read (the loop clock and margin that set each call's
         // deadline, the health timer behind ratelimit_store_ready) ran until here, not just until the

@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { DecisionObserver } from '../core/observer.js';
 import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
 import { capacityMetrics, type CapacityMetrics } from './metrics-capacity.js';
+import { rlqsMetrics, type RlqsMetrics } from './metrics-rlqs.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
@@ -22,7 +23,7 @@ const GRPC_ERROR_CODES = ['INVALID_ARGUMENT', 'UNAVAILABLE', 'INTERNAL'] as cons
 const FAILURE_MODES = ['open', 'closed', 'local'] as const;
 const AUTHZ_RESULTS = ['allowed', 'over_limit', 'unknown_domain', 'no_descriptors', 'store_failure'] as const;
 
-export interface Metrics extends CapacityMetrics {
+export interface Metrics extends CapacityMetrics, RlqsMetrics {
   readonly registry: Registry;
   readonly observer: DecisionObserver;
   readonly grpcErrors: Counter<'code'>;
@@ -71,6 +72,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 
   const capacity = capacityMetrics(registers);
+  const rlqs = rlqsMetrics(registers);
   new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
     .set({ version: packageVersion(), node_version: process.version }, 1);
   // Per-request counts are added up here and handed to the counters when they are read (metrics-pending.ts).
@@ -221,6 +223,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
 
   return {
     ...capacity,
+    ...rlqs,
     registry,
     observer,
     grpcErrors,

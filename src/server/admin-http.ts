@@ -29,6 +29,8 @@ export interface AdminServerOptions {
   readonly rules: () => unknown;
   /** GET /capacity: the capacity service's resources and clients (absent = 404). */
   readonly capacity?: () => unknown;
+  /** GET /rlqs: the Rate Limit Quota Service's buckets and each Envoy's current share (absent = 404). */
+  readonly rlqs?: () => unknown;
   /** POST /json: 'off' (404), 'check' (read-only, the default) or 'on' (consumes quota). */
   readonly jsonApi?: JsonApiMode;
   readonly onError?: (err: unknown) => void;
@@ -117,6 +119,9 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'GET /capacity':
       if (options.capacity !== undefined) return send(res, 200, options.capacity());
       return send(res, 404, { error: 'the capacity service is off (CAPACITY_CONFIG unset)' });
+    case 'GET /rlqs':
+      if (options.rlqs !== undefined) return send(res, 200, options.rlqs());
+      return send(res, 404, { error: 'the quota service is not served' });
     case 'POST /json': {
       const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
       const body = await readBody(req, limits.maxMessageBytes);
@@ -146,7 +151,7 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'off':
       return send(res, 404, { error: 'POST /json is disabled (JSON_API=off)' });
     default: {
-      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(options.capacity === undefined ? [] : ['GET /capacity']), ...(jsonApi === 'off' ? [] : ['POST /json'])];
+      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(options.capacity === undefined ? [] : ['GET /capacity']), ...(options.rlqs === undefined ? [] : ['GET /rlqs']), ...(jsonApi === 'off' ? [] : ['POST /json'])];
       if (routes.some((r) => r.endsWith(` ${path}`))) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
       return send(res, 404, { error: `no route ${path}`, routes });
     }

@@ -20,6 +20,8 @@ import { startLeanServer } from './lean/lean-server.js';
 import { leanRlsRoute, RLS_PATH } from './lean/rls-route.js';
 import { routeTable } from './lean/routes.js';
 import { rlsHandlers } from './rls-service.js';
+import type { BidiRoute } from './bidi/bidi-route.js';
+import { bidiGrpcService } from './bidi/bidi-grpc-js.js';
 
 export const TRANSPORTS = ['lean', 'grpc-js'] as const;
 const CHECK_NAME = metricMethodName(CHECK_PATH);
@@ -53,6 +55,8 @@ export interface TransportOptions {
   readonly extraUnary?: ReadonlyMap<string, (request: Buffer) => Promise<Uint8Array>>;
   /** The same methods as grpc-js services (the grpc-js transport registers these instead). */
   readonly extraServices?: readonly { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }[];
+  /** Bidirectional-streaming methods by path (the Rate Limit Quota Service, src/rlqs/), served on both transports. */
+  readonly bidi?: ReadonlyMap<string, BidiRoute>;
 }
 
 export interface RunningTransport {
@@ -70,7 +74,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
       rls: rlsHandlers({ ...rls, onError: o.onError }),
       ...(o.authz === undefined ? {} : { authz: extAuthzHandlers(o.authz) }),
       health: o.health,
-      ...(o.extraServices === undefined ? {} : { extraServices: o.extraServices }),
+      extraServices: [...(o.extraServices ?? []), ...(o.bidi === undefined ? [] : [bidiGrpcService(o.bidi)])],
       serverOptions: { 'grpc.max_receive_message_length': o.requestLimits.maxMessageBytes, interceptors: [callTimingInterceptor(o)] },
     });
   }
@@ -79,6 +83,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   addHealthRoutes(routes, o.health);
   if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
   for (const [path, route] of o.extraUnary ?? []) routes.unary.set(path, (bytes) => route(bytes));
+  for (const [path, route] of o.bidi ?? []) routes.bidi.set(path, route);
   const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
   return startLeanServer({
     ...common,

@@ -179,6 +179,8 @@ export const SETTINGS = {
   capacityMaxResources: int('CAPACITY_MAX_RESOURCES', 250_000, 'Most capacity resources holding leases at once, per process (a bound on memory: a resource is dropped with its last lease); past it the new resources of a request are left out of the answer (RESOURCE_EXHAUSTED when nothing of it is answered).', 1),
   capacityMaxRequestBytes: int('CAPACITY_MAX_REQUEST_BYTES', 4 * 1024 * 1024, 'Largest doorman.Capacity request, bytes (a server asking for all its resources at once; gRPC\'s and Doorman\'s default); RESOURCE_EXHAUSTED beyond. The gRPC port then takes messages up to the larger of this and MAX_REQUEST_BYTES; RLS and ext_authz requests keep their descriptor, entry and key bounds.', 1, 2 ** 31 - 1),
   shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 5_000, 'After the drain, finish in-flight calls for at most this long.'),
+  rlqsAssignmentTtlS: int('RLQS_ASSIGNMENT_TTL_S', 30, 'Rate Limit Quota Service: the TTL of every assignment, whole seconds: how long an Envoy keeps enforcing its share with this service gone, before its expired_assignment_behavior (docs/rlqs.md).', 1, 86_400),
+  rlqsIdleAbandonS: int('RLQS_IDLE_ABANDON_S', 120, 'Rate Limit Quota Service: a bucket an Envoy reports without requests for this long is abandoned on that Envoy, freeing its share (docs/rlqs.md).', 5, 86_400),
 } as const;
 
 /** LOG_LEVEL as either implementation spells it: ours, or logrus's (WARN, warning, trace, fatal, panic). */

@@ -49,6 +49,8 @@ export interface GuardOptions {
   /** Monotonic ms for the reset buckets (default performance.now). */
   readonly nowMs?: () => number;
   readonly onAction?: (action: GuardAction) => void;
+  /** Paths of bidirectional-streaming methods, whose request never ends: no message timeout for them. */
+  readonly longLivedPaths?: ReadonlySet<string>;
 }
 
 type AnyHttp2Server = http2.Http2Server | http2.Http2SecureServer;
@@ -121,10 +123,10 @@ export class ConnectionGuard {
       this.sessions--;
       clearTimeout(idle);
     });
-    session.on('stream', (stream: http2.ServerHttp2Stream) => {
+    session.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => {
       active++;
       clearTimeout(idle);
-      this.watchMessage(stream);
+      if (this.options.longLivedPaths?.has(String(headers[':path'])) !== true) this.watchMessage(stream);
       stream.once('close', () => {
         if (--active === 0 && !session.closed && !session.destroyed) arm();
         this.countReset(stream, session, resets, peer);

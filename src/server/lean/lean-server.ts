@@ -17,6 +17,7 @@ import { Code, malformedTimeoutMessage, parseGrpcTimeout } from './grpc-wire.js'
 import { answerError, LeanCall, type CallHooks } from './lean-call.js';
 import type { RouteTable } from './routes.js';
 import type { ConnectionGuard } from '../guard/connection-guard.js';
+import { startLeanBidiCall } from '../bidi/bidi-lean.js';
 
 export interface LeanServerOptions {
   /** An IP or name, or `unix:/path/to.sock`. */
@@ -62,7 +63,8 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
   }
   const unary = routes.unary.get(path);
   const streaming = unary === undefined ? routes.streaming.get(path) : undefined;
-  if (unary === undefined && streaming === undefined) {
+  const bidi = routes.bidi.get(path);
+  if (unary === undefined && streaming === undefined && bidi === undefined) {
     answerError(stream, Code.UNIMPLEMENTED, `The server does not implement the method ${path}`);
     return;
   }
@@ -74,6 +76,10 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
   const timeout = parseGrpcTimeout(headers['grpc-timeout']);
   if (timeout !== undefined && Number.isNaN(timeout)) {
     answerError(stream, Code.INTERNAL, malformedTimeoutMessage(headers['grpc-timeout']));
+    return;
+  }
+  if (bidi !== undefined) {
+    startLeanBidiCall(stream, bidi, hooks.maxMessageBytes);
     return;
   }
   const method = metricMethodName(path);

@@ -8,6 +8,7 @@
  *
  *   routes.unary.set('/envoy.service.auth.v3.Authorization/Check', (bytes, deadline, call) => check(bytes, deadline, call.signal));
  */
+import type { BidiRoute } from '../bidi/bidi-route.js';
 
 /** What a route may ask of its call. */
 export interface CallSignal {
@@ -40,8 +41,10 @@ export type StreamRoute = (request: Buffer, sink: StreamSink, call: CallSignal) 
 export interface RouteTable {
   readonly unary: Map<string, UnaryRoute>;
   readonly streaming: Map<string, StreamRoute>;
+  /** Bidirectional-streaming methods (server/bidi/). */
+  readonly bidi: Map<string, BidiRoute>;
 }
 
 export function routeTable(): RouteTable {
-  return { unary: new Map(), streaming: new Map() };
+  return { unary: new Map(), streaming: new Map(), bidi: new Map() };
 }

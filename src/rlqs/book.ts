@@ -1,0 +1,249 @@
+/**
+ * The quota book: every bucket the Envoys report, which Envoy (stream) holds which share of its global
+ * limit, and what each was last told. In process (one replica); state dies with the process, and Envoys
+ * rebuild it within one report interval of reconnecting.
+ *
+ * A report is answered at once with an assignment for every bucket in it (re-sending an unchanged token
+ * bucket keeps Envoy's bucket as it is and renews its TTL). When shares change, the other Envoys holding
+ * the bucket are pushed their new share in the same turn, so a joining Envoy makes the others shrink at once.
+ * Demand is measured on our own clock between reports (Envoy's time_elapsed is whole seconds, 0 for a new
+ * bucket).
+ */
+import type { Assignment, BucketAction, BucketUsage, UsageReports } from './wire.js';
+import { fairShares, worthChanging } from './shares.js';
+
+/** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */
+export type BucketRule =
+  | { readonly kind: 'allow' }
+  | { readonly kind: 'deny'; readonly name: string }
+  | { readonly kind: 'limit'; readonly name: string; readonly perFill: number; readonly fillS: number; readonly shadow: boolean };
+
+export interface RlqsObserver {
+  /** One reports message received. */
+  report(domain: string): void;
+  assignments(domain: string, kind: Assignment['kind'], n: number): void;
+  reported(domain: string, allowed: number, denied: number): void;
+  wouldDeny(domain: string, n: number): void;
+  /** A bucket answered without being tracked (a bound was reached). */
+  folded(domain: string): void;
+}
+
+export interface BookOptions {
+  readonly nowMs: () => number;
+  /** Assignment TTL, whole seconds: how long Envoys keep a share when the service is gone. */
+  readonly ttlS: number;
+  /** A bucket reported idle (no requests) this long is abandoned on that Envoy. */
+  readonly idleAbandonMs: number;
+  /** Most buckets tracked in all, and per stream; past either, a new bucket is folded (answered, not tracked). */
+  readonly maxBuckets: number;
+  readonly maxBucketsPerStream: number;
+  readonly rule: (domain: string, entries: BucketUsage['entries']) => BucketRule;
+  readonly observer?: RlqsObserver;
+}
+
+class Holder {
+  share = -1;
+  demand: number | undefined;
+  count = 0;
+  /** The last report with requests in it (or the first report). */
+  activeAtMs: number;
+  constructor(public sinceMs: number) {
+    this.activeAtMs = sinceMs;
+  }
+}
+
+interface Tracked {
+  readonly key: string;
+  readonly domain: string;
+  readonly entries: BucketUsage['entries'];
+  rule: Extract<BucketRule, { kind: 'limit' }>;
+  readonly holders: Map<Subscriber, Holder>;
+  shadowTokens: number;
+  shadowAtMs: number;
+}
+
+/** One stream: what it holds and how to push it an assignment. */
+export class Subscriber {
+  domain = '';
+  readonly buckets = new Map<string, Tracked>();
+  constructor(
+    readonly id: string,
+    readonly push: (actions: BucketAction[]) => void,
+  ) {}
+}
+
+/** Buckets listed by describe() (the totals cover all). */
+const DESCRIBED_BUCKETS = 1000;
+
+const bucketKey = (domain: string, entries: BucketUsage['entries']): string => JSON.stringify([domain, entries.map((e) => [e.key, e.value])]);
+
+export class QuotaBook {
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly subscribers = new Set<Subscriber>();
+
+  constructor(private readonly o: BookOptions) {}
+
+  open(id: string, push: (actions: BucketAction[]) => void): Subscriber {
+    const s = new Subscriber(id, push);
+    this.subscribers.add(s);
+    return s;
+  }
+
+  /** The stream ended: its shares are released (the others grow on their next report). */
+  close(s: Subscriber): void {
+    this.subscribers.delete(s);
+    for (const t of s.buckets.values()) this.release(t, s);
+    s.buckets.clear();
+  }
+
+  /** One reports message from `s`: the answer for every bucket in it (pushes to other streams go out here). */
+  report(s: Subscriber, reports: UsageReports): BucketAction[] {
+    if (s.domain === '') s.domain = reports.domain;
+    const domain = s.domain;
+    this.o.observer?.report(domain);
+    const now = this.o.nowMs();
+    const pushes = new Map<Subscriber, BucketAction[]>();
+    const answer: BucketAction[] = [];
+    for (const u of reports.usages) {
+      this.o.observer?.reported(domain, u.allowed, u.denied);
+      const assignment = this.assign(s, domain, u, now, pushes);
+      answer.push({ entries: u.entries, assignment });
+      this.o.observer?.assignments(domain, assignment.kind, 1);
+    }
+    for (const [other, actions] of pushes) {
+      if (other === s) continue;
+      for (const a of actions) this.o.observer?.assignments(other.domain, a.assignment.kind, 1);
+      other.push(actions);
+    }
+    return answer;
+  }
+
+  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>): Assignment {
+    const ttlS = this.o.ttlS;
+    const rule = this.o.rule(domain, u.entries);
+    const key = bucketKey(domain, u.entries);
+    let t = s.buckets.get(key);
+    if (rule.kind !== 'limit') {
+      if (t !== undefined) this.release(t, s); // the rules changed under a tracked bucket
+      return { kind: rule.kind === 'allow' ? 'allow_all' : 'deny_all', ttlS };
+    }
+    if (t === undefined) {
+      t = this.tracked.get(key);
+      if ((t === undefined && this.tracked.size >= this.o.maxBuckets) || s.buckets.size >= this.o.maxBucketsPerStream) {
+        this.o.observer?.folded(domain);
+        return this.folded(rule, domain);
+      }
+      t ??= this.create(key, domain, u.entries, rule, now);
+    }
+    const limitChanged = t.rule.perFill !== rule.perFill || t.rule.fillS !== rule.fillS;
+    t.rule = rule;
+    let h = t.holders.get(s);
+    const joined = h === undefined;
+    if (h === undefined) {
+      h = new Holder(now); // the first report's counts cover an unknown time: not a measure
+      t.holders.set(s, h);
+      s.buckets.set(key, t);
+    } else this.measure(h, u, now, rule.fillS);
+    if (rule.shadow) this.shadowCount(t, u.allowed, now);
+    if (u.allowed + u.denied > 0) h.activeAtMs = now;
+    else if (!joined && now - h.activeAtMs >= this.o.idleAbandonMs) {
+      this.release(t, s);
+      return { kind: 'abandon' };
+    }
+    if (rule.shadow) return { kind: 'allow_all', ttlS };
+    this.reshare(t, joined || limitChanged, pushes);
+    return this.tokenBucket(rule, h.share);
+  }
+
+  private create(key: string, domain: string, entries: BucketUsage['entries'], rule: Extract<BucketRule, { kind: 'limit' }>, now: number): Tracked {
+    const t: Tracked = { key, domain, entries, rule, holders: new Map(), shadowTokens: rule.perFill, shadowAtMs: now };
+    this.tracked.set(key, t);
+    return t;
+  }
+
+  private measure(h: Holder, u: BucketUsage, now: number, fillS: number): void {
+    h.count += u.allowed + u.denied;
+    const dt = now - h.sinceMs;
+    if (dt < 1000) return; // too short to measure: the counts wait for the next report
+    // The last interval's rate alone (Envoy's reports are 5 s apart, which smooths enough): a load that
+    // changes is followed at the next report, not over several.
+    h.demand = (h.count * fillS * 1000) / dt;
+    h.count = 0;
+    h.sinceMs = now;
+  }
+
+  /** New shares for every holder of `t` when they changed enough (or `force`); others told at once. */
+  private reshare(t: Tracked, force: boolean, pushes: Map<Subscriber, BucketAction[]>): void {
+    const holders = [...t.holders];
+    const current = holders.map(([, h]) => h.share);
+    const next = fairShares(t.rule.perFill, holders.map(([, h]) => h.demand));
+    if (!force && !current.includes(-1) && !worthChanging(current, next)) return;
+    holders.forEach(([sub, h], i) => {
+      if (h.share === next[i]) return;
+      const first = h.share < 0;
+      h.share = next[i]!;
+      if (first) return; // its own answer carries it
+      let list = pushes.get(sub);
+      if (list === undefined) pushes.set(sub, (list = []));
+      list.push({ entries: t.entries, assignment: this.tokenBucket(t.rule, h.share) });
+    });
+  }
+
+  private tokenBucket(rule: Extract<BucketRule, { kind: 'limit' }>, share: number): Assignment {
+    if (share <= 0) return { kind: 'deny_all', ttlS: this.o.ttlS };
+    return { kind: 'token_bucket', ttlS: this.o.ttlS, maxTokens: share, tokensPerFill: share, fillIntervalS: rule.fillS };
+  }
+
+  /** An untracked bucket: an even split of its limit among the domain's streams, not following demand. */
+  private folded(rule: Extract<BucketRule, { kind: 'limit' }>, domain: string): Assignment {
+    if (rule.shadow) return { kind: 'allow_all', ttlS: this.o.ttlS };
+    let streams = 0;
+    for (const s of this.subscribers) if (s.domain === domain) streams++;
+    return this.tokenBucket(rule, Math.floor(rule.perFill / Math.max(1, streams)));
+  }
+
+  /** Shadow mode: what a shared bucket of the whole limit would have refused of what was admitted. */
+  private shadowCount(t: Tracked, allowed: number, now: number): void {
+    const { perFill, fillS } = t.rule;
+    t.shadowTokens = Math.min(perFill, t.shadowTokens + ((now - t.shadowAtMs) * perFill) / (fillS * 1000));
+    t.shadowAtMs = now;
+    t.shadowTokens -= allowed;
+    if (t.shadowTokens < 0) {
+      this.o.observer?.wouldDeny(t.domain, Math.round(-t.shadowTokens));
+      t.shadowTokens = 0;
+    }
+  }
+
+  private release(t: Tracked, s: Subscriber): void {
+    t.holders.delete(s);
+    s.buckets.delete(t.key);
+    if (t.holders.size === 0) this.tracked.delete(t.key);
+  }
+
+  /** Tracked buckets and open streams per domain (for the metrics). */
+  stats(): Map<string, { buckets: number; streams: number }> {
+    const out = new Map<string, { buckets: number; streams: number }>();
+    const of = (d: string) => out.get(d) ?? (out.set(d, { buckets: 0, streams: 0 }).get(d)!);
+    for (const t of this.tracked.values()) of(t.domain).buckets++;
+    for (const s of this.subscribers) if (s.domain !== '') of(s.domain).streams++;
+    return out;
+  }
+
+  /** The current assignments, for the admin port's GET /rlqs: at most DESCRIBED_BUCKETS buckets listed. */
+  describe(): object {
+    const listed: Tracked[] = [];
+    for (const t of this.tracked.values()) {
+      if (listed.length >= DESCRIBED_BUCKETS) break;
+      listed.push(t);
+    }
+    const buckets = listed.map((t) => ({
+      domain: t.domain,
+      bucket: Object.fromEntries(t.entries.map((e) => [e.key, e.value])),
+      rule: t.rule.name,
+      limit: { requests: t.rule.perFill, per_seconds: t.rule.fillS },
+      shadow: t.rule.shadow,
+      holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
+    }));
+    return { streams: this.subscribers.size, tracked: this.tracked.size, buckets };
+  }
+}

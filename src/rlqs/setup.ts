@@ -1,0 +1,96 @@
+/**
+ * The Rate Limit Quota Service, composed: the book over the live rules, the stream route with its bounds,
+ * the metrics and the debug view. main.ts serves `route` at RLQS_PATH on the gRPC port (both transports)
+ * and `describe` at GET /rlqs.
+ *
+ * The book runs on real (monotonic) time whatever clock the engine is given: Envoy's token buckets refill in
+ * real time, and demand is measured between real reports.
+ */
+import type { CompiledConfig } from '../config/types.js';
+import type { RlqsMetrics } from '../observability/metrics-rlqs.js';
+import type { BidiRoute } from '../server/bidi/bidi-route.js';
+import { QuotaBook } from './book.js';
+import { bucketRule } from './rules.js';
+import { rlqsRoute } from './service.js';
+import { RLQS_PATH } from './wire.js';
+
+export { RLQS_PATH };
+
+/** The bounds (docs/rlqs.md); the timings are settings (RLQS_ASSIGNMENT_TTL_S, RLQS_IDLE_ABANDON_S). */
+export const RLQS_DEFAULTS = {
+  maxBuckets: 50_000,
+  maxBucketsPerStream: 5_000,
+  maxStreamsPerConnection: 8,
+  /** Bucket usages per stream: Envoy reports each of its buckets every 5 s (5,000 buckets: 1,000/s). */
+  reportBurst: 10_000,
+  reportRatePerS: 2_000,
+  decode: { maxBuckets: 5_000, maxEntries: 16, maxValueBytes: 512 },
+} as const;
+
+export interface RlqsSetup {
+  readonly path: string;
+  readonly route: BidiRoute;
+  /** GET /rlqs. */
+  describe(): object;
+  /** Ends the open streams (shutdown). */
+  close(): void;
+}
+
+export interface RlqsOptions {
+  readonly config: () => CompiledConfig;
+  readonly shadowMode: boolean;
+  /** Assignment TTL, whole seconds: how long an Envoy keeps its share with the service gone. */
+  readonly ttlS: number;
+  /** A bucket reported idle this long is abandoned on that Envoy (Envoy reports every bucket every 5 s). */
+  readonly idleAbandonS: number;
+  readonly metrics: RlqsMetrics;
+  /** BACKEND=redis (replicas share counters, but not quota shares): say so when the first quota stream opens. */
+  readonly sharedStore?: boolean;
+  readonly nowMs?: () => number;
+  readonly log?: (message: string, fields: Record<string, unknown>) => void;
+}
+
+export function setUpRlqs(o: RlqsOptions): RlqsSetup {
+  const nowMs = o.nowMs ?? (() => performance.now());
+  const known = (domain: string) => o.config().domains.has(domain);
+  const observer = o.metrics.rlqsObserver(known);
+  const book = new QuotaBook({
+    nowMs,
+    ttlS: o.ttlS,
+    idleAbandonMs: o.idleAbandonS * 1000,
+    maxBuckets: RLQS_DEFAULTS.maxBuckets,
+    maxBucketsPerStream: RLQS_DEFAULTS.maxBucketsPerStream,
+    rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries),
+    observer,
+  });
+  o.metrics.watchRlqs(() => {
+    const out = new Map<string, { buckets: number; streams: number }>();
+    for (const [domain, s] of book.stats()) {
+      const d = known(domain) ? domain : 'unknown';
+      const sum = out.get(d) ?? { buckets: 0, streams: 0 };
+      out.set(d, { buckets: sum.buckets + s.buckets, streams: sum.streams + s.streams });
+    }
+    return out;
+  });
+  const served = rlqsRoute({
+    book,
+    nowMs,
+    maxStreamsPerConnection: RLQS_DEFAULTS.maxStreamsPerConnection,
+    reportBurst: RLQS_DEFAULTS.reportBurst,
+    reportRatePerS: RLQS_DEFAULTS.reportRatePerS,
+    decode: RLQS_DEFAULTS.decode,
+    onRefused: (reason, detail) => {
+      observer.refused(reason);
+      if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
+    },
+  });
+  let warned = o.sharedStore !== true;
+  const route: BidiRoute = (call) => {
+    if (!warned) {
+      warned = true;
+      o.log?.('quota streams are served from this replica\'s memory: with several replicas, each gives its Envoys the whole limit; send the quota streams to one replica (docs/rlqs.md)', { peer: call.peer });
+    }
+    return served.route(call);
+  };
+  return { path: RLQS_PATH, route, describe: () => book.describe(), close: () => served.endAll() };
+}

@@ -1,0 +1,215 @@
+/**
+ * The Rate Limit Quota Service messages, decoded and encoded by hand (field numbers from Envoy's
+ * api/envoy/service/rate_limit_quota/v3/rlqs.proto, api/envoy/type/v3/ratelimit_strategy.proto and
+ * token_bucket.proto):
+ *
+ *   RateLimitQuotaUsageReports { string domain = 1; map<uint64, BucketQuotaUsage> bucket_quota_usages = 2 }
+ *   BucketQuotaUsage { BucketId bucket_id = 1; Duration time_elapsed = 2; uint64 num_requests_allowed = 3;
+ *                      uint64 num_requests_denied = 4; Timestamp last_report = 5 }
+ *   BucketId { map<string, string> bucket = 1 }
+ *   RateLimitQuotaResponse { repeated BucketAction bucket_action = 1 }
+ *   BucketAction { BucketId bucket_id = 1; oneof { QuotaAssignmentAction quota_assignment_action = 2;
+ *                                                  AbandonAction abandon_action = 3 } }
+ *   QuotaAssignmentAction { Duration assignment_time_to_live = 2; RateLimitStrategy rate_limit_strategy = 3 }
+ *   RateLimitStrategy { oneof { BlanketRule blanket_rule = 1 (ALLOW_ALL 0, DENY_ALL 1); ...; TokenBucket token_bucket = 3 } }
+ *   TokenBucket { uint32 max_tokens = 1; UInt32Value tokens_per_fill = 2; Duration fill_interval = 3 }
+ *
+ * Field 2 of the reports is declared a map, but a sender may write it as a repeated BucketQuotaUsage: each
+ * element is read as either (a map entry's field 1 is a varint key, a BucketQuotaUsage's field 1 a message).
+ * `time_elapsed` is read but not required (Envoy sends 0 s for a new bucket, which the proto forbids).
+ */
+import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
+import { InvalidRequestError } from '../core/errors.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
+
+export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
+
+export interface BucketUsage {
+  /** The bucket id's entries, sorted by key (each key once). */
+  readonly entries: readonly { readonly key: string; readonly value: string }[];
+  readonly allowed: number;
+  readonly denied: number;
+  /** time_elapsed in seconds, as sent (0 when absent). */
+  readonly elapsedS: number;
+}
+
+export interface UsageReports {
+  readonly domain: string;
+  readonly usages: BucketUsage[];
+}
+
+export interface DecodeLimits {
+  /** Most bucket usages in one message. */
+  readonly maxBuckets: number;
+  /** Most entries in one bucket id. */
+  readonly maxEntries: number;
+  /** Longest key or value, bytes. */
+  readonly maxValueBytes: number;
+}
+
+const NAME = 'RateLimitQuotaUsageReports';
+
+function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): { key: string; value: string }[] {
+  const id = c.sub(path);
+  const byKey = new Map<string, string>();
+  while (id.next()) {
+    if (id.number !== 1) continue;
+    const [key, value] = id.mapEntry(`${path}.bucket`);
+    if (key.length > limits.maxValueBytes || value.length > limits.maxValueBytes) id.malformed(`bucket id key or value longer than ${limits.maxValueBytes} bytes`, id.at);
+    byKey.set(key, value);
+    if (byKey.size > limits.maxEntries) id.malformed(`more than ${limits.maxEntries} entries in a bucket id`, id.at);
+  }
+  if (byKey.size === 0) c.malformed('empty bucket id', c.at);
+  return [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
+}
+
+function durationSeconds(c: FieldCursor, path: string): number {
+  const d = c.sub(path);
+  let s = 0;
+  while (d.next()) if (d.number === 1 && d.wireType === WIRE_VARINT) s = d.varint;
+  return s;
+}
+
+function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): BucketUsage {
+  const u = c.sub(path);
+  let entries: { key: string; value: string }[] | undefined;
+  let allowed = 0;
+  let denied = 0;
+  let elapsedS = 0;
+  while (u.next()) {
+    if (u.number === 1) entries = bucketId(u, `${path}.bucket_id`, limits);
+    else if (u.number === 2) elapsedS = durationSeconds(u, `${path}.time_elapsed`);
+    else if (u.number === 3) {
+      u.expect(WIRE_VARINT, `${path}.num_requests_allowed`);
+      allowed = u.varint;
+    } else if (u.number === 4) {
+      u.expect(WIRE_VARINT, `${path}.num_requests_denied`);
+      denied = u.varint;
+    }
+  }
+  if (entries === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
+  return { entries, allowed, denied, elapsedS };
+}
+
+/** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
+function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined {
+  // A BucketQuotaUsage has its bucket_id (a message) as field 1, and may have fields 3 to 5; a map entry has
+  // only a varint key (field 1, absent for key 0) and its value (field 2).
+  const probe = c.sub('bucket_quota_usages');
+  let isUsage = false;
+  let value: BucketUsage | undefined;
+  while (probe.next()) if ((probe.number === 1 && probe.wireType === WIRE_LEN) || probe.number > 2) isUsage = true;
+  if (isUsage) return bucketUsage(c, 'bucket_quota_usages', limits);
+  const e = c.sub('bucket_quota_usages');
+  while (e.next()) if (e.number === 2) value = bucketUsage(e, 'bucket_quota_usages.value', limits);
+  return value;
+}
+
+/** Decodes one reports message; malformed or over a bound → InvalidRequestError naming the field. */
+export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): UsageReports {
+  const c = new FieldCursor(bytes, 0, bytes.length, NAME, '');
+  let domain = '';
+  const usages: BucketUsage[] = [];
+  while (c.next()) {
+    if (c.number === 1) domain = c.text('domain');
+    else if (c.number === 2) {
+      if (usages.length >= limits.maxBuckets) throw new InvalidRequestError(`malformed ${NAME}: more than ${limits.maxBuckets} bucket_quota_usages in one message`);
+      const u = element(c, limits);
+      if (u !== undefined) usages.push(u);
+    }
+  }
+  return { domain, usages };
+}
+
+// ---- encoding: sizes first, then one buffer (no intermediate buffers per field) ----
+
+const durationSize = (seconds: number): number => (seconds > 0 ? 1 + varintSize(seconds) : 0);
+
+function writeDuration(w: ProtoWriter, field: number, seconds: number): void {
+  const size = durationSize(seconds);
+  w.header(field, size);
+  if (size > 0) {
+    w.tag(1, 0);
+    w.varint(seconds);
+  }
+}
+
+/** What one bucket is told. */
+export type Assignment =
+  | { readonly kind: 'allow_all'; readonly ttlS: number }
+  | { readonly kind: 'deny_all'; readonly ttlS: number }
+  | { readonly kind: 'token_bucket'; readonly ttlS: number; readonly maxTokens: number; readonly tokensPerFill: number; readonly fillIntervalS: number }
+  | { readonly kind: 'abandon' };
+
+export interface BucketAction {
+  readonly entries: BucketUsage['entries'];
+  readonly assignment: Assignment;
+}
+
+function tokenBucketSize(a: Extract<Assignment, { kind: 'token_bucket' }>): number {
+  return 1 + varintSize(a.maxTokens) + lenFieldSize(1 + varintSize(a.tokensPerFill)) + lenFieldSize(durationSize(a.fillIntervalS));
+}
+
+/** RateLimitStrategy's content. */
+function strategySize(a: Assignment): number {
+  return a.kind === 'token_bucket' ? lenFieldSize(tokenBucketSize(a)) : 2;
+}
+
+interface Sized {
+  readonly keys: number[];
+  readonly values: number[];
+  readonly id: number;
+  readonly quota: number;
+  readonly action: number;
+}
+
+function sizeOf(b: BucketAction): Sized {
+  const keys = b.entries.map((e) => utf8Length(e.key));
+  const values = b.entries.map((e) => utf8Length(e.value));
+  let id = 0;
+  for (let i = 0; i < keys.length; i++) id += lenFieldSize(lenFieldSize(keys[i]!) + lenFieldSize(values[i]!));
+  const a = b.assignment;
+  const quota = a.kind === 'abandon' ? 0 : lenFieldSize(durationSize(a.ttlS)) + lenFieldSize(strategySize(a));
+  return { keys, values, id, quota, action: lenFieldSize(id) + lenFieldSize(quota) };
+}
+
+function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
+  w.header(1, z.action);
+  w.header(1, z.id);
+  b.entries.forEach((e, i) => {
+    const k = z.keys[i]!;
+    const v = z.values[i]!;
+    w.header(1, lenFieldSize(k) + lenFieldSize(v));
+    w.string(1, e.key, k);
+    w.string(2, e.value, v);
+  });
+  const a = b.assignment;
+  if (a.kind === 'abandon') {
+    w.header(3, 0);
+    return;
+  }
+  w.header(2, z.quota);
+  writeDuration(w, 2, a.ttlS);
+  w.header(3, strategySize(a));
+  if (a.kind === 'token_bucket') {
+    w.header(3, tokenBucketSize(a));
+    w.tag(1, 0);
+    w.varint(a.maxTokens);
+    w.header(2, 1 + varintSize(a.tokensPerFill));
+    w.tag(1, 0);
+    w.varint(a.tokensPerFill);
+    writeDuration(w, 3, a.fillIntervalS);
+  } else {
+    w.tag(1, 0); // blanket_rule, written even when 0 (ALLOW_ALL): a member of a oneof
+    w.varint(a.kind === 'deny_all' ? 1 : 0);
+  }
+}
+
+/** A RateLimitQuotaResponse with these actions, in order. */
+export function encodeResponse(actions: readonly BucketAction[]): Buffer {
+  const sized = actions.map(sizeOf);
+  const w = new ProtoWriter(sized.reduce((n, z) => n + lenFieldSize(z.action), 0));
+  actions.forEach((a, i) => writeAction(w, a, sized[i]!));
+  if (w.pos !== w.buf.length) throw new Error(`RateLimitQuotaResponse: wrote ${w.pos} bytes of ${w.buf.length} sized`);
+  return w.buf;
+}

@@ -1,0 +1,166 @@
+/**
+ * StreamRateLimitQuotas over real sockets, messages built and read with Envoy's own rlqs.proto (from
+ * @grpc/grpc-js-xds), on both transports (vitest.config.ts TRANSPORT_TESTS):
+ * what each kind of bucket is assigned, a report answered at once, a second Envoy shrinking the first's share
+ * in the same moment, a malformed report dropped without ending the stream, the per-connection stream bound,
+ * a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
+ * client that does not read its answers cut off.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { grpcFrame } from '../support/raw-h2.js';
+import { encodeReports, QuotaStream } from '../support/rlqs.js';
+import { scrapeMetrics } from '../support/scrape.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const RULES = `
+domain: quota
+descriptors:
+  - key: name
+    value: all
+    rate_limit: {unit: second, requests_per_unit: 20}
+  - key: name
+    value: closed
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: name
+    value: watched
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 60}
+  - key: name
+    value: shared
+    descriptors:
+      - key: region
+        value: eu
+        rate_limit: {unit: second, requests_per_unit: 20}
+`;
+
+describe('RLQS stream', () => {
+  let service: TestService;
+  const streams: QuotaStream[] = [];
+  const open = (address: ConstructorParameters<typeof QuotaStream>[0] = service.grpcAddress) => {
+    const s = new QuotaStream(address);
+    streams.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    // A short message timeout: a quota stream must outlive it.
+    service = await startTestService({ 'quota.yaml': RULES }, { grpcMessageTimeoutMs: 300 });
+  });
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    await service?.close();
+  });
+
+  it('answers the first report at once: a token bucket of the limit, DENY_ALL at 0, ALLOW_ALL without a rule or in shadow mode', async () => {
+    const s = open();
+    s.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }, { bucket: { name: 'closed' } }, { bucket: { name: 'nothing' } }, { bucket: { name: 'watched' } }, { bucket: { tenant: 'acme' } }]);
+    const actions = await s.response(1);
+    expect(actions.map((a) => a.bucket_id.bucket)).toEqual([{ name: 'all' }, { name: 'closed' }, { name: 'nothing' }, { name: 'watched' }, { tenant: 'acme' }]);
+    const q = actions.map((a) => a.quota_assignment_action!);
+    expect(q[0]).toEqual({ assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { token_bucket: { max_tokens: 20, tokens_per_fill: { value: 20 }, fill_interval: { seconds: 1 } } } });
+    expect(q[1]!.rate_limit_strategy).toEqual({ blanket_rule: 'DENY_ALL' });
+    expect(q[2]!.rate_limit_strategy).toEqual({ blanket_rule: 'ALLOW_ALL' });
+    expect(q[3]!.rate_limit_strategy).toEqual({ blanket_rule: 'ALLOW_ALL' });
+    // A per-minute rule: fill every 60 s.
+    expect(q[4]!.rate_limit_strategy).toEqual({ token_bucket: { max_tokens: 60, tokens_per_fill: { value: 60 }, fill_interval: { seconds: 60 } } });
+    for (const a of q) expect(a.assignment_time_to_live).toEqual({ seconds: 30 });
+    // The shadow-mode bucket counts what its limit (10 a minute) would have refused of what was admitted.
+    s.send('quota', [{ bucket: { name: 'watched' }, allowed: 25 }]);
+    await s.response(2);
+    const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
+    expect(metrics.get('ratelimit_rlqs_shadow_would_deny_total{domain="quota"}')).toBe(15);
+    expect(metrics.get('ratelimit_rlqs_reported_requests_total{domain="quota",result="allowed"}')).toBe(26);
+    s.close();
+  });
+
+  it('shrinks the first Envoy\'s share in the moment a second one joins, and hands out no more than the limit', async () => {
+    const a = open();
+    // {name: shared, region: eu} is the descriptor (name=shared, region=eu): keys in sorted order.
+    a.send('quota', [{ bucket: { region: 'eu', name: 'shared' } }]);
+    expect((await a.response(1))[0]!.quota_assignment_action!.rate_limit_strategy!.token_bucket!.max_tokens).toBe(20);
+    const b = open();
+    b.send('quota', [{ bucket: { name: 'shared', region: 'eu' } }]); // the same bucket, keys sent in the other order
+    const bShare = (await b.response(1))[0]!.quota_assignment_action!.rate_limit_strategy!.token_bucket!.max_tokens;
+    const pushed = await a.response(2);
+    const aShare = pushed[0]!.quota_assignment_action!.rate_limit_strategy!.token_bucket!.max_tokens;
+    expect(pushed[0]!.bucket_id.bucket).toEqual({ name: 'shared', region: 'eu' });
+    expect([aShare, bShare]).toEqual([10, 10]);
+    const view = (await (await fetch(`${service.httpBase}/rlqs`)).json()) as { buckets: { bucket: Record<string, string>; holders: { share: number }[] }[] };
+    const bucket = view.buckets.find((x) => x.bucket['region'] === 'eu')!;
+    expect(bucket.holders.map((h) => h.share)).toEqual([10, 10]);
+    // The first Envoy leaves: the second grows at its next report.
+    a.close();
+    await new Promise((r) => setTimeout(r, 100));
+    b.send('quota', [{ bucket: { name: 'shared', region: 'eu' }, allowed: 3 }]);
+    expect((await b.response(2))[0]!.quota_assignment_action!.rate_limit_strategy!.token_bucket!.max_tokens).toBe(20);
+  });
+
+  it('drops a malformed report without ending the stream, and counts it', async () => {
+    const s = open();
+    s.sendRaw(Buffer.from([0, 0, 0, 0, 3, 0x12, 0x05, 0x0a])); // field 2 claims 5 bytes, has 1
+    s.send('quota', [{ bucket: { name: 'nothing' } }]);
+    expect((await s.response(1))[0]!.bucket_id.bucket).toEqual({ name: 'nothing' });
+    expect(s.status).toBeUndefined();
+    const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
+    expect(metrics.get('ratelimit_rlqs_refused_total{reason="malformed"}')).toBe(1);
+  });
+
+  it('ends the ninth stream on one connection RESOURCE_EXHAUSTED; a half-close ends a stream OK', async () => {
+    const first = open();
+    first.send('quota', [{ bucket: { name: 'nothing' } }]);
+    await first.response(1);
+    const shared = Array.from({ length: 8 }, () => open(first.session));
+    const statuses = await Promise.all(shared.map(async (s) => {
+      s.send('quota', [{ bucket: { name: 'nothing' } }]);
+      await s.response(1).catch(() => undefined);
+      return s.status?.code;
+    }));
+    expect(statuses.filter((c) => c === 8)).toHaveLength(1); // RESOURCE_EXHAUSTED
+    first.halfClose();
+    expect((await first.ended()).code).toBe(0);
+  });
+
+  it('keeps a stream open past the message timeout of unary calls (GRPC_MESSAGE_TIMEOUT_MS, 300 ms here)', async () => {
+    const s = open();
+    s.send('quota', [{ bucket: { name: 'nothing' } }]);
+    await s.response(1);
+    await new Promise((r) => setTimeout(r, 700));
+    s.send('quota', [{ bucket: { name: 'nothing' } }]);
+    await s.response(2);
+    expect(s.status).toBeUndefined();
+  });
+
+  // The lean transport sees the bytes a client leaves unread; grpc-js completes writes as node:http2 takes them,
+  // so there the bound is the session's memory (GRPC_MAX_SESSION_MEMORY_MB) and this test runs on lean only.
+  it.skipIf(process.env['GRPC_TRANSPORT'] === 'grpc-js')('ends RESOURCE_EXHAUSTED the stream of a client that does not read its answers', async () => {
+    const s = open();
+    s.pause();
+    // 40 reports of 250 buckets (the stream's whole budget of 10,000), answers of about 35 KB each.
+    const big = grpcFrame(encodeReports('quota', Array.from({ length: 250 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(100)}` } }))));
+    for (let i = 0; i < 40; i++) s.sendRaw(big);
+    await new Promise((r) => setTimeout(r, 500));
+    s.resume();
+    const status = await s.ended();
+    expect(status).toEqual({ code: 8, message: 'the client is not reading its answers' });
+  });
+});
+
+describe('RLQS stream at shutdown', () => {
+  it('ends open quota streams with OK when the service stops, instead of holding the shutdown for its grace period (TTL from RLQS_ASSIGNMENT_TTL_S)', async () => {
+    const service = await startTestService({ 'quota.yaml': RULES }, { shutdownGraceMs: 10_000, rlqsAssignmentTtlS: 7 });
+    const s = new QuotaStream(service.grpcAddress);
+    try {
+      s.send('quota', [{ bucket: { name: 'all' } }]);
+      // RLQS_ASSIGNMENT_TTL_S sets every assignment's TTL.
+      expect((await s.response(1))[0]!.quota_assignment_action!.assignment_time_to_live).toEqual({ seconds: 7 });
+      const started = performance.now();
+      await service.close();
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect((await s.ended()).code).toBe(0);
+    } finally {
+      s.close();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+/** fairShares: max-min fair by demand, in whole tokens, never past the limit; worthChanging's hysteresis. */
+import { describe, expect, it } from 'vitest';
+import { fairShares, worthChanging } from '../../../src/rlqs/shares.js';
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe('fairShares', () => {
+  it('splits by demand: 30/s and 4/s under 20/s give about 15 and 5 (an even split would admit 14)', () => {
+    expect(fairShares(20, [30, 4])).toEqual([15, 5]);
+    expect(sum(fairShares(20, [30, 4]))).toBe(20);
+  });
+
+  it('gives Envoys whose demand is unknown an even share of what the measured ones leave', () => {
+    expect(fairShares(20, [undefined, undefined])).toEqual([10, 10]);
+    expect(fairShares(20, [2, undefined])).toEqual([3, 17]);
+  });
+
+  it('spreads what nobody wants evenly, and hands out whole tokens adding up to the limit', () => {
+    expect(fairShares(20, [1, 1])).toEqual([10, 10]);
+    expect(fairShares(10, [undefined, undefined, undefined])).toEqual([4, 3, 3]);
+  });
+
+  it('never exceeds the limit, for any demands; shares of 0 when there are more Envoys than tokens', () => {
+    for (let n = 1; n <= 30; n++) {
+      for (const limit of [0, 1, 7, 20, 1000]) {
+        const demands = Array.from({ length: n }, (_, i) => (i % 3 === 0 ? undefined : (i * 7) % 50));
+        const s = fairShares(limit, demands);
+        expect(s).toHaveLength(n);
+        expect(sum(s)).toBe(limit);
+        for (const x of s) expect(Number.isInteger(x) && x >= 0).toBe(true);
+      }
+    }
+    expect(fairShares(2, [undefined, undefined, undefined]).sort()).toEqual([0, 1, 1]);
+  });
+});
+
+describe('worthChanging', () => {
+  it('ignores drifts within a tenth (or one token), not moves to or from zero', () => {
+    expect(worthChanging([10, 10], [11, 9])).toBe(false);
+    expect(worthChanging([100, 100], [109, 91])).toBe(false);
+    expect(worthChanging([100, 100], [115, 85])).toBe(true);
+    expect(worthChanging([1, 0], [0, 1])).toBe(true);
+  });
+});

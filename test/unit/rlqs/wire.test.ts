@@ -1,0 +1,70 @@
+/**
+ * The reports codec against Envoy's own rlqs.proto (repeated BucketQuotaUsage, as Envoy 1.40 sends it) and
+ * against the map<uint64, BucketQuotaUsage> form of the published proto, hand-encoded; its bounds and errors.
+ */
+import { describe, expect, it } from 'vitest';
+import { decodeUsageReports, encodeResponse } from '../../../src/rlqs/wire.js';
+import { InvalidRequestError } from '../../../src/core/errors.js';
+import { prng } from '../../support/prng.js';
+import { decodeResponse, encodeReports } from '../../support/rlqs.js';
+
+const LIMITS = { maxBuckets: 3, maxEntries: 2, maxValueBytes: 8 };
+
+describe('RLQS wire', () => {
+  it('reads a repeated BucketQuotaUsage with its time_elapsed (field 2, a message) and sorts the bucket id by key', () => {
+    const bytes = encodeReports('edge', [{ bucket: { zone: 'eu', name: 'all' }, allowed: 7, denied: 3, elapsedS: 5 }]);
+    expect(decodeUsageReports(bytes, LIMITS)).toEqual({ domain: 'edge', usages: [{ entries: [{ key: 'name', value: 'all' }, { key: 'zone', value: 'eu' }], allowed: 7, denied: 3, elapsedS: 5 }] });
+  });
+
+  it('reads the map form: entries {key = 1 (uint64), value = 2 (BucketQuotaUsage)}', () => {
+    const usage = Buffer.from([0x0a, 0x0d, 0x0a, 0x0b, 0x0a, 0x01, 0x6b, 0x12, 0x06, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x73, 0x18, 0x04]); // bucket_id {bucket {k: values}}, allowed 4
+    const entry = Buffer.concat([Buffer.from([0x08, 0x2a, 0x12, usage.length]), usage]);
+    const msg = Buffer.concat([Buffer.from([0x0a, 0x01, 0x64, 0x12, entry.length]), entry]);
+    expect(decodeUsageReports(msg, { ...LIMITS, maxValueBytes: 16 })).toEqual({ domain: 'd', usages: [{ entries: [{ key: 'k', value: 'values' }], allowed: 4, denied: 0, elapsedS: 0 }] });
+  });
+
+  it('refuses, naming the field: too many buckets, too many entries, a long value, a missing bucket id, a truncated message', () => {
+    const many = encodeReports('d', [1, 2, 3, 4].map((i) => ({ bucket: { n: String(i) } })));
+    expect(() => decodeUsageReports(many, LIMITS)).toThrow(/more than 3 bucket_quota_usages/);
+    expect(() => decodeUsageReports(encodeReports('d', [{ bucket: { a: '1', b: '2', c: '3' } }]), LIMITS)).toThrow(/more than 2 entries in a bucket id/);
+    expect(() => decodeUsageReports(encodeReports('d', [{ bucket: { a: '123456789' } }]), LIMITS)).toThrow(/longer than 8 bytes/);
+    expect(() => decodeUsageReports(Buffer.from([0x12, 0x02, 0x18, 0x01]), LIMITS)).toThrow(/bucket_id missing/);
+    expect(() => decodeUsageReports(Buffer.from([0x12, 0x05, 0x0a]), LIMITS)).toThrow(/malformed RateLimitQuotaUsageReports/);
+  });
+
+  it('writes actions Envoy\'s proto reads back: token bucket, blankets, abandon', () => {
+    const id = [{ key: 'name', value: 'all' }];
+    const actions = decodeResponse(encodeResponse([
+      { entries: id, assignment: { kind: 'token_bucket', ttlS: 30, maxTokens: 7, tokensPerFill: 7, fillIntervalS: 60 } },
+      { entries: id, assignment: { kind: 'allow_all', ttlS: 30 } },
+      { entries: id, assignment: { kind: 'deny_all', ttlS: 5 } },
+      { entries: id, assignment: { kind: 'abandon' } },
+    ]));
+    expect(actions).toEqual([
+      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { token_bucket: { max_tokens: 7, tokens_per_fill: { value: 7 }, fill_interval: { seconds: 60 } } } } },
+      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { blanket_rule: 'ALLOW_ALL' } } },
+      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 5 }, rate_limit_strategy: { blanket_rule: 'DENY_ALL' } } },
+      { bucket_id: { bucket: { name: 'all' } }, abandon_action: {} },
+    ]);
+  });
+
+  it('answers any bytes with a decoded message or an InvalidRequestError: 3,000 mutated and random messages', () => {
+    const r = prng('rlqs-wire');
+    const valid = encodeReports('edge', [{ bucket: { name: 'all', zone: 'eu' }, allowed: 300, denied: 2, elapsedS: 5 }, { bucket: { tenant: 'acme' } }]);
+    for (let i = 0; i < 3000; i++) {
+      let bytes: Buffer;
+      if (i % 3 === 0) bytes = Buffer.from(Array.from({ length: r.int(0, 64) }, () => r.int(0, 255)));
+      else {
+        bytes = Buffer.from(valid);
+        for (let k = r.int(1, 4); k > 0; k--) bytes[r.int(0, bytes.length - 1)] = r.int(0, 255);
+        if (r.chance(0.3)) bytes = bytes.subarray(0, r.int(0, bytes.length));
+      }
+      try {
+        const m = decodeUsageReports(bytes, LIMITS);
+        for (const u of m.usages) expect(u.entries.length).toBeGreaterThan(0);
+      } catch (err) {
+        expect(err, `input ${bytes.toString('hex')}`).toBeInstanceOf(InvalidRequestError);
+      }
+    }
+  });
+});
