@@ -40,6 +40,7 @@ export const TIMING_TESTS = [
   'test/e2e/throttling-replicas.test.ts',
   'test/envoy/ops-restart.test.ts',
   'test/e2e/capacity-client-sidecars.test.ts',
+  'test/envoy/failopen-audit.test.ts',
 ];
 
 const common = {
