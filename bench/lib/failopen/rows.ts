@@ -8,7 +8,8 @@
 import { rawCommand } from '../../../test/support/redis.js';
 import { scrapeMetrics, total } from '../../../test/support/scrape.js';
 import { eventually } from '../../../test/support/eventually.js';
-import { concurrentProbes, disconnectingClients, idleConnections, Prober, rapidReset } from './downstream.js';
+import { concurrentProbes, idleConnections, Prober, type ResetResult } from './downstream.js';
+import { inChildProcess } from './load-process.js';
 import { auditRules, RULES_FILE, startAuditStack, type AuditStack } from './stack.js';
 import type { Side } from './targets.js';
 
@@ -71,7 +72,7 @@ export const ROWS: readonly AuditRow[] = [
     event: 'downstream HTTP/2 rapid reset at Envoy (HEADERS + RST_STREAM)',
     store: 'memory',
     async run(ctx) {
-      const r = await rapidReset(ctx.stack.port, ctx.quick ? { durationMs: 2000, connections: 8, maxResets: 30_000 } : { durationMs: 8000, connections: 32, maxResets: 200_000 });
+      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 2000, connections: 8, maxResets: 30_000 } : { durationMs: 8000, connections: 32, maxResets: 200_000 });
       ctx.note(`${r.resets} resets on ${r.connections} connections`);
       await sleep(1000);
     },
@@ -81,7 +82,7 @@ export const ROWS: readonly AuditRow[] = [
     event: 'downstream clients disconnecting mid-request, 2,000 req/s',
     store: 'memory',
     async run(ctx) {
-      const r = await disconnectingClients(ctx.stack.port, { ratePerS: 2000, durationMs: ctx.quick ? 1500 : 5000, maxInFlight: 500 });
+      const r = await inChildProcess<{ sent: number; skipped: number }>('disconnect', ctx.stack.port, { ratePerS: 2000, durationMs: ctx.quick ? 1500 : 5000, maxInFlight: 500 });
       ctx.note(`${r.sent} requests cut${r.skipped > 0 ? `, ${r.skipped} not sent (500 in flight)` : ''}`);
     },
   },
@@ -232,6 +233,7 @@ async function serviceNotes(stack: AuditStack): Promise<string[]> {
       const action = /^ratelimit_grpc_guard_total\{.*action="([^"]+)"/.exec(key)?.[1];
       if (action !== undefined && value > 0) parts.push(`guard ${action} ${value}`);
     }
+    for (const [key, value] of samples) if (value > 0 && /^ratelimit_grpc_(errors|late_answers)_total\{/.test(key)) parts.push(`${key} ${value}`);
     const fallbacks = total(samples, 'ratelimit_store_fallbacks_total');
     if (fallbacks > 0) parts.push(`FAILURE_MODE answers ${fallbacks}`);
     if (parts.length > 0) out.push(`replica :${r.port}: ${parts.join(', ')}`);
