@@ -71,9 +71,10 @@ export const ROWS: readonly AuditRow[] = [
   {
     id: 'rapid-reset',
     event: 'downstream HTTP/2 rapid reset at Envoy (HEADERS + RST_STREAM)',
-    store: 'memory',
+    // Redis, like the reference: a call then waits for a round trip, as most do in production
+    store: 'redis',
     async run(ctx) {
-      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 2000, connections: 8, maxResets: 30_000 } : { durationMs: 8000, connections: 32, maxResets: 200_000 });
+      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 3000, connections: 8, maxResets: 60_000 } : { durationMs: 8000, connections: 32, maxResets: 200_000 });
       ctx.note(`${r.resets} resets on ${r.connections} connections`);
       await sleep(1000);
     },
@@ -81,9 +82,10 @@ export const ROWS: readonly AuditRow[] = [
   {
     id: 'disconnect',
     event: 'downstream clients disconnecting mid-request, 2,000 req/s',
-    store: 'memory',
+    // Redis, like the reference: a call then waits for a round trip, as most do in production
+    store: 'redis',
     async run(ctx) {
-      const r = await inChildProcess<{ sent: number; skipped: number }>('disconnect', ctx.stack.port, { ratePerS: 2000, durationMs: ctx.quick ? 1500 : 5000, maxInFlight: 500 });
+      const r = await inChildProcess<{ sent: number; skipped: number }>('disconnect', ctx.stack.port, { ratePerS: 2000, durationMs: ctx.quick ? 2500 : 5000, maxInFlight: 500 });
       ctx.note(`${r.sent} requests cut${r.skipped > 0 ? `, ${r.skipped} not sent (500 in flight)` : ''}`);
     },
   },
