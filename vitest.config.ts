@@ -46,6 +46,7 @@ export const TIMING_TESTS = [
   'test/e2e/capacity-client-sidecars.test.ts',
   'test/e2e/on-limit-deadline.test.ts',
   'test/envoy/rlqs.test.ts',
+  'test/envoy/failopen-audit.test.ts',
 ];
 
 const common = {

@@ -9,8 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { freePort, rawCommand } from '../../test/support/redis.js';
 import type { Target } from './servers.js';
 
-/** Where the reference's start script is, relative to this repository (a sibling of the checkout's parent). */
-export const REFERENCE_START = fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url));
+/**
+ * Where the reference's start script is: REFERENCE_START if set, else relative to this repository (a sibling of
+ * the checkout's parent).
+ */
+export const REFERENCE_START = process.env['REFERENCE_START'] || fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url));
 
 export function haveReference(path = REFERENCE_START): boolean {
   return existsSync(path);
@@ -24,10 +27,17 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
+export interface ReferenceOptions {
+  /** The gRPC port (default: a free one), e.g. to start it again where it was. */
+  grpcPort?: number;
+  /** Further VAR=value settings for the server (start.sh passes them last, so they win), e.g. REDIS_TYPE=sentinel. */
+  env?: readonly string[];
+}
+
 /** Starts the reference with the rules in `rulesDir` on `redisAddress` (host:port); resolves once its gRPC port accepts. */
-export async function startReference(rulesDir: string, redisAddress: string, start = REFERENCE_START): Promise<Target> {
-  const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
-  const child = spawn(start, [String(grpc), String(http), String(debug), rulesDir, redisAddress], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+export async function startReference(rulesDir: string, redisAddress: string, start = REFERENCE_START, options: ReferenceOptions = {}): Promise<Target> {
+  const [grpc, http, debug] = [options.grpcPort ?? (await freePort()), await freePort(), await freePort()];
+  const child = spawn(start, [String(grpc), String(http), String(debug), rulesDir, redisAddress, ...(options.env ?? [])], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

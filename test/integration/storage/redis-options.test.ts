@@ -43,7 +43,7 @@ function standalone(plan: ReturnType<typeof planClient>): RedisOptions {
 
 describe('planClient', () => {
   it('single: fails fast while down, never resends, pipelines, reconnects with a capped back-off', () => {
-    const plan = planClient({ url: 'redis://u:p@h:1/2', connectTimeoutMs: 300, commandTimeoutMs: 40 });
+    const plan = planClient({ url: 'redis://u:p@h:1/2', connectTimeoutMs: 300, commandTimeoutMs: 40, reconnectMaxDelayMs: 500 });
     expect(plan.type).toBe('single');
     expect(plan.options).toMatchObject({
       host: 'h', port: 1, db: 2, username: 'u', password: 'p',
@@ -90,6 +90,13 @@ describe('planClient', () => {
     expect(tls.rejectUnauthorized).toBe(false);
     expect(() => planClient({ url: 'redis://h', tls: { caFile: '/x' } })).toThrow(/not rediss/);
     expect(() => planClient({ url: 'rediss://h', tls: { caFile: '/nonexistent/ca.pem' } })).toThrow(/ENOENT/);
+  });
+
+  it('by default reconnects within 10 ms of Redis coming back, however long it was down', () => {
+    // every answer while disconnected is FAILURE_MODE's (fail open by default): the wait after Redis is back is
+    // time without limits, which envoyproxy/ratelimit (it dials on demand) does not have
+    const retry = standalone(planClient({ url: 'redis://h' })).retryStrategy!;
+    for (let n = 1; n < 1000; n++) expect(retry(n)).toBeLessThanOrEqual(10);
   });
 
   it('back-off never gives up and never exceeds its cap', () => {
