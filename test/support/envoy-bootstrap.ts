@@ -48,6 +48,8 @@ function staticCluster(name: string, http2: boolean): Obj {
             'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
               '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
               explicit_http_config: { http2_protocol_options: {} },
+              // As the shipped envoy.yaml: no connection carries more calls than Node's HTTP/2 stack lets its peer reset.
+              common_http_protocol_options: { max_requests_per_connection: 1000 },
             },
           },
         }
