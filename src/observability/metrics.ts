@@ -218,7 +218,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check answers by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors, store_failure (503, FAILURE_MODE=closed).', labelNames: ['domain', 'result'] as const, registers });
   for (const result of AUTHZ_RESULTS) authzChecks.inc({ domain: UNKNOWN_DOMAIN, result }, 0);
 
-  const grpcGuard = new Counter({ name: 'ratelimit_grpc_guard_total', help: 'gRPC connection guard actions: connection_refused (GRPC_MAX_CONNECTIONS), reset_goaway (a connection retired for its resets, GRPC_RESET_*), peer_refused (GRPC_RESET_REFUSE_ADDRESS), message_timeout (GRPC_MESSAGE_TIMEOUT_MS), idle_close (GRPC_IDLE_TIMEOUT_MS), watch_refused (GRPC_MAX_WATCH_STREAMS).', labelNames: ['action'] as const, registers });
+  const grpcGuard = new Counter({ name: 'ratelimit_grpc_guard_total', help: 'gRPC connection guard actions: connection_refused, reset_goaway (a connection retired for its resets), peer_refused (GRPC_RESET_REFUSE_ADDRESS), message_timeout, idle_close, watch_refused.', labelNames: ['action'] as const, registers });
   for (const action of [...GUARD_ACTIONS, 'watch_refused']) grpcGuard.inc({ action }, 0);
 
   return {
