@@ -40,7 +40,7 @@ afterAll(async () => {
 it.runIf(canRun)('exports the per-rule counters under the reference\'s Prometheus names and labels, with its values', async () => {
   const port = await freePort();
   xds = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [RULES] } });
-  const scrape = async (s: XdsSubject, prom: number): Promise<string[]> => {
+  const scrape = async (prom: number): Promise<string[]> => {
     const text = await (await fetch(`http://127.0.0.1:${prom}/metrics`)).text();
     return [...parseMetrics(text)].filter(([k]) => NAMES.some((n) => k.startsWith(`${n}{`))).map(([k, v]) => `${k} ${v}`).sort();
   };
@@ -55,8 +55,8 @@ it.runIf(canRun)('exports the per-rule counters under the reference\'s Prometheu
       for (let i = 0; i < 3; i++) await client.ask(DOMAIN, [[[ROUTE, ROUTE], ['rule-0-match-0', 'rule-0-match-0']]], 1);
       for (let i = 0; i < 2; i++) await client.ask(DOMAIN, [[['flat', `user-${i}`]]], 1);
       // The reference flushes its counters every STATS_FLUSH_INTERVAL: wait until the three hits are there.
-      await eventually(async () => (await scrape(s, prom)).some((l) => l.startsWith('ratelimit_service_rate_limit_total_hits{') && l.includes('key2=') && l.endsWith(' 3')), { timeoutMs: 10_000, what: 'the counters exported' });
-      results.push(await scrape(s, prom));
+      await eventually(async () => (await scrape(prom)).some((l) => l.startsWith('ratelimit_service_rate_limit_total_hits{') && l.includes('key2=') && l.endsWith(' 3')), { timeoutMs: 10_000, what: 'the counters exported' });
+      results.push(await scrape(prom));
     } finally {
       client.close();
     }
