@@ -8,7 +8,8 @@
  * (`%DYNAMIC_METADATA(io.envoy.ai_gateway:quota_cost)%`, apply_on_stream_done). Here the metadata the AI
  * Gateway's ext_proc writes comes from set_metadata and header_to_metadata (the upstream reports the cost in a
  * response header). The charge after the response that crosses the quota is counted, so the next request gets
- * 429: run the same on this service and on envoyproxy/ratelimit.
+ * 429; with a Distinct selector the charges land on one counter apart from the per-user checks, as the AI
+ * Gateway writes the entries. Run the same on this service and on envoyproxy/ratelimit.
  */
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +19,7 @@ import { startRlsRecorder, type RecordedCall, type RlsRecorder } from '../suppor
 import { startUpstream, type Upstream } from '../support/envoy-upstream.js';
 import { eventually } from '../support/eventually.js';
 import { freePort } from '../support/redis.js';
+import { RlsTestClient } from '../support/rls-client.js';
 import { startXdsServer, type XdsServer } from '../support/xds-server.js';
 import { REFERENCE_BIN, startOursOverXds, startReferenceOverXds, type XdsSubject } from '../support/xds-subjects.js';
 
@@ -27,12 +29,22 @@ const NS = 'io.envoy.ai_gateway';
 const BACKEND = 'default/llm-backend';
 const MODEL = 'gpt-test';
 const FILTER = 'envoy.filters.http.ratelimit/ai-gateway-quota';
+const DISTINCT_MODEL = 'gpt-distinct';
+const USER_KEY = 'rule-0-x-user-id-match-0';
 
 /** What the AI Gateway's translator sends for a QuotaPolicy with a default bucket of 100 per hour for one model. */
 const QUOTA = {
   name: DOMAIN,
   domain: DOMAIN,
-  descriptors: [{ key: 'backend_name', value: BACKEND, descriptors: [{ key: 'model_name_override', value: MODEL, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true }] }],
+  descriptors: [{
+    key: 'backend_name',
+    value: BACKEND,
+    descriptors: [
+      { key: 'model_name_override', value: MODEL, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true },
+      // A bucket rule with a Distinct selector on x-user-id: key only, each value counts apart.
+      { key: 'model_name_override', value: DISTINCT_MODEL, descriptors: [{ key: USER_KEY, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true }] },
+    ],
+  }],
 };
 
 const fromMetadata = (descriptorKey: string, key: string) => ({ metadata: { descriptor_key: descriptorKey, metadata_key: { key: NS, path: [{ key }] }, source: 'DYNAMIC' } });
@@ -43,6 +55,19 @@ const QUOTA_RATE_LIMITS = [
   { actions: [genericKey('backend_name', BACKEND), genericKey('model_name_override', MODEL)] },
   {
     actions: [fromMetadata('backend_name', 'ai_service_backend_name'), fromMetadata('model_name_override', 'model_name_override')],
+    hits_addend: { format: `%DYNAMIC_METADATA(${NS}:quota_cost)%` },
+    apply_on_stream_done: true,
+  },
+];
+
+/**
+ * For the Distinct bucket rule: at request time the user's header value; after the response the AI Gateway sends
+ * the selector's own name as the value (a generic key: the stream-done entry does not read the header).
+ */
+const DISTINCT_RATE_LIMITS = [
+  { actions: [genericKey('backend_name', BACKEND), genericKey('model_name_override', DISTINCT_MODEL), { request_headers: { header_name: 'x-user-id', descriptor_key: USER_KEY } }] },
+  {
+    actions: [fromMetadata('backend_name', 'ai_service_backend_name'), fromMetadata('model_name_override', 'model_name_override'), genericKey(USER_KEY, USER_KEY)],
     hits_addend: { format: `%DYNAMIC_METADATA(${NS}:quota_cost)%` },
     apply_on_stream_done: true,
   },
@@ -99,7 +124,10 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
         filterName: FILTER,
         filter: { timeout: '5s', disable_x_envoy_ratelimited_header: true },
         before: METADATA_FILTERS,
-        routes: [{ prefix: '/', perRoute: true, domain: DOMAIN, rateLimits: QUOTA_RATE_LIMITS }],
+        routes: [
+          { prefix: '/distinct/', perRoute: true, domain: DOMAIN, rateLimits: DISTINCT_RATE_LIMITS },
+          { prefix: '/', perRoute: true, domain: DOMAIN, rateLimits: QUOTA_RATE_LIMITS },
+        ],
       }));
       url = await envoy.listenerUrl('ingress');
     }, 90_000);
@@ -113,9 +141,10 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
 
     const isCharge = (c: RecordedCall, cost: number) => c.request?.descriptors[0]?.hitsAddend === cost;
     /** One chat request; resolves once the service has answered its charge after the response. */
-    const chat = async (price: number): Promise<{ status: number; remaining: string | null }> => {
+    const chat = async (price: number, distinctUser?: string): Promise<{ status: number; remaining: string | null }> => {
       const from = recorder.calls.length;
-      const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'x-ai-eg-model': MODEL, 'x-price': String(price) }, body: '{}' });
+      const headers: Record<string, string> = distinctUser === undefined ? { 'x-ai-eg-model': MODEL } : { 'x-ai-eg-model': DISTINCT_MODEL, 'x-user-id': distinctUser };
+      const res = await fetch(`${url}${distinctUser === undefined ? '' : '/distinct'}/v1/chat/completions`, { method: 'POST', headers: { ...headers, 'x-price': String(price) }, body: '{}' });
       await res.arrayBuffer();
       if (res.status === 200) {
         await eventually(() => recorder.calls.slice(from).some((c) => isCharge(c, price) && c.answered), { timeoutMs: 10_000, what: `the charge of ${price} after the response` })
@@ -134,6 +163,23 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
       expect(await chat(45)).toEqual({ status: 200, remaining: '28' });
       const third = await chat(1);
       expect(third.status).toBe(429);
+    }, 60_000);
+
+    it('with a Distinct selector, counts the charges after the response under the selector\'s name, apart from the per-user checks', async () => {
+      expect(await chat(70, 'u1')).toEqual({ status: 200, remaining: '99' });
+      const charge = recorder.calls.find((c) => isCharge(c, 70) && c.request?.descriptors[0]?.entries[1]?.value === DISTINCT_MODEL)!.request!;
+      expect(charge.descriptors[0]!.entries[2]).toEqual({ key: USER_KEY, value: USER_KEY });
+      // u1's own counter holds only its request-time hits (2 of 100); the 115 tokens sit on the shared one.
+      expect(await chat(45, 'u1')).toEqual({ status: 200, remaining: '98' });
+      expect((await chat(1, 'u1')).status).toBe(200);
+      // The shared counter holds the charges (70 + 45 + 1, past the quota): a request for it is over.
+      const client = new RlsTestClient(subject.grpcAddress);
+      try {
+        const shared = await client.ask(DOMAIN, [[['backend_name', BACKEND], ['model_name_override', DISTINCT_MODEL], [USER_KEY, USER_KEY]]], 1);
+        expect(shared.overall_code).toBe('OVER_LIMIT');
+      } finally {
+        client.close();
+      }
     }, 60_000);
   });
 });
