@@ -27,9 +27,10 @@ COPY bin ./bin
 COPY proto ./proto
 COPY config /etc/ratelimit
 RUN ln -s /etc/ratelimit /app/config
-# Also answers at /bin/ratelimit like envoyproxy/ratelimit's image (no arguments = serve).
-RUN printf '#!/bin/sh\n[ "$#" -eq 0 ] && set -- serve\nexec node /app/bin/ratelimit.mjs "$@"\n' > /bin/ratelimit \
- && chmod 0755 /bin/ratelimit
+# Also answers at /bin/ratelimit like envoyproxy/ratelimit's image: serves, ignoring arguments as it does
+# (bin/ratelimit-reference.sh).
+COPY bin/ratelimit-reference.sh /bin/ratelimit
+RUN chmod 0755 /bin/ratelimit
 # The base image's "node" user, by number: a name cannot be checked against runAsNonRoot.
 USER 1000:1000
 EXPOSE 8081 8080

@@ -185,11 +185,11 @@ export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
 ];
 
 export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_hits_total{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit_total{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit_total{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit_total{domain,key}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode_total{domain,key}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_hits_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`'],
+  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`'],
   ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
   ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
   ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],

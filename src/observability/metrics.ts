@@ -14,6 +14,7 @@ import { rlqsMetrics, type RlqsMetrics } from './metrics-rlqs.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
+import { referenceRuleCounters } from './metrics-reference.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -113,6 +114,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const bansStarted = new Counter({ name: 'ratelimit_bans_started_total', help: 'Bans started by a rejection under a rule with `ban`.', labelNames: throttlingLabels, registers });
   const banRejections = new Counter({ name: 'ratelimit_ban_rejections_total', help: 'Limit checks rejected because their key was banned (not counted).', labelNames: throttlingLabels, registers });
   const perRule = [totalHits, overLimit, nearLimit, withinLimit, shadowMode, quotaMode];
+  // The same counts under envoyproxy/ratelimit's Prometheus names (metrics-reference.ts).
+  const byName = new Map([['ratelimit_hits_total', totalHits], ['ratelimit_over_limit_total', overLimit], ['ratelimit_near_limit_total', nearLimit], ['ratelimit_within_limit_total', withinLimit], ['ratelimit_shadow_mode_total', shadowMode]]);
+  referenceRuleCounters(registers, (name) => byName.get(name)!);
   const oversized = new Counter({ name: 'ratelimit_oversized_input_total', help: 'Requests decided with client-shaped input beyond its bound: a value longer than MAX_VALUE_BYTES (counted under a hash of it), a hits_addend above MAX_HITS_ADDEND (counted as 2^32-1).', labelNames: ['field'] as const, registers });
   for (const field of ['value', 'hits_addend']) oversized.inc({ field }, 0);
   const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });

@@ -45,6 +45,10 @@ function decodePolicy(r: ProtoReader): Obj {
   }
   if (out.requests_per_unit === undefined && out.unlimited !== true) out.requests_per_unit = 0;
   if (replaces.length > 0) out.replaces = replaces;
+  // Every charge counts, even one that crosses the limit, as envoyproxy/ratelimit counts every hit: a cost charged
+  // after the response (apply_on_stream_done, Envoy Gateway's cost.response, the AI Gateway's quota_cost) cannot
+  // be refused, so a dropped charge would leak. The proto has no field for it; xDS limits are fixed windows.
+  if (out.unlimited !== true) out.count_every_hit = true;
   return out;
 }
 

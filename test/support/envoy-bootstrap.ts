@@ -21,6 +21,8 @@ export interface RlsRoute {
   route?: Obj;
   /** Headers added to the request the upstream receives (`request_headers_to_add`). */
   requestHeadersToAdd?: { key: string; value: string }[];
+  /** With `perRoute`: the RateLimitPerRoute's own `domain`. */
+  domain?: string;
 }
 
 export interface RlsBootstrapOptions {
@@ -32,6 +34,8 @@ export interface RlsBootstrapOptions {
   filter?: Obj;
   /** HTTP filters before the rate-limit filter. */
   before?: Obj[];
+  /** The rate-limit filter's name (default `envoy.filters.http.ratelimit`), the key of its per-route configs. */
+  filterName?: string;
 }
 
 const HCM = 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager';
@@ -59,16 +63,17 @@ function staticCluster(name: string, http2: boolean): Obj {
 }
 
 export function rlsBootstrap(o: RlsBootstrapOptions): Obj {
+  const filterName = o.filterName ?? 'envoy.filters.http.ratelimit';
   const routes = o.routes.map((r) => ({
     match: { prefix: r.prefix },
     route: { cluster: 'app', ...(r.perRoute ? {} : { rate_limits: r.rateLimits }), ...r.route },
     ...(r.perRoute
-      ? { typed_per_filter_config: { 'envoy.filters.http.ratelimit': { '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute', rate_limits: r.rateLimits } } }
+      ? { typed_per_filter_config: { [filterName]: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute', rate_limits: r.rateLimits, ...(r.domain !== undefined ? { domain: r.domain } : {}) } } }
       : {}),
     ...(r.requestHeadersToAdd ? { request_headers_to_add: r.requestHeadersToAdd.map((header) => ({ header, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' })) } : {}),
   }));
   const rateLimitFilter = {
-    name: 'envoy.filters.http.ratelimit',
+    name: filterName,
     typed_config: {
       '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
       domain: o.domain,

@@ -16,6 +16,8 @@ export interface RecordedCall {
   readonly request: RateLimitRequest | undefined;
   /** Date.now() when the whole request had arrived. */
   readonly atMs: number;
+  /** Whether the service's answer has gone back to Envoy whole. */
+  readonly answered: boolean;
 }
 
 export interface RlsRecorder {
@@ -37,7 +39,8 @@ export async function startRlsRecorder(serviceAddress: string): Promise<RlsRecor
     stream.on('end', () => {
       const body = Buffer.concat(chunks);
       const isRls = headers[':path'] === '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
-      calls.push({ headers, request: isRls ? decodeRateLimitRequest(body.subarray(5), DEFAULT_REQUEST_LIMITS) : undefined, atMs: Date.now() });
+      const recorded = { headers, request: isRls ? decodeRateLimitRequest(body.subarray(5), DEFAULT_REQUEST_LIMITS) : undefined, atMs: Date.now(), answered: false };
+      calls.push(recorded);
       const forwarded: Record<string, string> = {};
       for (const [k, v] of Object.entries(headers)) if (HOP_HEADERS.has(k) && typeof v === 'string') forwarded[k] = v;
       const call = upstream.request(forwarded);
@@ -46,7 +49,10 @@ export async function startRlsRecorder(serviceAddress: string): Promise<RlsRecor
       call.on('trailers', (t: IncomingHttpHeaders) => (trailers = Object.fromEntries(Object.entries(t).filter((e): e is [string, string] => typeof e[1] === 'string'))));
       stream.on('wantTrailers', () => stream.sendTrailers(trailers));
       call.on('data', (c: Buffer) => stream.write(c));
-      call.on('end', () => stream.end());
+      call.on('end', () => {
+        stream.end();
+        recorded.answered = true;
+      });
       call.on('error', () => stream.close());
       call.end(body);
     });

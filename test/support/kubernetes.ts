@@ -7,11 +7,12 @@
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> } } & Record<string, unknown>;
+export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, unknown>;
 
 export interface Container {
   name: string;
   image: string;
+  command?: string[];
   args?: string[];
   env?: { name: string; value?: string }[];
   ports?: { name?: string; containerPort: number }[];

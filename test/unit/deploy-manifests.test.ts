@@ -202,7 +202,7 @@ describe('the image', () => {
   });
 
   it('answers at /bin/ratelimit like the reference image', () => {
-    expect(dockerfile()).toMatch(/> \/bin\/ratelimit/);
+    expect(dockerfile()).toMatch(/^COPY bin\/ratelimit-reference\.sh \/bin\/ratelimit$/m);
     expect(dockerfile()).toMatch(/chmod 0755 \/bin\/ratelimit/);
   });
 

@@ -48,15 +48,22 @@ describe('RateLimitConfig resources', () => {
     expect(JSON.parse(files[0]!.text)).toEqual({
       domain: 'listener-a',
       descriptors: [
-        { key: 'generic_key', value: 'route-a', rate_limit: { unit: 'week', requests_per_unit: 10, name: 'weekly', replaces: [{ name: 'other' }] }, shadow_mode: true, detailed_metric: true, quota_mode: true, metadata: { tier: 'gold', weight: 2.5, on: true, list: ['a'] } },
-        { key: 'rule-0-match-0', descriptors: [{ key: 'masked_remote_address', value: '10.0.0.0/8', rate_limit: { unit: 'second', requests_per_unit: 5 } }] },
+        { key: 'generic_key', value: 'route-a', rate_limit: { unit: 'week', requests_per_unit: 10, name: 'weekly', replaces: [{ name: 'other' }], count_every_hit: true }, shadow_mode: true, detailed_metric: true, quota_mode: true, metadata: { tier: 'gold', weight: 2.5, on: true, list: ['a'] } },
+        { key: 'rule-0-match-0', descriptors: [{ key: 'masked_remote_address', value: '10.0.0.0/8', rate_limit: { unit: 'second', requests_per_unit: 5, count_every_hit: true } }] },
         { key: 'open', rate_limit: { unlimited: true } },
-        { key: 'other', rate_limit: { unit: 'minute', requests_per_unit: 3, name: 'other' } },
+        { key: 'other', rate_limit: { unit: 'minute', requests_per_unit: 3, name: 'other', count_every_hit: true } },
       ],
     });
     const compiled = compileConfigFiles(files, { mergeDomains: false });
     expect(compiled.ok).toBe(true);
     if (compiled.ok) expect([...compiled.config.domains.keys()]).toEqual(['listener-a']);
+  });
+
+  it('every limit from xDS counts every charge (count_every_hit), even one that crosses the limit, as envoyproxy/ratelimit counts', () => {
+    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(2, 10)))))]);
+    const compiled = compileConfigFiles(files, { mergeDomains: false });
+    expect(compiled.ok).toBe(true);
+    if (compiled.ok) expect((compiled.config.describe() as { rules: { limits: unknown[] }[] }[])[0]!.rules[0]!.limits).toEqual([expect.objectContaining({ requests_per_unit: 10, count_every_hit: true })]);
   });
 
   it('a limit without a unit (UNKNOWN) is refused by the compiler with the resource, line and field', () => {
