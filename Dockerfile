@@ -8,6 +8,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# dist/cli.js is then bundled (scripts/bundle.ts, with tsx's esbuild): one file to load at start instead of ~180 modules.
+COPY scripts/bundle.ts ./scripts/
 RUN npm run build
 
 FROM ${NODE_IMAGE}
