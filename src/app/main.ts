@@ -213,7 +213,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       authz: {
         authorizer: extAuthz.authorizer,
         clock,
-        deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+        deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
         defaultTimeoutMs: settings.redisCommandTimeoutMs,
         maxWaitMs: settings.decisionMaxWaitMs,
         limits: { maxHeaders: settings.authzMaxHeaders },
@@ -222,7 +222,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       health,
       ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
       requestLimits,
-      deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+      deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
       maxWaitMs: settings.decisionMaxWaitMs,
       ...(credentials === undefined ? {} : { credentials }),

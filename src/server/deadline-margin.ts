@@ -14,6 +14,10 @@
  *
  * Both are taken per window (WINDOW_MS) and the margin uses the largest of the last WINDOWS windows, so it
  * rises within one window when the machine gets busy and decays a few seconds after it calms down.
+ *
+ * At rest nothing is measured: the 2 ms sampling is 500 wake-ups a second. Once no call has asked for the
+ * margin (forCall) for WINDOWS windows, sampling and rotation pause, keeping the (by then decayed) margin;
+ * the next call resumes them.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
@@ -38,6 +42,9 @@ export class DeadlineMargin {
   private readonly history: number[] = [];
   private timer: NodeJS.Timeout | undefined;
   private marginMs: number;
+  private lastCallMs = 0;
+  private running = false;
+  private stopped = false;
 
   constructor(private readonly options: DeadlineMarginOptions) {
     // A 2 ms sampling period gives ~250 samples per window: enough for a p99.
@@ -46,20 +53,49 @@ export class DeadlineMargin {
   }
 
   start(): this {
-    this.loop.enable();
-    this.timer = setInterval(() => this.rotate(), this.options.windowMs ?? 500);
-    this.timer.unref();
+    this.lastCallMs = performance.now();
+    this.resume();
     return this;
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.loop.disable();
+    this.stopped = true;
+    this.pause();
   }
 
   /** The margin to use now, ms. */
   currentMs(): number {
     return this.marginMs;
+  }
+
+  /** The margin for a call being answered now, ms: also keeps the measurement running (or resumes it). */
+  forCall(): number {
+    this.lastCallMs = performance.now();
+    if (!this.running && !this.stopped && this.timer !== undefined) this.resume();
+    return this.marginMs;
+  }
+
+  /** Whether the event loop is being sampled (false at rest). */
+  get measuring(): boolean {
+    return this.running;
+  }
+
+  private resume(): void {
+    const windowMs = this.options.windowMs ?? 500;
+    this.running = true;
+    this.loop.enable();
+    clearInterval(this.timer);
+    this.timer = setInterval(() => {
+      this.rotate();
+      if (performance.now() - this.lastCallMs > windowMs * (this.options.windows ?? 4)) this.pause();
+    }, windowMs);
+    this.timer.unref();
+  }
+
+  private pause(): void {
+    this.running = false;
+    this.loop.disable();
+    clearInterval(this.timer);
   }
 
   /** One answer took this long from hand-over to written, ms. */
