@@ -9,6 +9,7 @@
  *
  *   npm run bench -- --footprint                 # 5 starts, 30 s at rest, 20,000 requests
  *   npm run bench -- --footprint --smoke         # seconds: the same code paths, tiny counts
+ *   npm run bench -- --footprint --envoy         # and then the through-Envoy table (bench/envoy.ts)
  *   options: --starts N --idle-seconds S --requests N --node-options '--max-semi-space-size=16'
  *            --semi-space-curve 8,16,32,64 (one row of this service per size) --envoy --json FILE
  */
@@ -74,7 +75,7 @@ try {
       label: `this service (node ${nodeOptions}${cli === CLI ? '' : ` ${relative(ROOT, cli)}`})`,
       start: async () => {
         const port = await freePort();
-        const env = { ...process.env, NODE_OPTIONS: '', CONFIG_DIR: RULES_DIR, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()), CONFIG_WATCH: 'false', LOG_LEVEL: 'warn' };
+        const env = { ...process.env, NODE_OPTIONS: '', CONFIG_DIR: RULES_DIR, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()) };
         return startAndTime(process.execPath, [...nodeOptions.split(' ').filter((a) => a !== ''), cli, 'serve'], env, port, BODY);
       },
     });
@@ -143,3 +144,10 @@ console.log(table(['server', 'start-up ms (each)', 'CPU ms by then', 'CPU at res
 for (const n of notes) console.log(`- ${n}`);
 writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2));
 console.log(`(JSON: ${jsonPath})`);
+
+// The tail users see through Envoy, beside the reference (bench/envoy.ts prints its own table and commands).
+if (args.includes('--envoy')) {
+  const envoyArgs = smoke ? ['--smoke'] : [];
+  console.log(`\n## Through Envoy (npx tsx bench/envoy.ts ${envoyArgs.join(' ')})\n`.replace(' )', ')'));
+  execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/envoy.ts'), ...envoyArgs], { cwd: ROOT, stdio: 'inherit' });
+}

@@ -4,6 +4,7 @@
  *
  *   npm run bench                                  # full run (several minutes)
  *   npm run bench -- --smoke                       # seconds: the same code paths, tiny counts
+ *   npm run bench -- --footprint                   # start-up, CPU at rest, RSS beside envoyproxy/ratelimit (bench/footprint.ts)
  *   npm run bench -- --against 127.0.0.1:18081     # also drive another RLS server (e.g. envoyproxy/ratelimit)
  *   options: --rounds 3 --requests 60000 --clients 8 --streams 16 --json bench-results.json
  *   Redis side by side with envoyproxy/ratelimit (issue #20, bench/lib/redis-section.ts; skipped without the
@@ -29,6 +30,10 @@ import { fmt, median, ratioText, table } from './lib/stats.js';
 import { redisSection, type RedisSection } from './lib/redis-section.js';
 
 const args = process.argv.slice(2);
+if (args.includes('--footprint')) {
+  await import('./footprint.js');
+  process.exit(process.exitCode ?? 0);
+}
 const flag = (name: string) => args.includes(`--${name}`);
 const opt = (name: string, def: string) => {
   const i = args.indexOf(`--${name}`);
