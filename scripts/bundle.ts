@@ -14,7 +14,7 @@
  * Without esbuild (a dependency of tsx, a dev dependency) dist/ is left unbundled and says so.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -111,6 +111,7 @@ await rm(`${ENTRY}.map`, { force: true });
 // The code cache, made by a process with the V8 options of `npm start` (the loader writes it when asked to).
 const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
 const flags = pkg.scripts.start.split(/\s+/).filter((a) => a.startsWith('--'));
+for (const f of await readdir(DIST)) if (/^cli\.bundle\..*\.cache$/.test(f)) await rm(join(DIST, f)); // made for other options
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
