@@ -15,6 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +45,31 @@ const relocate: Plugin = {
         text = text.replace(/\b__dirname\b/g, `__rlPath(${JSON.stringify(posix(dirname(rel)))})`).replace(/\b__filename\b/g, `__rlPath(${JSON.stringify(rel)})`);
       }
       return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
+/**
+ * Packages that only some configurations use (grpc-js for GRPC_TRANSPORT=grpc-js and the clients, proto-loader,
+ * re2js for regex matchers, maxmind for GeoIP, ioredis for BACKEND=redis): our modules import a stand-in with
+ * the same export names, whose properties load the package on first use. Nothing changes but when the package
+ * is evaluated: the first `grpc.status`, `new Redis(...)` or `RE2JS.compile(...)`.
+ */
+const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 're2js', 'maxmind', 'ioredis'];
+const require = createRequire(import.meta.url);
+const lazy: Plugin = {
+  name: 'lazy',
+  setup(build) {
+    const filter = new RegExp(`^(${LAZY.map((p) => p.replace(/[/.]/g, '\\$&')).join('|')})$`);
+    build.onResolve({ filter }, (args) => (args.namespace === 'lazy' || args.pluginData === 'real' ? undefined : { path: args.path, namespace: 'lazy' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => {
+      const names = Object.keys(require(args.path) as object);
+      const contents = [
+        'let real;',
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(module.exports, name, { enumerable: true, get: () => load()[name] });`,
+      ].join('\n');
+      return { contents, loader: 'js', resolveDir: ROOT };
     });
   },
 };
@@ -99,7 +125,7 @@ const result = await esbuild.build({
   write: false,
   outfile: BUNDLE,
   banner: { js: banner },
-  plugins: [relocate],
+  plugins: [lazy, relocate],
   logLevel: 'warning',
   legalComments: 'none',
 });

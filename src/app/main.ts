@@ -203,7 +203,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
       capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     }
-    credentials = grpcCredentials(settings, log);
+    credentials = await grpcCredentials(settings, log);
     grpcServer = await startTransport({
       transport: settings.grpcTransport,
       host: settings.grpcHost,
