@@ -65,7 +65,7 @@ const redises: RedisServer[] = [];
 const servers: Server[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'rl-footprint-'));
 const notes: string[] = [];
-interface Figures { startup: number[]; startupCpu: number[]; startupLoad: number[]; idle?: number; loadIdle?: number; rest?: number; after?: number; loadAfter?: number; rps?: number }
+interface Figures { startup: number[]; startupCpu: number[]; startupLoad: number[]; idle?: number; loadIdle?: number; rest?: number; after?: number; loadAfter?: number; rps?: number; cpuUs?: number }
 const figures = new Map<string, Figures>();
 try {
   for (const nodeOptions of variants) for (const cli of CLIS) {
@@ -113,10 +113,11 @@ try {
     running.forEach(([label, p], i) => Object.assign(figures.get(label)!, { idle: idle[i], rest: rssMiB(p.pid), loadIdle }));
     if (await haveH2load()) {
       for (const [label, p] of running) {
+        const cpu0 = treeCpuSeconds(p.pid);
         const res = await h2load({ address: `127.0.0.1:${p.port}`, body: BODY, requests: REQUESTS, clients: 50, streams: 10, dir });
         if (res.ok !== res.sent) notes.push(`${label}: ${res.sent - res.ok} of ${res.sent} responses not HTTP 200`);
         if (!Number.isFinite(treeCpuSeconds(p.pid))) notes.push(`${label} stopped during the load`);
-        Object.assign(figures.get(label)!, { after: rssMiB(p.pid), loadAfter: load1(), rps: res.rps });
+        Object.assign(figures.get(label)!, { after: rssMiB(p.pid), loadAfter: load1(), rps: res.rps, cpuUs: ((treeCpuSeconds(p.pid) - cpu0) * 1e6) / res.ok });
       }
     } else notes.push('h2load not found: no RSS after load (apt-get install nghttp2-client)');
   } finally {
@@ -133,14 +134,14 @@ const rows: string[][] = [];
 for (const [label, f] of figures) {
   const isRef = f === ref;
   const st = median(f.startup);
-  rows.push([label, `${fmt(st, 0)} (${f.startup.map((x) => fmt(x, 0)).join(', ')})`, fmt(median(f.startupCpu), 0), f.idle === undefined ? 'n/a' : f.idle.toFixed(2), fmt(f.rest ?? NaN, 1), fmt(f.after ?? NaN, 1), fmt(f.rps ?? NaN),
+  rows.push([label, `${fmt(st, 0)} (${f.startup.map((x) => fmt(x, 0)).join(', ')})`, fmt(median(f.startupCpu), 0), f.idle === undefined ? 'n/a' : f.idle.toFixed(2), fmt(f.rest ?? NaN, 1), fmt(f.after ?? NaN, 1), fmt(f.rps ?? NaN), fmt(f.cpuUs ?? NaN, 0),
     isRef ? '' : [ratio(st, ref === undefined ? undefined : median(ref.startup)), ratio(median(f.startupCpu), ref === undefined ? undefined : median(ref.startupCpu)), ratio(f.idle, ref?.idle), ratio(f.rest, ref?.rest), ratio(f.after, ref?.after)].join(' / ')]);
 }
 const loads = [...figures.values()].flatMap((f) => f.startupLoad);
 console.log(`# npm run bench -- ${args.join(' ')}`.trimEnd());
 console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; load average (1 min) during the starts ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}, at rest ${fmt([...figures.values()][0]?.loadIdle ?? NaN, 2)}, after the load ${fmt(Math.max(...[...figures.values()].map((f) => f.loadAfter ?? NaN)), 2)}`);
 console.log(`\n## Footprint (start-up: median of ${STARTS}, alternated; CPU at rest over ${IDLE_S} s; RSS after h2load -c50 -m10 -n ${fmt(REQUESTS)}, 1 descriptor)\n`);
-console.log(table(['server', 'start-up ms (each)', 'CPU ms by then', 'CPU at rest, % of a core', 'RSS at rest MiB', 'RSS after load MiB', 'load req/s', 'ratio to the reference: start-up / its CPU / idle CPU / RSS rest / RSS after'], rows));
+console.log(table(['server', 'start-up ms (each)', 'CPU ms by then', 'CPU at rest, % of a core', 'RSS at rest MiB', 'RSS after load MiB', 'load req/s', 'CPU µs/req under load', 'ratio to the reference: start-up / its CPU / idle CPU / RSS rest / RSS after'], rows));
 for (const n of notes) console.log(`- ${n}`);
 writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2));
 console.log(`(JSON: ${jsonPath})`);
