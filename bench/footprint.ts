@@ -43,7 +43,10 @@ const variants = args.includes('--semi-space-curve')
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
 const CLI = join(ROOT, 'dist/cli.js');
-/** --cli a.js,b.js: other builds measured beside dist/cli.js (e.g. before and after a change), same options. */
+/**
+ * --cli a.js,b.js: other builds measured beside dist/cli.js (e.g. before and after a change), with the same V8
+ * options, or with their own as `a.js|--max-semi-space-size=64`.
+ */
 const CLIS = [CLI, ...opt('cli', '').split(',').filter((c) => c !== '')];
 const BODY = encodeRequest('bench', [{ entries: [['user', 'alice']] }]);
 
@@ -68,7 +71,9 @@ const notes: string[] = [];
 interface Figures { startup: number[]; startupCpu: number[]; startupLoad: number[]; idle?: number; loadIdle?: number; rest?: number; after?: number; loadAfter?: number; rps?: number; cpuUs?: number }
 const figures = new Map<string, Figures>();
 try {
-  for (const nodeOptions of variants) for (const cli of CLIS) {
+  for (const variant of variants) for (const entry of CLIS) {
+    const [cli = CLI, own] = entry.split('|');
+    const nodeOptions = own ?? variant;
     const redis = await startRedis();
     redises.push(redis);
     servers.push({
