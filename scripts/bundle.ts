@@ -128,6 +128,10 @@ const result = await esbuild.build({
   plugins: [lazy, relocate],
   logLevel: 'warning',
   legalComments: 'none',
+  // Smaller source to parse and to keep in the heap (V8 holds a script's source); names stay for stack traces.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  keepNames: false,
 });
 await writeFile(BUNDLE, result.outputFiles[0]!.contents);
 await writeFile(ENTRY, LOADER);
