@@ -36,7 +36,7 @@ const ROUNDS = Number(opt('rounds', smoke ? '1' : '3'));
 const REQUESTS = Number(opt('requests', smoke ? '300' : '20000'));
 const CLIENTS = Number(opt('clients', smoke ? '4' : '16'));
 const STREAMS = Number(opt('streams', '4'));
-const REFERENCE = join(import.meta.dirname, '../../shared/tools/envoy-ratelimit');
+const REFERENCE = process.env.ENVOY_RATELIMIT_DIR ?? join(import.meta.dirname, '../../shared/tools/envoy-ratelimit');
 const RULES = 'domain: bench\ndescriptors:\n  - key: generic_key\n    value: bench\n    rate_limit: {unit: second, requests_per_unit: 100000000}\n';
 
 interface Variant {

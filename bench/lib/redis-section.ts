@@ -12,7 +12,7 @@ import { marginal, ratios, sideBySide, type SideSample, type SideSamples, type S
 import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
 
 /** The V8 options of `npm start`, the image and the Kubernetes example (package.json, Dockerfile, deploy/k8s). */
-export const START_NODE_OPTIONS = '--max-semi-space-size=64';
+export const START_NODE_OPTIONS = '--max-semi-space-size=16';
 
 export interface RedisSectionSpec {
   readonly rulesDir: string;

@@ -5,15 +5,18 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, rawCommand } from '../../test/support/redis.js';
 import type { Target } from './servers.js';
 
 /**
- * Where the reference's start script is: REFERENCE_START if set, else relative to this repository (a sibling of
- * the checkout's parent).
+ * Where the reference's start script is: REFERENCE_START (the script) or ENVOY_RATELIMIT_DIR (its folder) when
+ * set, else relative to this repository (a sibling of the checkout's parent).
  */
-export const REFERENCE_START = process.env['REFERENCE_START'] || fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url));
+export const REFERENCE_START =
+  process.env['REFERENCE_START'] ||
+  (process.env['ENVOY_RATELIMIT_DIR'] ? join(process.env['ENVOY_RATELIMIT_DIR'], 'start.sh') : fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url)));
 
 export function haveReference(path = REFERENCE_START): boolean {
   return existsSync(path);

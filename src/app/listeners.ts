@@ -8,15 +8,19 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';
 import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from '../server/debug-http.js';
-import { ReloadingServerCredentials } from '../server/tls-credentials.js';
+import type { ReloadingServerCredentials } from '../server/tls-credentials.js';
 import type { Settings } from '../settings/settings.js';
 import { StartupError } from './startup-error.js';
 
-/** GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. */
-export function grpcCredentials(settings: Settings, log: Logger): ReloadingServerCredentials | undefined {
+/**
+ * GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. The
+ * credentials (a grpc-js class) are loaded only when TLS is asked for: plaintext starts without grpc-js.
+ */
+export async function grpcCredentials(settings: Settings, log: Logger): Promise<ReloadingServerCredentials | undefined> {
   const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
   if (!certFile && !keyFile && !clientCaFile) return undefined;
   if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
+  const { ReloadingServerCredentials } = await import('../server/tls-credentials.js');
   try {
     return ReloadingServerCredentials.create(
       { certFile, keyFile, ...(clientCaFile ? { clientCaFile } : {}) },

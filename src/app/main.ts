@@ -218,7 +218,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
       capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     }
-    credentials = grpcCredentials(settings, log);
+    credentials = await grpcCredentials(settings, log);
     grpcServer = await startTransport({
       transport: settings.grpcTransport,
       host: settings.grpcHost,
@@ -228,7 +228,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       authz: {
         authorizer: extAuthz.authorizer,
         clock,
-        deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+        deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
         defaultTimeoutMs: settings.redisCommandTimeoutMs,
         maxWaitMs: settings.decisionMaxWaitMs,
         limits: { maxHeaders: settings.authzMaxHeaders },
@@ -238,7 +238,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
       ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
       bidi: new Map([[rlqs.path, rlqs.route]]),
       requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
-      deadlineMarginMs: () => margin.currentMs() + loopClock.unseenWaitMs(),
+      deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
       defaultTimeoutMs: settings.redisCommandTimeoutMs,
       maxWaitMs: settings.decisionMaxWaitMs,
       ...(credentials === undefined ? {} : { credentials }),

@@ -20,13 +20,14 @@ import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager
 
 export interface LeaseStoreOptions {
   readonly clock: Clock;
-  /** How often ended leases are given back (default 100 ms; 0 = only by sweep() calls). */
+  /** How often ended leases are given back, once a check with a lease came (default 100 ms; 0 = only by sweep() calls). */
   readonly sweepIntervalMs?: number;
 }
 
 export class LeaseStore implements CounterStore {
   readonly kind: string;
-  private readonly timer: NodeJS.Timeout | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly inner: CounterStore,
@@ -34,11 +35,18 @@ export class LeaseStore implements CounterStore {
     private readonly options: LeaseStoreOptions,
   ) {
     this.kind = inner.kind;
-    const every = options.sweepIntervalMs ?? 100;
-    if (every > 0) {
-      this.timer = setInterval(() => leases.sweep(), every);
-      this.timer.unref();
-    }
+  }
+
+  /** Whether ended leases are being swept: from the first check with a lease on (no timer for rules without). */
+  get sweeping(): boolean {
+    return this.timer !== undefined;
+  }
+
+  private sweep(): void {
+    const every = this.options.sweepIntervalMs ?? 100;
+    if (this.timer !== undefined || every <= 0 || this.closed) return;
+    this.timer = setInterval(() => this.leases.sweep(), every);
+    this.timer.unref();
   }
 
   async apply(checks: readonly LimitCheck[], nowMs: number, options?: ApplyOptions): Promise<LimitOutcome[]> {
@@ -46,6 +54,7 @@ export class LeaseStore implements CounterStore {
     if (!checks.some((c) => c.lease !== undefined)) return this.inner.apply(checks, nowMs, options);
     const terms = checks.map((c) => LeaseManager.termsOf(c));
     if (terms.every((t) => t === undefined)) return this.inner.apply(checks, nowMs, options);
+    this.sweep(); // leases may be taken from now on
 
     const deadline = new DeadlineSignal(options?.deadlineMs, this.options.clock);
     let reserved: (Reservation | undefined)[];
@@ -111,7 +120,9 @@ export class LeaseStore implements CounterStore {
 
   /** Gives unused units back (SIGTERM), then closes the store it wraps. */
   async close(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
+    this.closed = true;
+    clearInterval(this.timer);
+    this.timer = undefined;
     await this.leases.giveBackAll();
     await this.inner.close();
   }

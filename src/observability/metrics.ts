@@ -66,9 +66,14 @@ export interface Metrics extends CapacityMetrics, RlqsMetrics {
   watchLeases(stats: () => { claims: number; leased: number; returned: number; unused: number; held: number }): void;
 }
 
+/** Sampling period of the ratelimit_nodejs_eventloop_lag_* gauges, ms. */
+export const EVENT_LOOP_SAMPLE_MS = 1000;
+
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_' });
+  // The event-loop lag gauges sample once a second, not prom-client's every 10 ms: 100 wake-ups a second were
+  // most of what an idle sidecar spent. A stall still shows in their max; the deadline margin has its own sampling.
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const registers = [registry];
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 

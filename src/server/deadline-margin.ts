@@ -20,6 +20,10 @@
  * when the store is slow; a delay is granted up to the deadline on every burst, so its timer falls due at the
  * edge routinely, and at p99 one answer in a hundred of those would be late. A delay is voluntary: granted
  * only when the worst lateness lately seen still meets the deadline, it is otherwise a rejection at once.
+ *
+ * At rest nothing is measured: the 2 ms sampling is 500 wake-ups a second. Once no call has asked for the
+ * margin (forCall) for WINDOWS windows, sampling and rotation pause, keeping the (by then decayed) margin;
+ * the next call resumes them.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
@@ -46,6 +50,9 @@ export class DeadlineMargin {
   private timer: NodeJS.Timeout | undefined;
   private marginMs: number;
   private delayMarginMs: number;
+  private lastCallMs = 0;
+  private running = false;
+  private stopped = false;
 
   constructor(private readonly options: DeadlineMarginOptions) {
     // A 2 ms sampling period gives ~250 samples per window: enough for a p99.
@@ -55,15 +62,14 @@ export class DeadlineMargin {
   }
 
   start(): this {
-    this.loop.enable();
-    this.timer = setInterval(() => this.rotate(), this.options.windowMs ?? 500);
-    this.timer.unref();
+    this.lastCallMs = performance.now();
+    this.resume();
     return this;
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.loop.disable();
+    this.stopped = true;
+    this.pause();
   }
 
   /** The margin to use now, ms. */
@@ -74,6 +80,36 @@ export class DeadlineMargin {
   /** What a delayed answer keeps before the decision deadline besides currentMs(), ms (see above). */
   delayMs(): number {
     return this.delayMarginMs;
+  }
+
+  /** The margin for a call being answered now, ms: also keeps the measurement running (or resumes it). */
+  forCall(): number {
+    this.lastCallMs = performance.now();
+    if (!this.running && !this.stopped && this.timer !== undefined) this.resume();
+    return this.marginMs;
+  }
+
+  /** Whether the event loop is being sampled (false at rest). */
+  get measuring(): boolean {
+    return this.running;
+  }
+
+  private resume(): void {
+    const windowMs = this.options.windowMs ?? 500;
+    this.running = true;
+    this.loop.enable();
+    clearInterval(this.timer);
+    this.timer = setInterval(() => {
+      this.rotate();
+      if (performance.now() - this.lastCallMs > windowMs * (this.options.windows ?? 4)) this.pause();
+    }, windowMs);
+    this.timer.unref();
+  }
+
+  private pause(): void {
+    this.running = false;
+    this.loop.disable();
+    clearInterval(this.timer);
   }
 
   /** One answer took this long from hand-over to written, ms. */

@@ -76,6 +76,21 @@ for (const shape of ['single', 'sentinel', 'cluster'] as RedisShape[]) {
       await handle.stop();
     });
 
+    it('sweeps ended leases on a timer only once a check with a lease came: rules without leases leave nothing ticking', async () => {
+      const { redis, manager } = await make();
+      const clock = new FakeClock(START);
+      const store = new LeaseStore(new ResilientStore(redis, { mode: 'closed', expectedReplicas: 1, clock }), manager, { clock });
+      try {
+        await store.apply([check('plain', { lease: undefined })], clock.nowMs());
+        expect(store.sweeping).toBe(false);
+        await store.apply([check('leased')], clock.nowMs());
+        expect(store.sweeping).toBe(true);
+      } finally {
+        await store.close();
+      }
+      expect(store.sweeping).toBe(false);
+    });
+
     it('claims size units in Redis, then admits from them without round trips', async () => {
       const { store, redis, clock } = await make();
       const c = check('claim');

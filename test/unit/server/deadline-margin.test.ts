@@ -3,7 +3,7 @@
  * event-loop delay a blocked loop caused plus the p99 send delay, capped, and back to the floor once the
  * remembered windows have passed. Real loop delay cannot be faked, so this test blocks the loop for real.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeadlineMargin } from '../../../src/server/deadline-margin.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -67,5 +67,26 @@ describe('DeadlineMargin', () => {
     margin = new DeadlineMargin({ floorMs: 1500, capMs: 1000, windowMs: 60_000 });
     margin.rotate();
     expect(margin.currentMs()).toBe(1500);
+  });
+
+  it('stops sampling the loop at rest (no call for its remembered windows) and resumes at the next call, margin kept', async () => {
+    margin = new DeadlineMargin({ floorMs: 2, windowMs: 20, windows: 2 }).start();
+    expect(margin.measuring).toBe(true);
+    await sleep(5);
+    block(30);
+    await sleep(5);
+    margin.rotate();
+    const busy = margin.currentMs();
+    expect(busy).toBeGreaterThanOrEqual(20);
+    // no call: after two windows of 20 ms with nothing asked, sampling and rotation pause
+    await vi.waitFor(() => expect(margin!.measuring).toBe(false), { timeout: 5000, interval: 10 });
+    const rested = margin.currentMs();
+    await sleep(100);
+    expect(margin.currentMs()).toBe(rested); // nothing rotates while paused
+    expect(margin.forCall()).toBe(rested);
+    expect(margin.measuring).toBe(true);
+    margin.stop();
+    margin.forCall();
+    expect(margin.measuring).toBe(false); // stopped for good: a call no longer resumes it
   });
 });

@@ -1,0 +1,151 @@
+/**
+ * `npm run build`, second step: what the image runs starts from one file and skips most of V8's compiling.
+ *   - dist/cli.bundle.cjs: the service and its dependencies as one script, so that start-up does not resolve,
+ *     read and link ~180 modules and their packages one by one;
+ *   - dist/cli.bundle.<flags>.cache: V8's code cache of that script, made with the V8 options `npm start` and
+ *     the image use (a cache is only accepted under the options it was made with), after the script's
+ *     top level has run, so it holds the functions compiled by then;
+ *   - dist/cli.js (tsc's output replaced): loads the bundle with the cache whose options match this process,
+ *     or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
+ * The other files of dist/ stay as tsc wrote them: the `./client` export, the rules-reload worker
+ * (config/load-worker.js) and the Lua scripts are used from there. Every module's `import.meta.url`,
+ * `__dirname` and `__filename` are rewritten to the place the module had before bundling (relative to dist/,
+ * so the tree can move as a whole, as the image copies it).
+ * Without esbuild (a dependency of tsx, a dev dependency) dist/ is left unbundled and says so.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Plugin } from 'esbuild';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = join(ROOT, 'dist');
+const ENTRY = join(DIST, 'cli.js');
+const BUNDLE = join(DIST, 'cli.bundle.cjs');
+
+const esbuild = await import('esbuild').catch(() => undefined);
+if (esbuild === undefined) {
+  process.stderr.write('bundle: esbuild is not installed (a dependency of tsx): dist/cli.js left unbundled\n');
+  process.exit(0);
+}
+
+const posix = (p: string) => p.split(sep).join('/');
+/** The rewrite of one module: its location, relative to dist/, replaces the bundle's. */
+const relocate: Plugin = {
+  name: 'relocate',
+  setup(build) {
+    build.onLoad({ filter: /\.(c|m)?js$/ }, async (args) => {
+      let text = await readFile(args.path, 'utf8');
+      const rel = posix(relative(DIST, args.path));
+      if (text.includes('import.meta.url')) text = text.replaceAll('import.meta.url', `__rlUrl(${JSON.stringify(rel)})`);
+      if (/\b__(dirname|filename)\b/.test(text)) {
+        text = text.replace(/\b__dirname\b/g, `__rlPath(${JSON.stringify(posix(dirname(rel)))})`).replace(/\b__filename\b/g, `__rlPath(${JSON.stringify(rel)})`);
+      }
+      return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
+/**
+ * Packages that only some configurations use (grpc-js for GRPC_TRANSPORT=grpc-js and the clients, proto-loader,
+ * re2js for regex matchers, maxmind for GeoIP, ioredis for BACKEND=redis): our modules import a stand-in with
+ * the same export names, whose properties load the package on first use. Nothing changes but when the package
+ * is evaluated: the first `grpc.status`, `new Redis(...)` or `RE2JS.compile(...)`.
+ */
+const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 're2js', 'maxmind', 'ioredis'];
+const require = createRequire(import.meta.url);
+const lazy: Plugin = {
+  name: 'lazy',
+  setup(build) {
+    const filter = new RegExp(`^(${LAZY.map((p) => p.replace(/[/.]/g, '\\$&')).join('|')})$`);
+    build.onResolve({ filter }, (args) => (args.namespace === 'lazy' || args.pluginData === 'real' ? undefined : { path: args.path, namespace: 'lazy' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => {
+      const names = Object.keys(require(args.path) as object);
+      const contents = [
+        'let real;',
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        `for (const name of ${JSON.stringify(names)}) Object.defineProperty(module.exports, name, { enumerable: true, get: () => load()[name] });`,
+      ].join('\n');
+      return { contents, loader: 'js', resolveDir: ROOT };
+    });
+  },
+};
+
+/** Rules checked before the cache is made, so that loading rules is compiled code at start. */
+const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
+
+/** dist/cli.js. Its cache file is named after the process's V8 options (command line and NODE_OPTIONS). */
+const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache made under the same V8 options when there is one.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Script } from 'node:vm';
+
+const dir = dirname(fileURLToPath(import.meta.url));
+const file = join(dir, 'cli.bundle.cjs');
+const options = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '').sort().join(' ');
+const cacheFile = join(dir, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
+const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
+// Making the cache only loads the script: without a command line, its main() does not run.
+if (writeCache) process.argv.length = 1;
+let cachedData;
+try {
+  if (!writeCache) cachedData = readFileSync(cacheFile);
+} catch {
+  // no cache for these options: compiled as usual
+}
+const script = new Script(\`(function (exports, require, module, __filename, __dirname) {\${readFileSync(file, 'utf8')}\\n})\`, { filename: file, cachedData });
+const module = { exports: {} };
+script.runInThisContext()(module.exports, createRequire(file), module, file, dir);
+if (writeCache) {
+  // Warmed by checking a rules directory first: the functions that load rules join the cache too.
+  if (process.env.RATELIMIT_CODE_CACHE_RULES) await module.exports.main(['check', process.env.RATELIMIT_CODE_CACHE_RULES]);
+  writeFileSync(cacheFile, script.createCachedData());
+}
+export const { main, serveHelp } = module.exports;
+`;
+
+// The bundle sits in dist/: a module's old place is that path relative to the bundle's own file.
+const banner = [
+  "const __rlBase = require('node:url').pathToFileURL(__filename).href;",
+  'const __rlUrl = (p) => new URL(p, __rlBase).href;',
+  "const __rlPath = (p) => require('node:url').fileURLToPath(new URL(p, __rlBase)).replace(/\\/$/, '');",
+].join('\n');
+
+const result = await esbuild.build({
+  entryPoints: [ENTRY],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  write: false,
+  outfile: BUNDLE,
+  banner: { js: banner },
+  plugins: [lazy, relocate],
+  logLevel: 'warning',
+  legalComments: 'none',
+  // Smaller source to parse and to keep in the heap (V8 holds a script's source); names stay for stack traces.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  keepNames: false,
+});
+await writeFile(BUNDLE, result.outputFiles[0]!.contents);
+await writeFile(ENTRY, LOADER);
+// tsc's map described the unbundled file
+await rm(`${ENTRY}.map`, { force: true });
+
+// The code cache, made by a process with the V8 options of `npm start` (the loader writes it when asked to).
+const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+const flags = pkg.scripts.start.split(/\s+/).filter((a) => a.startsWith('--'));
+for (const f of await readdir(DIST)) if (/^cli\.bundle\..*\.cache$/.test(f)) await rm(join(DIST, f)); // made for other options
+const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
+try {
+  await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
+  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules }, stdio: ['ignore', 'ignore', 'inherit'] });
+} finally {
+  await rm(rules, { recursive: true, force: true });
+}
