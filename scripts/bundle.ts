@@ -11,7 +11,7 @@
  * (config/load-worker.js) and the Lua scripts are used from there. Every module's `import.meta.url`,
  * `__dirname` and `__filename` are rewritten to the place the module had before bundling (relative to dist/,
  * so the tree can move as a whole, as the image copies it).
- * Without esbuild (a dependency of tsx, a dev dependency) dist/ is left unbundled and says so.
+ * esbuild is a dev dependency; without it (an install with --omit=dev) dist/ is left unbundled and says so.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -28,7 +28,7 @@ const BUNDLE = join(DIST, 'cli.bundle.cjs');
 
 const esbuild = await import('esbuild').catch(() => undefined);
 if (esbuild === undefined) {
-  process.stderr.write('bundle: esbuild is not installed (a dependency of tsx): dist/cli.js left unbundled\n');
+  process.stderr.write('bundle: esbuild is not installed (a dev dependency): dist/cli.js left unbundled\n');
   process.exit(0);
 }
 
