@@ -1,16 +1,21 @@
 /**
  * The quota book: every bucket the Envoys report, which Envoy (stream) holds which share of its global
- * limit, and what each was last told. In process (one replica); state dies with the process, and Envoys
- * rebuild it within one report interval of reconnecting.
+ * limit, and what each was last told. In process; state dies with the process, and Envoys rebuild it within
+ * one report interval of reconnecting.
  *
  * A report is answered at once with an assignment for every bucket in it (re-sending an unchanged token
  * bucket keeps Envoy's bucket as it is and renews its TTL). When shares change, the other Envoys holding
  * the bucket are pushed their new share in the same turn, so a joining Envoy makes the others shrink at once.
  * Demand is measured on our own clock between reports (Envoy's time_elapsed is whole seconds, 0 for a new
  * bucket).
+ *
+ * With an exchange (shared.ts, BACKEND=redis), the Envoys of the other replicas count too: the limit is split
+ * over all of them by demand, and this replica's Envoys are given at most what the others do not hold now
+ * (an Envoy joining on another replica gets what is free at once; the others shrink at their next report).
  */
 import type { Assignment, BucketAction, BucketUsage, UsageReports } from './wire.js';
-import { fairShares, worthChanging } from './shares.js';
+import { capShares, fairShares, worthChanging } from './shares.js';
+import type { PeerHolder, ShareExchange } from './shared.js';
 
 /** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */
 export type BucketRule =
@@ -39,6 +44,8 @@ export interface BookOptions {
   readonly maxBucketsPerStream: number;
   readonly rule: (domain: string, entries: BucketUsage['entries']) => BucketRule;
   readonly observer?: RlqsObserver;
+  /** The other replicas' holders (BACKEND=redis); without it the book is this replica's alone. */
+  readonly exchange?: ShareExchange;
 }
 
 class Holder {
@@ -60,6 +67,8 @@ interface Tracked {
   readonly holders: Map<Subscriber, Holder>;
   shadowTokens: number;
   shadowAtMs: number;
+  /** The other replicas' holders, as last read from the exchange. */
+  peers: readonly PeerHolder[];
 }
 
 /** One stream: what it holds and how to push it an assignment. */
@@ -96,8 +105,35 @@ export class QuotaBook {
     s.buckets.clear();
   }
 
+  /**
+   * One reports message from `s`: the answer, at once without an exchange; with one, once the other replicas'
+   * holders of its buckets were read (or could not be: then from the last view), and this replica's written.
+   */
+  answer(s: Subscriber, reports: UsageReports): BucketAction[] | Promise<BucketAction[]> {
+    const exchange = this.o.exchange;
+    if (exchange === undefined) return this.report(s, reports);
+    const domain = s.domain === '' ? reports.domain : s.domain;
+    const keys = new Set<string>();
+    for (const u of reports.usages) {
+      const rule = this.o.rule(domain, u.entries);
+      if (rule.kind === 'limit' && !rule.shadow) keys.add(bucketKey(domain, u.entries));
+    }
+    if (keys.size === 0) return this.report(s, reports);
+    const read = exchange.read([...keys]).catch(() => undefined);
+    return read.then((peers) => {
+      if (!this.subscribers.has(s)) return []; // the stream ended meanwhile
+      const answer = this.report(s, reports, peers);
+      const own = [];
+      for (const key of keys) {
+        for (const [sub, h] of this.tracked.get(key)?.holders ?? []) if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
+      }
+      exchange.write(own);
+      return answer;
+    });
+  }
+
   /** One reports message from `s`: the answer for every bucket in it (pushes to other streams go out here). */
-  report(s: Subscriber, reports: UsageReports): BucketAction[] {
+  report(s: Subscriber, reports: UsageReports, peers?: Map<string, PeerHolder[]>): BucketAction[] {
     if (s.domain === '') s.domain = reports.domain;
     const domain = s.domain;
     this.o.observer?.report(domain);
@@ -106,7 +142,7 @@ export class QuotaBook {
     const answer: BucketAction[] = [];
     for (const u of reports.usages) {
       this.o.observer?.reported(domain, u.allowed, u.denied);
-      const assignment = this.assign(s, domain, u, now, pushes);
+      const assignment = this.assign(s, domain, u, now, pushes, peers);
       answer.push({ entries: u.entries, assignment });
       this.o.observer?.assignments(domain, assignment.kind, 1);
     }
@@ -118,7 +154,7 @@ export class QuotaBook {
     return answer;
   }
 
-  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>): Assignment {
+  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>, peers: Map<string, PeerHolder[]> | undefined): Assignment {
     const ttlS = this.o.ttlS;
     const rule = this.o.rule(domain, u.entries);
     const key = bucketKey(domain, u.entries);
@@ -136,6 +172,7 @@ export class QuotaBook {
       t ??= this.create(key, domain, u.entries, rule, now);
     }
     const limitChanged = t.rule.perFill !== rule.perFill || t.rule.fillS !== rule.fillS;
+    t.peers = peers?.get(key) ?? t.peers;
     t.rule = rule;
     let h = t.holders.get(s);
     const joined = h === undefined;
@@ -156,7 +193,7 @@ export class QuotaBook {
   }
 
   private create(key: string, domain: string, entries: BucketUsage['entries'], rule: Extract<BucketRule, { kind: 'limit' }>, now: number): Tracked {
-    const t: Tracked = { key, domain, entries, rule, holders: new Map(), shadowTokens: rule.perFill, shadowAtMs: now };
+    const t: Tracked = { key, domain, entries, rule, holders: new Map(), shadowTokens: rule.perFill, shadowAtMs: now, peers: [] };
     this.tracked.set(key, t);
     return t;
   }
@@ -176,7 +213,10 @@ export class QuotaBook {
   private reshare(t: Tracked, force: boolean, pushes: Map<Subscriber, BucketAction[]>): void {
     const holders = [...t.holders];
     const current = holders.map(([, h]) => h.share);
-    const next = fairShares(t.rule.perFill, holders.map(([, h]) => h.demand));
+    // Split over every holder, this replica's first; this replica's get at most what the others hold not.
+    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)]);
+    const held = t.peers.reduce((n, p) => n + p.share, 0);
+    const next = capShares(all.slice(0, holders.length), Math.floor(t.rule.perFill) - held);
     if (!force && !current.includes(-1) && !worthChanging(current, next)) return;
     holders.forEach(([sub, h], i) => {
       if (h.share === next[i]) return;
@@ -215,7 +255,7 @@ export class QuotaBook {
   }
 
   private release(t: Tracked, s: Subscriber): void {
-    t.holders.delete(s);
+    if (t.holders.delete(s)) this.o.exchange?.remove(t.key, s.id);
     s.buckets.delete(t.key);
     if (t.holders.size === 0) this.tracked.delete(t.key);
   }
@@ -243,6 +283,7 @@ export class QuotaBook {
       limit: { requests: t.rule.perFill, per_seconds: t.rule.fillS },
       shadow: t.rule.shadow,
       holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
+      other_replicas: t.peers.map((p) => ({ share: p.share, demand: p.demand === undefined ? null : Math.round(p.demand * 10) / 10 })),
     }));
     return { streams: this.subscribers.size, tracked: this.tracked.size, buckets };
   }

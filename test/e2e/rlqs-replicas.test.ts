@@ -1,0 +1,99 @@
+/**
+ * RLQS with BACKEND=redis: two service replicas on one redis-server (started here), quota streams over real
+ * sockets (messages built with Envoy's own rlqs.proto). A bucket's limit is global across the replicas: an
+ * Envoy joining on the second replica gets only what the first replica's Envoy does not hold, the first shrinks
+ * at its next report and the second grows into what it gave up, so the shares never add up past the limit.
+ * With Redis gone, reports are still answered at once from the last view (never an error).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QuotaStream, type Action } from '../support/rlqs.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const RULES = `
+domain: quota
+descriptors:
+  - key: name
+    value: all
+    rate_limit: {unit: second, requests_per_unit: 20}
+`;
+
+/** The token bucket's tokens per fill, 0 for DENY_ALL. */
+const share = (actions: Action[]): number => {
+  const s = actions[0]!.quota_assignment_action!.rate_limit_strategy!;
+  if (s.blanket_rule === 'DENY_ALL') return 0;
+  return Number(s.token_bucket!.tokens_per_fill!.value);
+};
+
+describe('RLQS across two replicas on one Redis', () => {
+  let redis: RedisServer;
+  const replicas: TestService[] = [];
+  const streams: QuotaStream[] = [];
+  const open = (replica: TestService) => {
+    const s = new QuotaStream(replica.grpcAddress);
+    streams.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    for (let i = 0; i < 2; i++) replicas.push(await startTestService({ 'quota.yaml': RULES }, { backend: 'redis', redisUrl: redis.url }));
+  });
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    for (const r of replicas) await r.close();
+    await redis?.stop();
+  });
+
+  it('an Envoy on the second replica shrinks the first replica\'s Envoy\'s share; the sum stays within the limit', async () => {
+    const a = open(replicas[0]!);
+    a.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }]);
+    expect(share(await a.response(1))).toBe(20);
+
+    // B joins on the other replica: A holds the whole limit, so B gets what is free (nothing) at once.
+    const b = open(replicas[1]!);
+    b.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }]);
+    expect(share(await b.response(1))).toBe(0);
+
+    // A's next report: its replica sees B (demand not measured yet, so it wants an even part) and shrinks A.
+    a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    expect(share(await a.response(2))).toBe(10);
+    // B's next report: it grows into what A gave up.
+    b.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    expect(share(await b.response(2))).toBe(10);
+
+    // The debug view shows the other replica's Envoys as read at the last report (B's, here).
+    const view = (await (await fetch(`${replicas[1]!.httpBase}/rlqs`)).json()) as { buckets: { holders: { share: number }[]; other_replicas: { share: number }[] }[] };
+    expect(view.buckets[0]!.holders.map((h) => h.share)).toEqual([10]);
+    expect(view.buckets[0]!.other_replicas.map((h) => h.share)).toEqual([10]);
+
+    // B leaves: its entry is deleted, and A grows back to the whole limit at its next report.
+    b.close();
+    await new Promise((r) => setTimeout(r, 200));
+    a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    expect(share(await a.response(3))).toBe(20);
+    a.close();
+  });
+
+  it('answers from the last view while Redis is gone, within the read timeout, never with an error', async () => {
+    const a = open(replicas[0]!);
+    const b = open(replicas[1]!);
+    a.send('quota', [{ bucket: { name: 'all' } }]);
+    await a.response(1);
+    b.send('quota', [{ bucket: { name: 'all' } }]);
+    await b.response(1);
+    a.send('quota', [{ bucket: { name: 'all' } }]);
+    const before = share(await a.response(2));
+    await redis.stopRedis();
+    try {
+      const t0 = performance.now();
+      a.send('quota', [{ bucket: { name: 'all' }, allowed: 2 }]);
+      const during = await a.response(3);
+      expect(performance.now() - t0).toBeLessThan(1500);
+      expect(share(during)).toBe(before);
+      expect(a.status).toBeUndefined();
+    } finally {
+      await redis.restart();
+    }
+  });
+});
