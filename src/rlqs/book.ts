@@ -15,7 +15,7 @@
  */
 import type { Assignment, BucketAction, BucketUsage, UsageReports } from './wire.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
-import type { PeerHolder, ShareExchange } from './shared.js';
+import type { OwnHolder, PeerHolder, ShareExchange } from './shared.js';
 
 /** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */
 export type BucketRule =
@@ -81,6 +81,9 @@ export class Subscriber {
   ) {}
 }
 
+/** Rounds (sync.ts ticks) a bucket held back by other replicas is read again, and them asked to shrink. */
+const WANT_ROUNDS = 5;
+
 /** Buckets listed by describe() (the totals cover all). */
 const DESCRIBED_BUCKETS = 1000;
 
@@ -89,6 +92,8 @@ const bucketKey = (domain: string, entries: BucketUsage['entries']): string => J
 export class QuotaBook {
   private readonly tracked = new Map<string, Tracked>();
   private readonly subscribers = new Set<Subscriber>();
+  /** Buckets whose Envoys here get less than their fair part (the others hold it): rounds of re-reading left. */
+  private readonly wanting = new Map<string, number>();
 
   constructor(private readonly o: BookOptions) {}
 
@@ -123,13 +128,48 @@ export class QuotaBook {
     return read.then((peers) => {
       if (!this.subscribers.has(s)) return []; // the stream ended meanwhile
       const answer = this.report(s, reports, peers);
-      const own = [];
-      for (const key of keys) {
-        for (const [sub, h] of this.tracked.get(key)?.holders ?? []) if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
-      }
-      exchange.write(own);
+      exchange.write(this.ownHolders(keys));
       return answer;
     });
+  }
+
+  /** This replica's holders of these buckets, as the exchange stores them. */
+  ownHolders(keys: Iterable<string>): OwnHolder[] {
+    const own: OwnHolder[] = [];
+    for (const key of keys) {
+      for (const [sub, h] of this.tracked.get(key)?.holders ?? []) if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
+    }
+    return own;
+  }
+
+  /**
+   * The buckets to look at again (sync.ts): those held back by other replicas (for WANT_ROUNDS rounds after it
+   * started), and those of `signalled` tracked here.
+   */
+  unsettled(signalled: Iterable<string>): string[] {
+    const keys = new Set<string>();
+    for (const [key, left] of this.wanting) {
+      if (left <= 1 || !this.tracked.has(key)) this.wanting.delete(key);
+      else this.wanting.set(key, left - 1);
+      if (this.tracked.has(key)) keys.add(key);
+    }
+    for (const key of signalled) if (this.tracked.has(key)) keys.add(key);
+    return [...keys];
+  }
+
+  /** The other replicas' holders of a bucket read again: new shares pushed to the Envoys here that they move. */
+  rebalance(peers: Map<string, PeerHolder[]>): void {
+    const pushes = new Map<Subscriber, BucketAction[]>();
+    for (const [key, list] of peers) {
+      const t = this.tracked.get(key);
+      if (t === undefined || t.rule.shadow) continue;
+      t.peers = list;
+      this.reshare(t, false, pushes);
+    }
+    for (const [sub, actions] of pushes) {
+      for (const a of actions) this.o.observer?.assignments(sub.domain, a.assignment.kind, 1);
+      sub.push(actions);
+    }
   }
 
   /** One reports message from `s`: the answer for every bucket in it (pushes to other streams go out here). */
@@ -216,7 +256,14 @@ export class QuotaBook {
     // Split over every holder, this replica's first; this replica's get at most what the others hold not.
     const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)]);
     const held = t.peers.reduce((n, p) => n + p.share, 0);
-    const next = capShares(all.slice(0, holders.length), Math.floor(t.rule.perFill) - held);
+    const wanted = all.slice(0, holders.length);
+    const next = capShares(wanted, Math.floor(t.rule.perFill) - held);
+    const short = wanted.reduce((a, b) => a + b, 0) - next.reduce((a, b) => a + b, 0);
+    // Held back by the other replicas' Envoys: ask them to shrink now (sync.ts), not at their next report.
+    if (short > Math.max(1, 0.1 * t.rule.perFill)) {
+      if (!this.wanting.has(t.key)) this.wanting.set(t.key, WANT_ROUNDS);
+      this.o.exchange?.signal(t.key);
+    }
     if (!force && !current.includes(-1) && !worthChanging(current, next)) return;
     holders.forEach(([sub, h], i) => {
       if (h.share === next[i]) return;

@@ -19,6 +19,7 @@ import { QuotaBook } from './book.js';
 import { bucketRule } from './rules.js';
 import { rlqsRoute } from './service.js';
 import { redisShareExchange } from './shared.js';
+import { startShareSync } from './sync.js';
 import { RLQS_PATH } from './wire.js';
 
 export { RLQS_PATH };
@@ -61,6 +62,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
   const nowMs = o.nowMs ?? (() => performance.now());
   const known = (domain: string) => o.config().domains.has(domain);
   const observer = o.metrics.rlqsObserver(known);
+  const exchange = o.redis === undefined ? undefined : redisShareExchange({ ...o.redis, log: throttledLog({ log: (message, error) => o.log?.(message, { error: String(error) }), clock: systemClock, intervalMs: 10_000 }) });
   const book = new QuotaBook({
     nowMs,
     ttlS: o.ttlS,
@@ -69,7 +71,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     maxBucketsPerStream: RLQS_DEFAULTS.maxBucketsPerStream,
     rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries),
     observer,
-    ...(o.redis === undefined ? {} : { exchange: redisShareExchange({ ...o.redis, log: throttledLog({ log: (message, error) => o.log?.(message, { error: String(error) }), clock: systemClock, intervalMs: 10_000 }) }) }),
+    ...(exchange === undefined ? {} : { exchange }),
   });
   o.metrics.watchRlqs(() => {
     const out = new Map<string, { buckets: number; streams: number }>();
@@ -92,5 +94,10 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
       if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
     },
   });
-  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close: () => served.endAll() };
+  const sync = exchange === undefined ? undefined : startShareSync(book, exchange);
+  const close = () => {
+    sync?.stop();
+    served.endAll();
+  };
+  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close };
 }

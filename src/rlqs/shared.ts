@@ -35,10 +35,16 @@ export interface ShareExchange {
   write(holders: readonly OwnHolder[]): void;
   /** A stream released a bucket: its entry is deleted, best effort. */
   remove(bucket: string, stream: string): void;
+  /** Asks every replica to read the bucket again (its Envoys here want what others hold), best effort. */
+  signal(bucket: string): void;
+  /** The buckets signalled since the last call (by any replica); rejects when the store does not answer. */
+  signalled(): Promise<string[]>;
 }
 
 /** How long an entry outlives its last write: three of Envoy's 5 s reports. */
 export const ENTRY_TTL_MS = 15_000;
+/** Signals kept in the stream (`<prefix>rlqs:signals`), and read per call, at most. */
+export const MAX_SIGNALS = 1000;
 /** How long a report waits for the other replicas' holders before it is answered from the last view. */
 export const READ_TIMEOUT_MS = 500;
 
@@ -58,6 +64,8 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
   const now = o.nowMs ?? Date.now;
   const timeoutMs = o.readTimeoutMs ?? READ_TIMEOUT_MS;
   const keyOf = (bucket: string) => `${o.keyPrefix}rlqs:${bucket}`;
+  const signals = `${o.keyPrefix}rlqs:signals`;
+  let lastSignal: string | undefined;
   const failed = (error: unknown) => o.log?.('quota shares: Redis did not answer; the other replicas\' last known shares are used', error);
 
   const readOne = async (bucket: string, at: number): Promise<PeerHolder[]> => {
@@ -107,6 +115,25 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
     },
     remove(bucket, stream) {
       o.client.hdel(keyOf(bucket), mine + stream).catch(failed);
+    },
+    signal(bucket) {
+      o.client.xadd(signals, 'MAXLEN', '~', String(MAX_SIGNALS), '*', 'b', bucket).then(() => o.client.pexpire(signals, ENTRY_TTL_MS)).catch(failed);
+    },
+    async signalled() {
+      if (lastSignal === undefined) {
+        // The first call starts from the newest signal: older ones were answered by the reports since.
+        const newest = await o.client.xrevrange(signals, '+', '-', 'COUNT', 1);
+        lastSignal = newest[0]?.[0] ?? '0-0';
+        return [];
+      }
+      const read = await o.client.xread('COUNT', MAX_SIGNALS, 'STREAMS', signals, lastSignal);
+      const entries = read?.[0]?.[1] ?? [];
+      const out = new Set<string>();
+      for (const [id, fields] of entries) {
+        lastSignal = id;
+        if (fields[0] === 'b' && fields[1] !== undefined) out.add(fields[1]);
+      }
+      return [...out];
     },
   };
 }

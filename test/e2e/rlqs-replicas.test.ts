@@ -1,8 +1,9 @@
 /**
  * RLQS with BACKEND=redis: two service replicas on one redis-server (started here), quota streams over real
  * sockets (messages built with Envoy's own rlqs.proto). A bucket's limit is global across the replicas: an
- * Envoy joining on the second replica gets only what the first replica's Envoy does not hold, the first shrinks
- * at its next report and the second grows into what it gave up, so the shares never add up past the limit.
+ * Envoy joining on the second replica gets only what the first replica's Envoy does not hold, the first is
+ * pushed a smaller share within about a second (not at its next report) and the second grows into what it gave
+ * up, so the shares never add up past the limit.
  * With Redis gone, reports are still answered at once from the last view (never an error).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,12 +56,19 @@ describe('RLQS across two replicas on one Redis', () => {
     b.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }]);
     expect(share(await b.response(1))).toBe(0);
 
-    // A's next report: its replica sees B (demand not measured yet, so it wants an even part) and shrinks A.
-    a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    // Without waiting for A's next report (Envoy's come every 5 s): B's replica asks the others to look again,
+    // A's replica sees B (demand not measured yet, so it wants an even part) and pushes A its smaller share,
+    // and then B's replica pushes B what A gave up.
+    const t0 = performance.now();
     expect(share(await a.response(2))).toBe(10);
-    // B's next report: it grows into what A gave up.
-    b.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
     expect(share(await b.response(2))).toBe(10);
+    const settledMs = performance.now() - t0;
+    expect(settledMs).toBeLessThan(3500);
+    // Reports keep the split.
+    a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    expect(share(await a.response(3))).toBe(10);
+    b.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    expect(share(await b.response(3))).toBe(10);
 
     // The debug view shows the other replica's Envoys as read at the last report (B's, here).
     const view = (await (await fetch(`${replicas[1]!.httpBase}/rlqs`)).json()) as { buckets: { holders: { share: number }[]; other_replicas: { share: number }[] }[] };
@@ -71,7 +79,7 @@ describe('RLQS across two replicas on one Redis', () => {
     b.close();
     await new Promise((r) => setTimeout(r, 200));
     a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
-    expect(share(await a.response(3))).toBe(20);
+    expect(share(await a.response(4))).toBe(20);
     a.close();
   });
 
