@@ -47,6 +47,7 @@ export const TIMING_TESTS = [
   'test/e2e/capacity-client-sidecars.test.ts',
   'test/e2e/on-limit-deadline.test.ts',
   'test/envoy/rlqs.test.ts',
+  'test/envoy/rlqs-replicas.test.ts',
 ];
 
 const common = {

@@ -15,7 +15,7 @@
  */
 import type { Assignment, BucketAction, BucketUsage, UsageReports } from './wire.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
-import type { OwnHolder, PeerHolder, ShareExchange } from './shared.js';
+import { RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder, type ShareExchange } from './shared.js';
 
 /** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */
 export type BucketRule =
@@ -106,7 +106,13 @@ export class QuotaBook {
   /** The stream ended: its shares are released (the others grow on their next report). */
   close(s: Subscriber): void {
     this.subscribers.delete(s);
-    for (const t of s.buckets.values()) this.release(t, s);
+    // The other replicas go on counting its shares for a while (shared.ts RECONNECT_GRACE_MS): its Envoy
+    // enforces them until it is assigned again, here or elsewhere, after it reconnects.
+    if (this.o.exchange !== undefined && s.buckets.size > 0) {
+      const last = [...s.buckets.values()].map((t) => ({ bucket: t.key, stream: s.id, share: Math.max(0, t.holders.get(s)?.share ?? 0), demand: t.holders.get(s)?.demand }));
+      this.o.exchange.write(last, RECONNECT_GRACE_MS);
+    }
+    for (const t of s.buckets.values()) this.release(t, s, false);
     s.buckets.clear();
   }
 
@@ -301,8 +307,8 @@ export class QuotaBook {
     }
   }
 
-  private release(t: Tracked, s: Subscriber): void {
-    if (t.holders.delete(s)) this.o.exchange?.remove(t.key, s.id);
+  private release(t: Tracked, s: Subscriber, forget = true): void {
+    if (t.holders.delete(s) && forget) this.o.exchange?.remove(t.key, s.id);
     s.buckets.delete(t.key);
     if (t.holders.size === 0) this.tracked.delete(t.key);
   }

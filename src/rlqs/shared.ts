@@ -31,8 +31,8 @@ export interface OwnHolder {
 export interface ShareExchange {
   /** The other replicas' holders of each bucket (by book key); rejects when the store does not answer in time. */
   read(buckets: readonly string[]): Promise<Map<string, PeerHolder[]>>;
-  /** This replica's holders, written best effort. */
-  write(holders: readonly OwnHolder[]): void;
+  /** This replica's holders, written best effort, to expire in `ttlMs` (default ENTRY_TTL_MS). */
+  write(holders: readonly OwnHolder[], ttlMs?: number): void;
   /** A stream released a bucket: its entry is deleted, best effort. */
   remove(bucket: string, stream: string): void;
   /** Asks every replica to read the bucket again (its Envoys here want what others hold), best effort. */
@@ -43,6 +43,12 @@ export interface ShareExchange {
 
 /** How long an entry outlives its last write: three of Envoy's 5 s reports. */
 export const ENTRY_TTL_MS = 15_000;
+/**
+ * How long the entries of an Envoy whose stream ended still count: it enforces its last shares until it is
+ * assigned again, and it reconnects on its 5 s tick. Counted longer, its new entry and the old one would both
+ * hold a share; shorter, the others would grow while it still enforces its old one.
+ */
+export const RECONNECT_GRACE_MS = 6000;
 /** Signals kept in the stream (`<prefix>rlqs:signals`), and read per call, at most. */
 export const MAX_SIGNALS = 1000;
 /** How long a report waits for the other replicas' holders before it is answered from the last view. */
@@ -100,8 +106,8 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
         clearTimeout(timer);
       }
     },
-    write(holders) {
-      const expiresAtMs = Math.round(now() + ENTRY_TTL_MS);
+    write(holders, ttlMs = ENTRY_TTL_MS) {
+      const expiresAtMs = Math.round(now() + ttlMs);
       const byBucket = new Map<string, Record<string, string>>();
       for (const h of holders) {
         let fields = byBucket.get(h.bucket);

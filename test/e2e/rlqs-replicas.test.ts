@@ -75,11 +75,12 @@ describe('RLQS across two replicas on one Redis', () => {
     expect(view.buckets[0]!.holders.map((h) => h.share)).toEqual([10]);
     expect(view.buckets[0]!.other_replicas.map((h) => h.share)).toEqual([10]);
 
-    // B leaves: its entry is deleted, and A grows back to the whole limit at its next report.
+    // B's stream ends: its Envoy goes on enforcing its last share until it is assigned again after reconnecting,
+    // so its entry still counts for a while (6 s) and A does not grow into it.
     b.close();
     await new Promise((r) => setTimeout(r, 200));
     a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
-    expect(share(await a.response(4))).toBe(20);
+    expect(share(await a.response(4))).toBeLessThanOrEqual(10);
     a.close();
   });
 
