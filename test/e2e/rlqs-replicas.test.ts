@@ -17,6 +17,9 @@ descriptors:
   - key: name
     value: all
     rate_limit: {unit: second, requests_per_unit: 20}
+  - key: name
+    value: skew
+    rate_limit: {unit: second, requests_per_unit: 20}
 `;
 
 /** The token bucket's tokens per fill, 0 for DENY_ALL. */
@@ -82,6 +85,30 @@ describe('RLQS across two replicas on one Redis', () => {
     a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
     expect(share(await a.response(4))).toBeLessThanOrEqual(10);
     a.close();
+  });
+
+  it('follows demand across replicas: a light Envoy on one shrinks, a busy one on the other grows into it, within the limit', async () => {
+    const bucket = { name: 'skew' }; // the first test's streams still count on {name: all} for a while
+    const a = open(replicas[0]!);
+    const b = open(replicas[1]!);
+    a.send('quota', [{ bucket }]);
+    await a.response(1);
+    b.send('quota', [{ bucket }]);
+    await b.response(1);
+    // Both settle at 10 and 10 (pushed, see above) before demand is measured.
+    await a.response(2);
+    await b.response(2);
+    await new Promise((r) => setTimeout(r, 1100)); // demand is measured over at least a second
+    b.send('quota', [{ bucket, allowed: 4 }]);
+    const light = share(await b.response(3));
+    a.send('quota', [{ bucket, allowed: 33 }]);
+    const busy = share(await a.response(3));
+    // Demand is measured on the service's clock (4 and 33 over a bit more than a second): about 3 and 20/s.
+    expect(light).toBeLessThanOrEqual(6);
+    expect(busy).toBeGreaterThanOrEqual(14);
+    expect(busy + light).toBeLessThanOrEqual(20);
+    a.close();
+    b.close();
   });
 
   it('answers from the last view while Redis is gone, within the read timeout, never with an error', async () => {
