@@ -278,6 +278,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     extAuthz?.close();
     capacity?.close();
     await capacityRedis?.close();
+    rlqs.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();
