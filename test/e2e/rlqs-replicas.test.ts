@@ -4,11 +4,11 @@
  * Envoy joining on the second replica gets only what the first replica's Envoy does not hold, the first is
  * pushed a smaller share within about a second (not at its next report) and the second grows into what it gave
  * up, so the shares never add up past the limit.
- * With Redis gone, reports are still answered at once from the last view (never an error).
+ * With Redis gone, reports are still answered at once from the last view (never an error). On Redis Cluster too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QuotaStream, type Action } from '../support/rlqs.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { startCluster, startRedis, type ClusterSetup, type RedisServer } from '../support/redis.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const RULES = `
@@ -131,5 +131,37 @@ describe('RLQS across two replicas on one Redis', () => {
     } finally {
       await redis.restart();
     }
+  });
+});
+
+// The transport is the same as above: Cluster's routing of the exchange's commands is checked on lean only.
+describe.skipIf(process.env['GRPC_TRANSPORT'] === 'grpc-js')('RLQS across two replicas on Redis Cluster', () => {
+  let cluster: ClusterSetup;
+  const replicas: TestService[] = [];
+  const streams: QuotaStream[] = [];
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+    const nodes = cluster.nodes.map((n) => `${n.host}:${n.port}`);
+    for (let i = 0; i < 2; i++) replicas.push(await startTestService({ 'quota.yaml': RULES }, { backend: 'redis', redisType: 'cluster', redisClusterNodes: nodes }));
+  });
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    for (const r of replicas) await r.close();
+    await cluster?.stop();
+  });
+
+  it('shares the limit between the replicas\' Envoys: the second joins with what is free, both settle at 10', async () => {
+    const [a, b] = replicas.map((r) => {
+      const s = new QuotaStream(r.grpcAddress);
+      streams.push(s);
+      return s;
+    }) as [QuotaStream, QuotaStream];
+    a.send('quota', [{ bucket: { name: 'all' } }]);
+    expect(share(await a.response(1))).toBe(20);
+    b.send('quota', [{ bucket: { name: 'all' } }]);
+    expect(share(await b.response(1))).toBe(0);
+    expect(share(await a.response(2))).toBe(10);
+    expect(share(await b.response(2))).toBe(10);
   });
 });
