@@ -27,6 +27,7 @@ export const TRANSPORT_TESTS = [
   'test/e2e/capacity-bounds.test.ts',
   'test/e2e/on-limit-cancel.test.ts',
   'test/e2e/rlqs-stream.test.ts',
+  'test/e2e/rlqs-replicas.test.ts',
 ];
 
 /**
@@ -47,6 +48,7 @@ export const TIMING_TESTS = [
   'test/e2e/on-limit-deadline.test.ts',
   'test/envoy/rlqs.test.ts',
   'test/envoy/failopen-audit.test.ts',
+  'test/envoy/rlqs-replicas.test.ts',
 ];
 
 const common = {

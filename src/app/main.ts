@@ -116,7 +116,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   metrics.configLastReloadTime.set(clock.nowMs() / 1000);
   metrics.setRules(rulesSnapshot(initial.config));
 
-  const stored = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics }).catch((err: unknown) => {
+  let counterRedis: RedisStore | undefined;
+  const stored = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics, onRedis: (r) => (counterRedis = r) }).catch((err: unknown) => {
     watcher?.close();
     throw err;
   });
@@ -182,7 +183,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
 
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
-  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, sharedStore: settings.backend === 'redis', metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
+  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, ...(counterRedis === undefined ? {} : { redis: { client: counterRedis.connection, keyPrefix: settings.cacheKeyPrefix } }), metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
 
   const onError = (err: unknown) => log.warn('request failed', { error: err });
   const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {
@@ -277,6 +278,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     extAuthz?.close();
     capacity?.close();
     await capacityRedis?.close();
+    rlqs.close();
     credentials?.close();
     margin.stop();
     loopClock.stop();

@@ -16,7 +16,7 @@ import { MemoryStore } from '../storage/memory/memory-store.js';
 import { OverLimitCache } from '../storage/over-limit-cache.js';
 import { parseHostPorts } from '../storage/redis/options.js';
 import { redactUrl } from '../core/redact.js';
-import { createRedisStore, type RedisStoreOptions } from '../storage/redis/redis-store.js';
+import { createRedisStore, type RedisStore, type RedisStoreOptions } from '../storage/redis/redis-store.js';
 import { ResilientStore } from '../storage/resilient.js';
 import { LeaseManager } from '../lease/lease-manager.js';
 import { LeaseStore } from '../lease/lease-store.js';
@@ -57,7 +57,8 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
   };
 }
 
-export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): Promise<CounterStore> {
+/** `onRedis`: told the RedisStore under the counter store (BACKEND=redis), whose connection others may share. */
+export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void }): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
   if (settings.backend === 'memory') {
     const memory = new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
@@ -72,6 +73,7 @@ export async function buildStore(settings: Settings, deps: { clock: Clock; log: 
     throw new StartupError(`Redis settings are invalid: ${(err as Error).message}`);
   }
   metrics.watchRedis(() => redis.stats());
+  deps.onRedis?.(redis);
   // REDIS_STARTUP: background waits only the connect timeout; wait and fail wait REDIS_STARTUP_TIMEOUT_MS,
   // then fail exits with the cause. Otherwise the failure mode answers and the cause is logged every 5 s.
   const waitMs = settings.redisStartup === 'background' ? settings.redisConnectTimeoutMs : settings.redisStartupTimeoutMs;

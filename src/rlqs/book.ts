@@ -1,85 +1,37 @@
 /**
  * The quota book: every bucket the Envoys report, which Envoy (stream) holds which share of its global
- * limit, and what each was last told. In process (one replica); state dies with the process, and Envoys
- * rebuild it within one report interval of reconnecting.
+ * limit, and what each was last told. In process; state dies with the process, and Envoys rebuild it within
+ * one report interval of reconnecting.
  *
  * A report is answered at once with an assignment for every bucket in it (re-sending an unchanged token
  * bucket keeps Envoy's bucket as it is and renews its TTL). When shares change, the other Envoys holding
  * the bucket are pushed their new share in the same turn, so a joining Envoy makes the others shrink at once.
  * Demand is measured on our own clock between reports (Envoy's time_elapsed is whole seconds, 0 for a new
  * bucket).
+ *
+ * With an exchange (shared.ts, BACKEND=redis), the Envoys of the other replicas count too: the limit is split
+ * over all of them by demand, and this replica's Envoys are given at most what the others do not hold now
+ * (an Envoy joining on another replica gets what is free at once; the others shrink at their next report, or
+ * sooner when its replica signals the bucket: sync.ts).
  */
-import type { Assignment, BucketAction, BucketUsage, UsageReports } from './wire.js';
-import { fairShares, worthChanging } from './shares.js';
+import type { BucketAction, BucketUsage, UsageReports, Assignment } from './wire.js';
+import { capShares, fairShares, worthChanging } from './shares.js';
+import { RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
+import { bucketKey, Holder, Subscriber, type BookOptions, type BucketRule, type Tracked } from './book-types.js';
 
-/** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */
-export type BucketRule =
-  | { readonly kind: 'allow' }
-  | { readonly kind: 'deny'; readonly name: string }
-  | { readonly kind: 'limit'; readonly name: string; readonly perFill: number; readonly fillS: number; readonly shadow: boolean };
+export { Subscriber, type BookOptions, type BucketRule, type RlqsObserver } from './book-types.js';
 
-export interface RlqsObserver {
-  /** One reports message received. */
-  report(domain: string): void;
-  assignments(domain: string, kind: Assignment['kind'], n: number): void;
-  reported(domain: string, allowed: number, denied: number): void;
-  wouldDeny(domain: string, n: number): void;
-  /** A bucket answered without being tracked (a bound was reached). */
-  folded(domain: string): void;
-}
-
-export interface BookOptions {
-  readonly nowMs: () => number;
-  /** Assignment TTL, whole seconds: how long Envoys keep a share when the service is gone. */
-  readonly ttlS: number;
-  /** A bucket reported idle (no requests) this long is abandoned on that Envoy. */
-  readonly idleAbandonMs: number;
-  /** Most buckets tracked in all, and per stream; past either, a new bucket is folded (answered, not tracked). */
-  readonly maxBuckets: number;
-  readonly maxBucketsPerStream: number;
-  readonly rule: (domain: string, entries: BucketUsage['entries']) => BucketRule;
-  readonly observer?: RlqsObserver;
-}
-
-class Holder {
-  share = -1;
-  demand: number | undefined;
-  count = 0;
-  /** The last report with requests in it (or the first report). */
-  activeAtMs: number;
-  constructor(public sinceMs: number) {
-    this.activeAtMs = sinceMs;
-  }
-}
-
-interface Tracked {
-  readonly key: string;
-  readonly domain: string;
-  readonly entries: BucketUsage['entries'];
-  rule: Extract<BucketRule, { kind: 'limit' }>;
-  readonly holders: Map<Subscriber, Holder>;
-  shadowTokens: number;
-  shadowAtMs: number;
-}
-
-/** One stream: what it holds and how to push it an assignment. */
-export class Subscriber {
-  domain = '';
-  readonly buckets = new Map<string, Tracked>();
-  constructor(
-    readonly id: string,
-    readonly push: (actions: BucketAction[]) => void,
-  ) {}
-}
+/** Rounds (sync.ts ticks) a bucket held back by other replicas is read again, and them asked to shrink. */
+const WANT_ROUNDS = 5;
 
 /** Buckets listed by describe() (the totals cover all). */
 const DESCRIBED_BUCKETS = 1000;
 
-const bucketKey = (domain: string, entries: BucketUsage['entries']): string => JSON.stringify([domain, entries.map((e) => [e.key, e.value])]);
-
 export class QuotaBook {
   private readonly tracked = new Map<string, Tracked>();
   private readonly subscribers = new Set<Subscriber>();
+  /** Buckets whose Envoys here get less than their fair part (the others hold it): rounds of re-reading left. */
+  private readonly wanting = new Map<string, number>();
 
   constructor(private readonly o: BookOptions) {}
 
@@ -92,12 +44,80 @@ export class QuotaBook {
   /** The stream ended: its shares are released (the others grow on their next report). */
   close(s: Subscriber): void {
     this.subscribers.delete(s);
-    for (const t of s.buckets.values()) this.release(t, s);
+    // The other replicas go on counting its shares for a while (shared.ts RECONNECT_GRACE_MS): its Envoy
+    // enforces them until it is assigned again, here or elsewhere, after it reconnects.
+    if (this.o.exchange !== undefined && s.buckets.size > 0) {
+      const last = [...s.buckets.values()].map((t) => ({ bucket: t.key, stream: s.id, share: Math.max(0, t.holders.get(s)?.share ?? 0), demand: t.holders.get(s)?.demand }));
+      this.o.exchange.write(last, RECONNECT_GRACE_MS);
+    }
+    for (const t of s.buckets.values()) this.release(t, s, false);
     s.buckets.clear();
   }
 
+  /**
+   * One reports message from `s`: the answer, at once without an exchange; with one, once the other replicas'
+   * holders of its buckets were read (or could not be: then from the last view), and this replica's written.
+   */
+  answer(s: Subscriber, reports: UsageReports): BucketAction[] | Promise<BucketAction[]> {
+    const exchange = this.o.exchange;
+    if (exchange === undefined) return this.report(s, reports);
+    const domain = s.domain === '' ? reports.domain : s.domain;
+    const keys = new Set<string>();
+    for (const u of reports.usages) {
+      const rule = this.o.rule(domain, u.entries);
+      if (rule.kind === 'limit' && !rule.shadow) keys.add(bucketKey(domain, u.entries));
+    }
+    if (keys.size === 0) return this.report(s, reports);
+    const read = exchange.read([...keys]).catch(() => undefined);
+    return read.then((peers) => {
+      if (!this.subscribers.has(s)) return []; // the stream ended meanwhile
+      const answer = this.report(s, reports, peers);
+      exchange.write(this.ownHolders(keys));
+      return answer;
+    });
+  }
+
+  /** This replica's holders of these buckets, as the exchange stores them. */
+  ownHolders(keys: Iterable<string>): OwnHolder[] {
+    const own: OwnHolder[] = [];
+    for (const key of keys) {
+      for (const [sub, h] of this.tracked.get(key)?.holders ?? []) if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
+    }
+    return own;
+  }
+
+  /**
+   * The buckets to look at again (sync.ts): those held back by other replicas (for WANT_ROUNDS rounds after it
+   * started), and those of `signalled` tracked here.
+   */
+  unsettled(signalled: Iterable<string>): string[] {
+    const keys = new Set<string>();
+    for (const [key, left] of this.wanting) {
+      if (left <= 1 || !this.tracked.has(key)) this.wanting.delete(key);
+      else this.wanting.set(key, left - 1);
+      if (this.tracked.has(key)) keys.add(key);
+    }
+    for (const key of signalled) if (this.tracked.has(key)) keys.add(key);
+    return [...keys];
+  }
+
+  /** The other replicas' holders of a bucket read again: new shares pushed to the Envoys here that they move. */
+  rebalance(peers: Map<string, PeerHolder[]>): void {
+    const pushes = new Map<Subscriber, BucketAction[]>();
+    for (const [key, list] of peers) {
+      const t = this.tracked.get(key);
+      if (t === undefined || t.rule.shadow) continue;
+      t.peers = list;
+      this.reshare(t, false, pushes);
+    }
+    for (const [sub, actions] of pushes) {
+      for (const a of actions) this.o.observer?.assignments(sub.domain, a.assignment.kind, 1);
+      sub.push(actions);
+    }
+  }
+
   /** One reports message from `s`: the answer for every bucket in it (pushes to other streams go out here). */
-  report(s: Subscriber, reports: UsageReports): BucketAction[] {
+  report(s: Subscriber, reports: UsageReports, peers?: Map<string, PeerHolder[]>): BucketAction[] {
     if (s.domain === '') s.domain = reports.domain;
     const domain = s.domain;
     this.o.observer?.report(domain);
@@ -106,7 +126,7 @@ export class QuotaBook {
     const answer: BucketAction[] = [];
     for (const u of reports.usages) {
       this.o.observer?.reported(domain, u.allowed, u.denied);
-      const assignment = this.assign(s, domain, u, now, pushes);
+      const assignment = this.assign(s, domain, u, now, pushes, peers);
       answer.push({ entries: u.entries, assignment });
       this.o.observer?.assignments(domain, assignment.kind, 1);
     }
@@ -118,7 +138,7 @@ export class QuotaBook {
     return answer;
   }
 
-  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>): Assignment {
+  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>, peers: Map<string, PeerHolder[]> | undefined): Assignment {
     const ttlS = this.o.ttlS;
     const rule = this.o.rule(domain, u.entries);
     const key = bucketKey(domain, u.entries);
@@ -136,6 +156,7 @@ export class QuotaBook {
       t ??= this.create(key, domain, u.entries, rule, now);
     }
     const limitChanged = t.rule.perFill !== rule.perFill || t.rule.fillS !== rule.fillS;
+    t.peers = peers?.get(key) ?? t.peers;
     t.rule = rule;
     let h = t.holders.get(s);
     const joined = h === undefined;
@@ -156,7 +177,7 @@ export class QuotaBook {
   }
 
   private create(key: string, domain: string, entries: BucketUsage['entries'], rule: Extract<BucketRule, { kind: 'limit' }>, now: number): Tracked {
-    const t: Tracked = { key, domain, entries, rule, holders: new Map(), shadowTokens: rule.perFill, shadowAtMs: now };
+    const t: Tracked = { key, domain, entries, rule, holders: new Map(), shadowTokens: rule.perFill, shadowAtMs: now, peers: [] };
     this.tracked.set(key, t);
     return t;
   }
@@ -176,7 +197,17 @@ export class QuotaBook {
   private reshare(t: Tracked, force: boolean, pushes: Map<Subscriber, BucketAction[]>): void {
     const holders = [...t.holders];
     const current = holders.map(([, h]) => h.share);
-    const next = fairShares(t.rule.perFill, holders.map(([, h]) => h.demand));
+    // Split over every holder, this replica's first; this replica's get at most what the others hold not.
+    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)]);
+    const held = t.peers.reduce((n, p) => n + p.share, 0);
+    const wanted = all.slice(0, holders.length);
+    const next = capShares(wanted, Math.floor(t.rule.perFill) - held);
+    const short = wanted.reduce((a, b) => a + b, 0) - next.reduce((a, b) => a + b, 0);
+    // Held back by the other replicas' Envoys: ask them to shrink now (sync.ts), not at their next report.
+    if (short > Math.max(1, 0.1 * t.rule.perFill)) {
+      if (!this.wanting.has(t.key)) this.wanting.set(t.key, WANT_ROUNDS);
+      this.o.exchange?.signal(t.key);
+    }
     if (!force && !current.includes(-1) && !worthChanging(current, next)) return;
     holders.forEach(([sub, h], i) => {
       if (h.share === next[i]) return;
@@ -214,8 +245,8 @@ export class QuotaBook {
     }
   }
 
-  private release(t: Tracked, s: Subscriber): void {
-    t.holders.delete(s);
+  private release(t: Tracked, s: Subscriber, forget = true): void {
+    if (t.holders.delete(s) && forget) this.o.exchange?.remove(t.key, s.id);
     s.buckets.delete(t.key);
     if (t.holders.size === 0) this.tracked.delete(t.key);
   }
@@ -243,6 +274,7 @@ export class QuotaBook {
       limit: { requests: t.rule.perFill, per_seconds: t.rule.fillS },
       shadow: t.rule.shadow,
       holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
+      other_replicas: t.peers.map((p) => ({ share: p.share, demand: p.demand === undefined ? null : Math.round(p.demand * 10) / 10 })),
     }));
     return { streams: this.subscribers.size, tracked: this.tracked.size, buckets };
   }

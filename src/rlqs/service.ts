@@ -52,6 +52,7 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
     let tokens = o.reportBurst;
     let refilledAt = o.nowMs();
     let closed = false;
+    let pending: Promise<void> = Promise.resolve();
     return {
       message: (bytes) => {
         const now = o.nowMs();
@@ -71,8 +72,16 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
         }
         // Charged per bucket (the work is per bucket); a large report may run the budget into debt.
         tokens -= Math.max(1, reports.usages.length);
-        const answer = o.book.report(sub, reports);
-        if (answer.length > 0) call.write(encodeResponse(answer));
+        const answer = o.book.answer(sub, reports);
+        if (Array.isArray(answer)) {
+          if (answer.length > 0) call.write(encodeResponse(answer));
+          return;
+        }
+        // Shared shares (BACKEND=redis): answered once the store was read, in the order the reports came.
+        const previous = pending;
+        pending = Promise.all([answer, previous]).then(([a]) => {
+          if (!closed && a.length > 0) call.write(encodeResponse(a));
+        }).catch(() => undefined);
       },
       halfClose: () => call.end(),
       closed: () => {

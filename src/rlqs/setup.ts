@@ -5,13 +5,21 @@
  *
  * The book runs on real (monotonic) time whatever clock the engine is given: Envoy's token buckets refill in
  * real time, and demand is measured between real reports.
+ *
+ * With BACKEND=redis the book shares every bucket's limit with the other replicas' Envoys through the store's
+ * own connection (shared.ts).
  */
 import type { CompiledConfig } from '../config/types.js';
 import type { RlqsMetrics } from '../observability/metrics-rlqs.js';
 import type { BidiRoute } from '../server/bidi/bidi-route.js';
+import type { RedisClient } from '../storage/redis/connection.js';
+import { throttledLog } from '../storage/throttled-log.js';
+import { systemClock } from '../core/clock.js';
 import { QuotaBook } from './book.js';
 import { bucketRule } from './rules.js';
 import { rlqsRoute } from './service.js';
+import { redisShareExchange } from './shared.js';
+import { startShareSync } from './sync.js';
 import { RLQS_PATH } from './wire.js';
 
 export { RLQS_PATH };
@@ -44,8 +52,8 @@ export interface RlqsOptions {
   /** A bucket reported idle this long is abandoned on that Envoy (Envoy reports every bucket every 5 s). */
   readonly idleAbandonS: number;
   readonly metrics: RlqsMetrics;
-  /** BACKEND=redis (replicas share counters, but not quota shares): say so when the first quota stream opens. */
-  readonly sharedStore?: boolean;
+  /** BACKEND=redis: the store's connection and key prefix, through which replicas share every bucket's limit. */
+  readonly redis?: { readonly client: RedisClient; readonly keyPrefix: string };
   readonly nowMs?: () => number;
   readonly log?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -54,6 +62,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
   const nowMs = o.nowMs ?? (() => performance.now());
   const known = (domain: string) => o.config().domains.has(domain);
   const observer = o.metrics.rlqsObserver(known);
+  const exchange = o.redis === undefined ? undefined : redisShareExchange({ ...o.redis, log: throttledLog({ log: (message, error) => o.log?.(message, { error: String(error) }), clock: systemClock, intervalMs: 10_000 }) });
   const book = new QuotaBook({
     nowMs,
     ttlS: o.ttlS,
@@ -62,6 +71,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     maxBucketsPerStream: RLQS_DEFAULTS.maxBucketsPerStream,
     rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries),
     observer,
+    ...(exchange === undefined ? {} : { exchange }),
   });
   o.metrics.watchRlqs(() => {
     const out = new Map<string, { buckets: number; streams: number }>();
@@ -84,13 +94,10 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
       if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
     },
   });
-  let warned = o.sharedStore !== true;
-  const route: BidiRoute = (call) => {
-    if (!warned) {
-      warned = true;
-      o.log?.('quota streams are served from this replica\'s memory: with several replicas, each gives its Envoys the whole limit; send the quota streams to one replica (docs/rlqs.md)', { peer: call.peer });
-    }
-    return served.route(call);
+  const sync = exchange === undefined ? undefined : startShareSync(book, exchange);
+  const close = () => {
+    sync?.stop();
+    served.endAll();
   };
-  return { path: RLQS_PATH, route, describe: () => book.describe(), close: () => served.endAll() };
+  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close };
 }

@@ -57,3 +57,14 @@ export function worthChanging(current: readonly number[], next: readonly number[
   }
   return false;
 }
+
+/**
+ * `shares` scaled down (in whole tokens) so that they add up to at most `free` (what the other replicas' Envoys
+ * do not hold); unchanged when they fit.
+ */
+export function capShares(shares: readonly number[], free: number): number[] {
+  const room = Math.max(0, Math.floor(free));
+  const sum = shares.reduce((a, b) => a + b, 0);
+  if (sum <= room) return [...shares];
+  return shares.map((x) => Math.floor((x * room) / sum));
+}

@@ -1,6 +1,6 @@
 /** fairShares: max-min fair by demand, in whole tokens, never past the limit; worthChanging's hysteresis. */
 import { describe, expect, it } from 'vitest';
-import { fairShares, worthChanging } from '../../../src/rlqs/shares.js';
+import { capShares, fairShares, worthChanging } from '../../../src/rlqs/shares.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -40,5 +40,15 @@ describe('worthChanging', () => {
     expect(worthChanging([100, 100], [109, 91])).toBe(false);
     expect(worthChanging([100, 100], [115, 85])).toBe(true);
     expect(worthChanging([1, 0], [0, 1])).toBe(true);
+  });
+});
+
+describe('capShares', () => {
+  it('keeps shares that fit in what the other replicas leave free, scales down whole tokens that do not', () => {
+    expect(capShares([10, 5], 20)).toEqual([10, 5]);
+    expect(capShares([10, 10], 10)).toEqual([5, 5]);
+    expect(capShares([7, 3], 5)).toEqual([3, 1]);
+    expect(capShares([20], 0)).toEqual([0]);
+    expect(capShares([20], -4)).toEqual([0]);
   });
 });
