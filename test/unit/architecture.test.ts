@@ -53,7 +53,7 @@ describe('architecture', () => {
       // The xDS client: protobuf by hand and the ADS stream; the composition hands it the compiler.
       xds: ['xds'],
       // The Rate Limit Quota Service: its stream route plugs into the gRPC port, its rules are the domains' rules.
-      rlqs: ['rlqs', 'server', 'core', 'config', 'observability'],
+      rlqs: ['rlqs', 'server', 'core', 'config', 'observability', 'storage'],
       // app/ is the composition: it may import every room, and only the entry point (src/cli.ts) imports it.
     };
     for (const [id, deps] of graph) {
