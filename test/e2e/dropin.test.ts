@@ -105,7 +105,11 @@ describe("the reference's docker-compose environment", () => {
   });
 
   it('loads the rule file without a .yaml extension, and skips dot files and files outside config/', async () => {
-    expect(await codes('mongo_cps', [['database', 'users']], 3)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    // 2 a second: the three asks go together at the start of a second, so that no window turns over between them
+    // on a loaded machine.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 5));
+    const answers = await Promise.all([0, 1, 2].map(() => client.ask('mongo_cps', [[['database', 'users']]])));
+    expect(answers.map((a) => a.overall_code).sort()).toEqual(['OK', 'OK', 'OVER_LIMIT']);
   });
 
   it('answers /healthcheck on the HTTP port with 200 OK', async () => {
