@@ -228,8 +228,16 @@ export interface SentinelOptions {
   readonly knownReplicas?: readonly number[];
 }
 
-/** A sentinel watching the master on `masterPort` (start it first with startRedis) as `mymaster`. */
-export async function startSentinel(masterPort: number, options: SentinelOptions = {}): Promise<SentinelSetup> {
+/**
+ * A sentinel watching the master on `masterPort` (start it first with startRedis) as `mymaster`. Started again on a
+ * fresh port when its own exited (the port taken meanwhile by a test file running beside it: the PING that saw it
+ * start may have been answered by that other server).
+ */
+export function startSentinel(masterPort: number, options: SentinelOptions = {}): Promise<SentinelSetup> {
+  return onFreshPorts(() => startSentinelOnce(masterPort, options));
+}
+
+async function startSentinelOnce(masterPort: number, options: SentinelOptions): Promise<SentinelSetup> {
   const port = await freePort();
   const config = [
     `sentinel monitor mymaster ${HOST} ${masterPort} 1`,
@@ -239,10 +247,17 @@ export async function startSentinel(masterPort: number, options: SentinelOptions
     '',
   ].join('\n');
   const proc = new RedisProcess(port, [], config);
-  await proc.start();
-  await waitFor('sentinel to know its master', async () =>
-    (await rawCommand(port, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster'])).includes(String(masterPort)),
-  );
+  try {
+    await proc.start();
+    await waitFor('sentinel to know its master', async () => {
+      if (!proc.running) return true; // exited: said below, so that onFreshPorts tries another port
+      return (await rawCommand(port, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'mymaster'])).includes(String(masterPort));
+    });
+    if (!proc.running) throw new Error(`redis-server :${port} exited (1): the sentinel's port was taken`);
+  } catch (error) {
+    await proc.destroy();
+    throw error;
+  }
   return {
     masterName: 'mymaster',
     masterPort,
