@@ -9,7 +9,8 @@
  *     window, or each Envoy's first, full token bucket);
  *   - request latency through Envoy as the client sees it (p50, p99, every answer: 200 and 429);
  *   - service CPU per request above its rate at rest (from /proc, the rest measured first for --idle-seconds,
- *     default --seconds);
+ *     default --seconds; /proc counts in 10 ms ticks, so at a few hundred requests the rate at rest, printed
+ *     too, bounds the precision);
  *   - messages and bytes Envoy sent to the service per request.
  * Loopback only; everything it starts (service, Envoys, upstream, Redis) is stopped at the end, on an error,
  * on Ctrl-C, and past a time bound.
@@ -115,8 +116,9 @@ async function main(): Promise<void> {
         row('request latency through Envoy, p50 ms', (r) => r.p50, 1),
         row('request latency through Envoy, p99 ms', (r) => r.p99, 1),
         row('service CPU per request above idle, ms', (r) => r.cpuMsPerRequest, 3),
+        row('service CPU at rest, ms per second', (r) => r.idleCpuMsPerS, 1),
         row('messages to the service per request', (r) => r.messagesPerRequest, 3),
-        row('bytes to the service per request', (r) => r.bytesPerRequest, 0),
+        row('bytes to the service per request', (r) => r.bytesPerRequest, 1),
       ]) +
       '\n\nmessages: RateLimitService = Envoy\'s cluster.ratelimit.upstream_rq_total (a call per request); RLQS = usage reports the ' +
       'service received (ratelimit_rlqs_reports_total; Envoy 1.40 counts one request per stream); bytes = Envoy\'s cluster.ratelimit.upstream_cx_tx_bytes_total.\n',

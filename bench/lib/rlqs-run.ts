@@ -41,8 +41,9 @@ export interface RunResult {
   readonly ratioAfterFirst: number;
   readonly p50: number;
   readonly p99: number;
-  /** Service CPU ms per request above its rate at rest. */
+  /** Service CPU ms per request above its rate at rest, and that rate (CPU ms per second). */
   readonly cpuMsPerRequest: number;
+  readonly idleCpuMsPerS: number;
   /** Messages Envoy sent to the service per request, and bytes it wrote to the service's cluster per request. */
   readonly messagesPerRequest: number;
   readonly bytesPerRequest: number;
@@ -138,6 +139,7 @@ export async function measure(spec: RunSpec): Promise<RunResult> {
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
       cpuMsPerRequest: ((cpu - idlePerS * wallS) / sent) * 1000,
+      idleCpuMsPerS: idlePerS * 1000,
       messagesPerRequest: messages / sent,
       bytesPerRequest: delta('cluster.ratelimit.upstream_cx_tx_bytes_total') / sent,
       problems,
