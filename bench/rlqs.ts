@@ -8,9 +8,9 @@
  *   - admitted ÷ limit, overall and from the second second on (the first holds a fixed window's first partial
  *     window, or each Envoy's first, full token bucket);
  *   - request latency through Envoy as the client sees it (p50, p99, every answer: 200 and 429);
- *   - service CPU per request above its rate at rest (from /proc, the rest measured first for --idle-seconds,
- *     default --seconds; /proc counts in 10 ms ticks, so at a few hundred requests the rate at rest, printed
- *     too, bounds the precision);
+ *   - service CPU per request above its rate at rest (from /proc; at rest: the lower of --idle-seconds, default
+ *     --seconds, before and after the traffic; /proc counts in 10 ms ticks, so at a few hundred requests the
+ *     rate at rest, printed too, bounds the precision);
  *   - messages and bytes Envoy sent to the service per request.
  * Loopback only; everything it starts (service, Envoys, upstream, Redis) is stopped at the end, on an error,
  * on Ctrl-C, and past a time bound.
@@ -61,7 +61,7 @@ const onSignal = (): void => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
-const boundS = ROUNDS * PATHS.length * (SECONDS + IDLE_S + 90);
+const boundS = ROUNDS * PATHS.length * (SECONDS + 2 * IDLE_S + 90);
 const bound = setTimeout(() => {
   process.stderr.write(`bench/rlqs.ts: past its time bound of ${boundS} s, stopping\n`);
   stop.abort();
