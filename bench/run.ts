@@ -6,6 +6,7 @@
  *   npm run bench -- --smoke                       # seconds: the same code paths, tiny counts
  *   npm run bench -- --audit [--quick]             # the fail-open audit instead (bench/failopen-audit.ts)
  *   npm run bench -- --footprint                   # start-up, CPU at rest, RSS beside envoyproxy/ratelimit (bench/footprint.ts)
+ *   npm run bench -- --rlqs                        # RateLimitService vs RLQS through two Envoys (bench/rlqs.ts)
  *   npm run bench -- --against 127.0.0.1:18081     # also drive another RLS server (e.g. envoyproxy/ratelimit)
  *   options: --rounds 3 --requests 60000 --clients 8 --streams 16 --json bench-results.json
  *   Redis side by side with envoyproxy/ratelimit (issue #20, bench/lib/redis-section.ts; skipped without the
@@ -37,6 +38,9 @@ if (args.includes('--audit')) {
   await auditMain(args.filter((a) => a !== '--audit'));
 } else if (args.includes('--footprint')) {
   await import('./footprint.js');
+  process.exit(process.exitCode ?? 0);
+} else if (args.includes('--rlqs')) {
+  await import('./rlqs.js');
   process.exit(process.exitCode ?? 0);
 }
 const flag = (name: string) => args.includes(`--${name}`);

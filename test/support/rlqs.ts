@@ -26,6 +26,8 @@ export interface PacedResult {
   readonly byStatus: Map<number, number>;
   readonly admittedPerSecond: number[];
   readonly sent: number;
+  /** Each answered request's time from send to its whole answer, ms, in the order answered. */
+  readonly latenciesMs: number[];
 }
 
 /**
@@ -36,6 +38,7 @@ export interface PacedResult {
 export async function pacedTraffic(url: string, ratePerS: number, durationMs: number, headers: Record<string, string> = {}, stop?: AbortSignal): Promise<PacedResult> {
   const byStatus = new Map<number, number>();
   const admittedPerSecond: number[] = [];
+  const latenciesMs: number[] = [];
   const start = performance.now();
   const total = Math.round((ratePerS * durationMs) / 1000);
   let inFlight = 0;
@@ -53,11 +56,13 @@ export async function pacedTraffic(url: string, ratePerS: number, durationMs: nu
       continue;
     }
     inFlight++;
-    const second = Math.floor((performance.now() - start) / 1000);
+    const sentAt = performance.now();
+    const second = Math.floor((sentAt - start) / 1000);
     pending.push(
       fetch(url, { headers })
         .then(async (res) => {
           await res.arrayBuffer();
+          latenciesMs.push(performance.now() - sentAt);
           count(res.status);
           if (res.status === 200) admittedPerSecond[second] = (admittedPerSecond[second] ?? 0) + 1;
         })
@@ -66,7 +71,7 @@ export async function pacedTraffic(url: string, ratePerS: number, durationMs: nu
     );
   }
   await Promise.all(pending);
-  return { byStatus, admittedPerSecond: Array.from(admittedPerSecond, (n) => n ?? 0), sent: pending.length + (byStatus.get(0) ?? 0) };
+  return { byStatus, admittedPerSecond: Array.from(admittedPerSecond, (n) => n ?? 0), sent: pending.length + (byStatus.get(0) ?? 0), latenciesMs };
 }
 
 // ---- a quota-stream client: node:http2 with Envoy's own protos (from @grpc/grpc-js-xds) encoding and decoding ----
