@@ -5,7 +5,8 @@
  *   - CPU at rest over --idle-seconds (both measured over the same window, from /proc);
  *   - RSS at rest, and after --requests closed-loop requests (h2load -c50 -m10, 1 descriptor);
  * then, with --envoy, the through-Envoy tail (bench/envoy.ts). This service runs as its image does:
- * `node <NODE_OPTIONS of npm start> dist/cli.js serve` (built first when dist/ is older than src/).
+ * `node <NODE_OPTIONS of npm start> dist/cli.js serve` with the image's MALLOC_ARENA_MAX (built first when dist/ is
+ * older than src/).
  *
  *   npm run bench -- --footprint                 # 5 starts, 30 s at rest, 20,000 requests
  *   npm run bench -- --footprint --smoke         # seconds: the same code paths, tiny counts
@@ -24,7 +25,7 @@ import { idleCpuPercent, rssMiB, startAndTime, type Started } from './lib/footpr
 import { h2load, haveH2load } from './lib/h2load.js';
 import { treeCpuSeconds } from './lib/proc-cpu.js';
 import { REFERENCE_START, haveReference } from './lib/reference.js';
-import { START_NODE_OPTIONS } from './lib/redis-section.js';
+import { START_ENV, START_NODE_OPTIONS } from './lib/redis-section.js';
 import { fmt, median, table } from './lib/stats.js';
 
 const args = process.argv.slice(2);
@@ -80,7 +81,7 @@ try {
       label: `this service (node ${nodeOptions}${cli === CLI ? '' : ` ${relative(ROOT, cli)}`})`,
       start: async () => {
         const port = await freePort();
-        const env = { ...process.env, NODE_OPTIONS: '', CONFIG_DIR: RULES_DIR, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()) };
+        const env = { ...process.env, ...START_ENV, NODE_OPTIONS: '', CONFIG_DIR: RULES_DIR, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()) };
         return startAndTime(process.execPath, [...nodeOptions.split(' ').filter((a) => a !== ''), cli, 'serve'], env, port, BODY);
       },
     });

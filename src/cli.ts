@@ -9,6 +9,7 @@ import { loadConfigDir } from './config/index.js';
 import { createLogger } from './observability/log.js';
 import { startService, StartupError } from './app/main.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from './app/workers.js';
+import { setHeapGrowingPercent } from './app/heap-growth.js';
 import { runQuery } from './cli/query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings/settings.js';
 import { checkCombination, exposureNotices } from './settings/settings-checks.js';
@@ -61,6 +62,8 @@ async function serve(argv: string[]): Promise<number> {
   }
   checkWorkers(settings);
   if (isPrimaryOfWorkers(settings)) return superviseWorkers(settings, (line) => process.stderr.write(line));
+  // Before anything is allocated: the old generation's growth between full collections (app/heap-growth.ts).
+  setHeapGrowingPercent(settings.heapGrowingPercent);
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
   // The handlers are in place before the service starts: a signal sent as soon as the start line appears
   // (or during start-up) must drain like any other, not kill the process by the default action. The

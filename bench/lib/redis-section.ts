@@ -13,6 +13,8 @@ import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
 
 /** The V8 options of `npm start`, the image and the Kubernetes example (package.json, Dockerfile, deploy/k8s). */
 export const START_NODE_OPTIONS = '--max-semi-space-size=16';
+/** The environment the image adds for the allocator (Dockerfile, package.json's start): at most two malloc arenas. */
+export const START_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
 export interface RedisSectionSpec {
   readonly rulesDir: string;

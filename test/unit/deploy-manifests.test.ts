@@ -201,6 +201,13 @@ describe('the image', () => {
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist/m);
   });
 
+  it('caps malloc arenas at two where the service runs (image and npm start): resident memory under load', () => {
+    const runtime = dockerfile().split(/^FROM /m).at(-1)!;
+    expect(runtime).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
+    const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
+    expect(pkg.scripts.start).toMatch(/^MALLOC_ARENA_MAX=2 node /);
+  });
+
   it('answers at /bin/ratelimit like the reference image', () => {
     expect(dockerfile()).toMatch(/^COPY bin\/ratelimit-reference\.sh \/bin\/ratelimit$/m);
     expect(dockerfile()).toMatch(/chmod 0755 \/bin\/ratelimit/);
