@@ -100,6 +100,21 @@ afterAll(async () => {
 describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
   let server: XdsServer | undefined;
   let subject: Subject | undefined;
+  let probes = 0;
+  /**
+   * envoyproxy/ratelimit sends its ACK before the set is in force (its xDS provider hands the set to the service
+   * after acknowledging it), so for it the test waits until `check` sees the set; this service swaps the set in
+   * before it ACKs, so for it the ACK is the event.
+   */
+  const settled = async (check: () => Promise<boolean>, what: string) => {
+    if (!ours) await eventually(check, { timeoutMs: 10_000, what: `envoyproxy/ratelimit applying ${what}` });
+  };
+  /** A fresh value of `k` twice: OVER_LIMIT the second time iff the limit in force is 1. */
+  const limitIsOne = async (s: Subject) => {
+    const v = `probe-${probes++}`;
+    await ask(s, 'k', v);
+    return (await ask(s, 'k', v)) === 'OVER_LIMIT';
+  };
   afterAll(async () => {
     await subject?.stop();
     await server?.close();
@@ -117,6 +132,7 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     const first = await server.waitFor(ack('1'), { timeoutMs: 20_000, what: 'the ACK of version 1' });
     expect(first.node).toBe(NODE);
     expect(first.metadata).toEqual({ cluster: 'ci', zone: 'z1' });
+    await settled(async () => (await ask(s, 'k', `probe-${probes++}`)) !== 'ERROR', 'version 1');
     expect([await ask(s, 'k', 'a1'), await ask(s, 'k', 'a1'), await ask(s, 'k', 'a1')]).toEqual(['OK', 'OK', 'OVER_LIMIT']);
 
     // Update: applied (ACKed) within a second.
@@ -125,6 +141,7 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     server.set('2', [B]);
     await server.waitFor(ack('2'), { from: mark, what: 'the ACK of version 2' });
     expect(Date.now() - t0).toBeLessThan(1000);
+    await settled(() => limitIsOne(s), 'version 2');
     expect([await ask(s, 'k', 'b'), await ask(s, 'k', 'b')]).toEqual(['OK', 'OVER_LIMIT']);
 
     // A refused set: NACKed (the version in force, an error detail), the last good set stays in force.
@@ -167,6 +184,7 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     mark = server.events.length;
     server.set('2', []);
     await server.waitFor(ack('2'), { from: mark, what: 'the ACK of the empty version 2' });
+    await settled(async () => (await ask(s, 'k', `probe-${probes++}`)) !== 'OVER_LIMIT' && !(await limitIsOne(s)), 'the empty version 2');
     const lifted = await ask(s, 'k', 'b');
     expect(lifted).not.toBe('OVER_LIMIT');
     if (ours) expect(lifted).toBe('OK');
