@@ -7,11 +7,9 @@
  * CPU is read at rest for `idleS`, then paced traffic goes through both Envoys for `seconds` (Envoy's and the
  * service's counters read around it), then, after 3 s, at rest again for `idleS`.
  */
-import { parse } from 'yaml';
 import { rlsBootstrap } from '../../test/support/envoy-bootstrap.js';
-import { applyOverrides } from '../../test/support/envoy-config.js';
 import { startEnvoy, type EnvoyProcess } from '../../test/support/envoy.js';
-import { pacedTraffic, rlqsDocBlock, type PacedResult } from '../../test/support/rlqs.js';
+import { pacedTraffic, rlqsEnvoyConfig, type PacedResult } from '../../test/support/rlqs.js';
 import { scrapeMetrics, total } from '../../test/support/scrape.js';
 import { percentile } from './h2load.js';
 import { cpuSeconds, startOurs, type Target } from './servers.js';
@@ -62,12 +60,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 function envoyConfig(spec: RunSpec, service: Target): object {
+  if (spec.path === 'rlqs') return rlqsEnvoyConfig(service.address, spec.upstreamPort);
   const [host, port] = service.address.split(':') as [string, string];
-  const clusters = { ratelimit: { address: host, port: Number(port) }, app: { address: '127.0.0.1', port: spec.upstreamPort } };
-  if (spec.path === 'rlqs') return applyOverrides(parse(rlqsDocBlock('rlqs-envoy-config')) as Record<string, unknown>, { clusters });
   return rlsBootstrap({
-    service: clusters.ratelimit,
-    upstream: clusters.app,
+    service: { address: host, port: Number(port) },
+    upstream: { address: '127.0.0.1', port: spec.upstreamPort },
     domain: 'edge',
     routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_key: 'name', descriptor_value: 'all' } }] }] }],
   });

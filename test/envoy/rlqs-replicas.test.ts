@@ -8,14 +8,12 @@
  * - one replica stopped and restarted on the same port: its Envoy keeps its last share meanwhile, and both
  *   Envoys are assigned again (the sum within the limit) within 10 s of its return.
  */
-import { parse } from 'yaml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { applyOverrides } from '../support/envoy-config.js';
 import { describeEnvoy, startEnvoy, type EnvoyProcess } from '../support/envoy.js';
 import { startUpstream, type Upstream } from '../support/envoy-upstream.js';
 import { eventually } from '../support/eventually.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
-import { pacedTraffic, rlqsDocBlock } from '../support/rlqs.js';
+import { pacedTraffic, rlqsDocBlock, rlqsEnvoyConfig } from '../support/rlqs.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const RUN_MS = 8000;
@@ -47,11 +45,7 @@ describeEnvoy('RLQS: two replicas on one Redis behind two Envoys', () => {
     for (let i = 0; i < 2; i++) {
       const replica = await startReplica();
       replicas.push(replica);
-      const [host, port] = replica.grpcAddress.split(':') as [string, string];
-      const config = applyOverrides(parse(rlqsDocBlock('rlqs-envoy-config')) as Record<string, unknown>, {
-        clusters: { ratelimit: { address: host, port: Number(port) }, app: { address: '127.0.0.1', port: upstream.port } },
-      });
-      const envoy = await startEnvoy(config);
+      const envoy = await startEnvoy(rlqsEnvoyConfig(replica.grpcAddress, upstream.port));
       envoys.push(envoy);
       urls.push(await envoy.listenerUrl('ingress'));
     }

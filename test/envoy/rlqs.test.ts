@@ -11,13 +11,11 @@
  * - the service stopped and restarted on the same port: the last shares hold meanwhile, and the Envoys are
  *   assigned again within 10 s of its return.
  */
-import { parse } from 'yaml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { applyOverrides } from '../support/envoy-config.js';
 import { describeEnvoy, startEnvoy, type EnvoyProcess } from '../support/envoy.js';
 import { startUpstream, type Upstream } from '../support/envoy-upstream.js';
 import { eventually } from '../support/eventually.js';
-import { pacedTraffic, rlqsDocBlock } from '../support/rlqs.js';
+import { pacedTraffic, rlqsDocBlock, rlqsEnvoyConfig } from '../support/rlqs.js';
 import { scrapeMetrics } from '../support/scrape.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -38,12 +36,8 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
   beforeAll(async () => {
     service = await startTestService({ 'edge.yaml': rlqsDocBlock('rlqs-rules') });
     upstream = await startUpstream();
-    const [host, port] = service.grpcAddress.split(':') as [string, string];
     for (let i = 0; i < 2; i++) {
-      const config = applyOverrides(parse(rlqsDocBlock('rlqs-envoy-config')) as Record<string, unknown>, {
-        clusters: { ratelimit: { address: host, port: Number(port) }, app: { address: '127.0.0.1', port: upstream.port } },
-      });
-      const envoy = await startEnvoy(config);
+      const envoy = await startEnvoy(rlqsEnvoyConfig(service.grpcAddress, upstream.port));
       envoys.push(envoy);
       urls.push(await envoy.listenerUrl('ingress'));
     }

@@ -7,6 +7,8 @@ import * as http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import protobuf from 'protobufjs';
+import { parse } from 'yaml';
+import { applyOverrides } from './envoy-config.js';
 import { grpcFrame } from './raw-h2.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -19,6 +21,14 @@ export function rlqsDocBlock(marker: 'rlqs-envoy-config' | 'rlqs-rules'): string
   const m = /```yaml\n([\s\S]*?)```/.exec(page.slice(at));
   if (!m) throw new Error(`docs/rlqs.md: no yaml block after <!-- ${marker} -->`);
   return m[1]!;
+}
+
+/** docs/rlqs.md's Envoy config as pasted, with its `ratelimit` cluster at `grpcAddress` (host:port) and `app` at the upstream. */
+export function rlqsEnvoyConfig(grpcAddress: string, upstreamPort: number): Record<string, unknown> {
+  const [host, port] = grpcAddress.split(':') as [string, string];
+  return applyOverrides(parse(rlqsDocBlock('rlqs-envoy-config')) as Record<string, unknown>, {
+    clusters: { ratelimit: { address: host, port: Number(port) }, app: { address: '127.0.0.1', port: upstreamPort } },
+  });
 }
 
 export interface PacedResult {
