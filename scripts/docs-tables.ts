@@ -29,6 +29,7 @@ export function everyMetric(options: { defaultMetrics: boolean }): Metrics {
   metrics.watchMemory(() => ({ keys: 0, bytes: 0, protectedKeys: 0, expired: 0, evicted: 0, unstored: 0 }));
   metrics.watchLeases(() => ({ claims: 0, leased: 0, returned: 0, unused: 0, held: 0 }));
   metrics.watchGrpcConnections(() => ({ connections: 0, watches: 0 }));
+  metrics.watchStoreReady(() => true);
   metrics.watchCapacity(() => []);
   metrics.capacityReport().watchResources(() => 0);
   metrics.watchCapacityRedis(() => ({ roundTrips: 0, fullReads: 0, retries: 0, fellBack: 0 }));

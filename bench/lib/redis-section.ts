@@ -10,11 +10,9 @@ import { haveReference, redisPid, startReference } from './reference.js';
 import { counter, startOurs, type Target } from './servers.js';
 import { marginal, ratios, sideBySide, type SideSample, type SideSamples, type SideTarget } from './redis-side-by-side.js';
 import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
+import { START_NODE_OPTIONS } from './image.js';
 
-/** The V8 options of `npm start`, the image and the Kubernetes example (package.json, Dockerfile, deploy/k8s). */
-export const START_NODE_OPTIONS = '--max-semi-space-size=16';
-/** The environment the image adds for the allocator (Dockerfile, package.json's start): at most two malloc arenas. */
-export const START_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+export { START_ENV, START_NODE_OPTIONS } from './image.js';
 
 export interface RedisSectionSpec {
   readonly rulesDir: string;

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { spawnService, type ServiceProcess } from '../../test/support/service-process.js';
+import { IMAGE_CLI, START_ENV, START_NODE_OPTIONS, ensureBuilt } from './image.js';
 
 export interface Target {
   readonly name: string;
@@ -15,8 +16,10 @@ export interface Target {
 }
 
 export async function startOurs(name: string, env: Record<string, string>): Promise<Target & { process: ServiceProcess }> {
-  // As deployed, with the defaults (spawnService: no reload watcher, logs at info: the start line is read).
-  const p = await spawnService(env);
+  // As the image runs it (dist/cli.js, its NODE_OPTIONS unless `env` gives others, MALLOC_ARENA_MAX), with the
+  // defaults (spawnService: no reload watcher, logs at info: the start line is read).
+  ensureBuilt();
+  const p = await spawnService({ NODE_OPTIONS: START_NODE_OPTIONS, ...START_ENV, ...env }, 20_000, [IMAGE_CLI, 'serve']);
   return { name, address: p.grpcAddress, httpAddress: p.httpAddress, ...(p.child.pid === undefined ? {} : { pid: p.child.pid }), process: p, stop: () => p.stop() };
 }
 

@@ -173,13 +173,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   });
   const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
   const canAnswer = () => model.canAnswer();
-  const refreshHealth = () => {
-    health.refresh();
-    metrics.storeReady.set(model.storeHealthy() ? 1 : 0);
-  };
-  refreshHealth();
-  const healthTimer = setInterval(refreshHealth, 500);
-  healthTimer.unref();
+  // Read when asked (probes, Check, scrapes); Watch calls are polled while open. Nothing ticks at rest.
+  metrics.watchStoreReady(() => model.storeHealthy());
 
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
@@ -282,7 +277,6 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     credentials?.close();
     margin.stop();
     loopClock.stop();
-    clearInterval(healthTimer);
     await Promise.all(extra.map((l) => l.close()));
     await admin?.close();
     await grpcServer?.close(0);
@@ -292,7 +286,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
   const grpc = grpcServer;
   capacity?.setAddress(grpc.address);
   model.setGrpcServing(true);
-  refreshHealth();
+  health.refresh();
 
   const described = initial.config.describe() as ConfigDescription;
   log.info('ratelimit-sidecar started', {
@@ -343,9 +337,8 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         rlqs.close();
         await grpc.close(settings.shutdownGraceMs);
         // Every call is answered now. What the answers read (the loop clock and margin that set each call's
-        // deadline, the health timer behind ratelimit_store_ready) ran until here, not just until the
-        // signal: a stopped loop clock reads the deadline of every later call as spent.
-        clearInterval(healthTimer);
+        // deadline) ran until here, not just until the signal: a stopped loop clock reads the deadline of
+        // every later call as spent.
         margin.stop();
         loopClock.stop();
         credentials?.close();

@@ -42,7 +42,8 @@ export interface Metrics extends CapacityMetrics, RlqsMetrics {
   readonly configLastReloadSuccess: Gauge;
   readonly configDomains: Gauge;
   readonly storeFallbacks: Counter<'mode'>;
-  readonly storeReady: Gauge;
+  /** Exports whether the counter store decides successfully, read at scrape time. */
+  watchStoreReady(ready: () => boolean): void;
   /** Unix time (seconds) of the last rules load or reload attempt, successful or not. */
   readonly configLastReloadTime: Gauge;
   /**
@@ -261,7 +262,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     configLastReloadTime: new Gauge({ name: 'ratelimit_config_last_reload_timestamp_seconds', help: 'Unix time of the last rules load or reload attempt (successful or not).', registers }),
     configDomains,
     storeFallbacks,
-    storeReady: new Gauge({ name: 'ratelimit_store_ready', help: '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', registers }),
+    watchStoreReady(ready) {
+      scrapedGauge(registers, 'ratelimit_store_ready', '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', () => (ready() ? 1 : 0));
+    },
     setRules(snapshot) {
       forgetSeries();
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);

@@ -29,9 +29,14 @@ export class HealthState {
   private openWatches = 0;
   private maxWatches = Number.POSITIVE_INFINITY;
   private onWatchRefused: (() => void) | undefined;
+  /** Re-reads the sources while a Watch call is open (and only then: nothing ticks at rest). */
+  private poll: NodeJS.Timeout | undefined;
 
-  /** `others`: further service names, each with its own status function. */
-  constructor(isServing: () => boolean, others: Readonly<Record<string, () => boolean>> = {}) {
+  /**
+   * `others`: further service names, each with its own status function. Check, List and status() read the
+   * sources when asked; Watch calls are told of a change within `watchPollMs`.
+   */
+  constructor(isServing: () => boolean, others: Readonly<Record<string, () => boolean>> = {}, private readonly watchPollMs = 500) {
     for (const name of HEALTH_SERVICE_NAMES) this.sources.set(name, isServing);
     for (const [name, fn] of Object.entries(others)) this.sources.set(name, fn);
     for (const [name, fn] of this.sources) this.current.set(name, fn() ? 'SERVING' : 'NOT_SERVING');
@@ -50,10 +55,11 @@ export class HealthState {
 
   /** Status of the overall service (""). */
   status(): Status {
+    this.refresh();
     return this.current.get('')!;
   }
 
-  /** Re-reads every status function and notifies watchers on a change. Call it periodically and on events. */
+  /** Re-reads every status function and notifies watchers on a change. Call it on events. */
   refresh(): void {
     for (const [name, fn] of this.sources) {
       const next: Status = !this.shuttingDown && fn() ? 'SERVING' : 'NOT_SERVING';
@@ -69,15 +75,18 @@ export class HealthState {
     this.refresh();
     for (const w of this.watchers.keys()) w.end();
     this.watchers.clear();
+    this.pollWhileWatched();
   }
 
   /** The status Check answers for `service`. */
   of(service: string): ServingStatus {
+    this.refresh();
     return this.current.get(service) ?? 'SERVICE_UNKNOWN';
   }
 
   /** Every known name with its status (List). */
   entries(): [string, Status][] {
+    this.refresh();
     return [...this.current];
   }
 
@@ -103,10 +112,23 @@ export class HealthState {
       return () => undefined;
     }
     if (this.of(service) !== 'SERVICE_UNKNOWN') this.watchers.set(w, service);
+    this.pollWhileWatched();
     return () => {
       close();
       this.watchers.delete(w);
+      this.pollWhileWatched();
     };
+  }
+
+  /** The poll runs while (and only while) a watcher is registered. */
+  private pollWhileWatched(): void {
+    if (this.watchers.size > 0 && this.poll === undefined) {
+      this.poll = setInterval(() => this.refresh(), this.watchPollMs);
+      this.poll.unref();
+    } else if (this.watchers.size === 0 && this.poll !== undefined) {
+      clearInterval(this.poll);
+      this.poll = undefined;
+    }
   }
 
   handlers(): grpc.UntypedServiceImplementation {

@@ -33,8 +33,9 @@ function startLine(stderr: string): { grpc: string; http: string } | undefined {
   return undefined;
 }
 
-export function spawnService(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+/** `args`: what node runs (default: bin/ratelimit.mjs serve; benchmarks pass the image's dist/cli.js serve). */
+export function spawnService(env: Record<string, string>, timeoutMs = 20_000, args: readonly string[] = [BIN, 'serve']): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_WATCH: 'false', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
