@@ -63,7 +63,11 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   let envoy: Awaited<ReturnType<typeof startEnvoy>> | undefined;
   try {
-    for (let i = 0; i < 200 && !(await fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 50));
+    const ready = () => fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.ok, () => false);
+    for (let i = 0; !(await ready()); i++) {
+      if (i === 200 || child.exitCode !== null) throw new Error(`the service did not become ready (exit code ${child.exitCode}): node ${NODE_OPTIONS}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
     envoy = await startEnvoy(rlsBootstrap({
       service: { address: '127.0.0.1', port: grpc },
       upstream: { address: '127.0.0.1', port: (upstream.address() as AddressInfo).port },

@@ -12,6 +12,7 @@ import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labe
 import { capacityMetrics, type CapacityMetrics } from './metrics-capacity.js';
 import { rlqsMetrics, type RlqsMetrics } from './metrics-rlqs.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
+import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 import { referenceRuleCounters } from './metrics-reference.js';
@@ -72,9 +73,12 @@ export const EVENT_LOOP_SAMPLE_MS = 1000;
 
 export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSeries?: number } = {}): Metrics {
   const registry = new Registry();
-  // The event-loop lag gauges sample once a second, not prom-client's every 10 ms: 100 wake-ups a second were
-  // most of what an idle sidecar spent. A stall still shows in their max; the deadline margin has its own sampling.
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'ratelimit_', eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+  // The event-loop lag gauges sample once a second (observability/event-loop-lag.ts); a stall still shows in
+  // their max; the deadline margin has its own sampling.
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix: 'ratelimit_', eventLoopMonitoringPrecision: NEVER_MS });
+    replaceEventLoopLagGauges(registry, 'ratelimit_', EVENT_LOOP_SAMPLE_MS);
+  }
   const registers = [registry];
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
 
