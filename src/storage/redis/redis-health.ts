@@ -4,8 +4,9 @@
  * calls, and a probe (the real script, evaluate-only, on one key, writing nothing) runs on every tick in
  * which no real call succeeded: when idle, and while failing, so recovery is seen within one tick.
  *
- * It also keeps Redis's clock (TIME, re-measured every tick) against this process's monotonic clock, so that
- * a caller's give-up time can be sent to the script as an expiry in Redis's clock (see batch.lua ARGV[3]):
+ * It also keeps Redis's clock (TIME, re-measured every tick, or every TIME_KEPT_MS while the reading is good)
+ * against this process's monotonic clock, so that a caller's give-up time can be sent to the script as an
+ * expiry in Redis's clock (see batch.lua ARGV[3]):
  * expiry = Redis now (last TIME + monotonic time since) + time left on the injected clock - guard. Only the
  * time left is taken from the injected clock, so a test's FakeClock and a jumping wall clock both stay right.
  */
@@ -22,6 +23,9 @@ const EXPIRY_GUARD_MS = 2;
 const ACCEPT_RTT_MS = 20;
 /** ...or the old one is older than this (the clocks drift by parts per million, so old is still good). */
 const REMEASURE_AFTER_MS = 60_000;
+/** A reading whose round trip was at most this is not re-taken for TIME_KEPT_MS: one round trip less per tick. */
+const GOOD_RTT_MS = 2;
+const TIME_KEPT_MS = 10_000;
 
 /** The healthy answer, shared: health() is asked before every request (ResilientStore), so it allocates nothing then. */
 const HEALTHY: StoreHealth = Object.freeze({ connected: true, healthy: true });
@@ -134,7 +138,8 @@ export class RedisHealth {
   }
 
   private async measureOffset(): Promise<void> {
-    if (this.measuring) return;
+    const kept = this.redisTime;
+    if (this.measuring || (kept !== undefined && kept.guardMs - EXPIRY_GUARD_MS <= GOOD_RTT_MS && performance.now() - kept.atPerfMs < TIME_KEPT_MS)) return;
     this.measuring = true;
     try {
       const p0 = performance.now();
