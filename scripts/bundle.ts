@@ -27,6 +27,8 @@ const ENTRY = join(DIST, 'cli.js');
 const BUNDLE = join(DIST, 'cli.bundle.cjs');
 
 const esbuild = await import('esbuild').catch(() => undefined);
+// dist/cli.js is tsc's ES module until the loader replaces it: until then dist/ is no CommonJS folder.
+await rm(join(DIST, 'package.json'), { force: true });
 if (esbuild === undefined) {
   process.stderr.write('bundle: esbuild is not installed (a dev dependency): dist/cli.js left unbundled\n');
   process.exit(0);
@@ -77,18 +79,21 @@ const lazy: Plugin = {
 /** Rules checked before the cache is made, so that loading rules is compiled code at start. */
 const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
 
-/** dist/cli.js. Its cache file is named after the process's V8 options (command line and NODE_OPTIONS). */
+/**
+ * dist/cli.js, a CommonJS script (dist/package.json says so; every folder under dist/ keeps tsc's ES modules with a
+ * package.json of its own): run as `node dist/cli.js`, it skips the ES module loader's start (its resolver, module
+ * jobs, and the facade of each imported built-in). Its cache file is named after the process's V8 options (command
+ * line and NODE_OPTIONS).
+ */
 const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache made under the same V8 options when there is one.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Script } from 'node:vm';
+'use strict';
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { Script } = require('node:vm');
 
-const dir = dirname(fileURLToPath(import.meta.url));
-const file = join(dir, 'cli.bundle.cjs');
+const file = join(__dirname, 'cli.bundle.cjs');
 const options = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '').sort().join(' ');
-const cacheFile = join(dir, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
+const cacheFile = join(__dirname, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
 const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
 // Making the cache only loads the script: without a command line, its main() does not run.
 if (writeCache) process.argv.length = 1;
@@ -99,14 +104,15 @@ try {
   // no cache for these options: compiled as usual
 }
 const script = new Script(\`(function (exports, require, module, __filename, __dirname) {\${readFileSync(file, 'utf8')}\\n})\`, { filename: file, cachedData });
-const module = { exports: {} };
-script.runInThisContext()(module.exports, createRequire(file), module, file, dir);
+const bundle = { exports: {} };
+script.runInThisContext()(bundle.exports, require, bundle, file, __dirname);
+exports.main = bundle.exports.main;
+exports.serveHelp = bundle.exports.serveHelp;
 if (writeCache) {
   // Warmed by checking a rules directory first: the functions that load rules join the cache too.
-  if (process.env.RATELIMIT_CODE_CACHE_RULES) await module.exports.main(['check', process.env.RATELIMIT_CODE_CACHE_RULES]);
-  writeFileSync(cacheFile, script.createCachedData());
+  const rules = process.env.RATELIMIT_CODE_CACHE_RULES;
+  Promise.resolve(rules ? bundle.exports.main(['check', rules]) : 0).then(() => writeFileSync(cacheFile, script.createCachedData()));
 }
-export const { main, serveHelp } = module.exports;
 `;
 
 // The bundle sits in dist/: a module's old place is that path relative to the bundle's own file.
@@ -134,7 +140,11 @@ const result = await esbuild.build({
   keepNames: false,
 });
 await writeFile(BUNDLE, result.outputFiles[0]!.contents);
+// dist/ becomes a CommonJS folder for cli.js alone: every folder in it stays ES modules (the `./client` export,
+// the rules-reload worker), as package.json's "type" says for the rest of the package.
+for (const e of await readdir(DIST, { withFileTypes: true })) if (e.isDirectory()) await writeFile(join(DIST, e.name, 'package.json'), '{ "type": "module" }\n');
 await writeFile(ENTRY, LOADER);
+await writeFile(join(DIST, 'package.json'), '{ "type": "commonjs" }\n');
 // tsc's map described the unbundled file
 await rm(`${ENTRY}.map`, { force: true });
 
