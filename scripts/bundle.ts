@@ -87,12 +87,25 @@ const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {
  */
 const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache made under the same V8 options when there is one.
 'use strict';
+const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '');
+// Node's built-in modules come with a code cache that V8 accepts only under its default flags: a heap size given
+// to V8 (the image's --max-semi-space-size) has every built-in loaded from here on compiled from source instead
+// (node:http2 and what it loads: ~3x longer). V8 reads these flags once, when it makes the heap: set back to
+// their defaults now, the heap keeps the sizes it was given and the built-ins' cache is accepted again.
+for (const flag of ['--max-semi-space-size', '--max-old-space-size']) {
+  if (!given.some((o) => o.replaceAll('_', '-').split('=')[0] === flag)) continue;
+  try {
+    require('node:v8').setFlagsFromString(\`\${flag}=0\`);
+  } catch {
+    // built-ins compiled from source, as before
+  }
+}
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { Script } = require('node:vm');
 
 const file = join(__dirname, 'cli.bundle.cjs');
-const options = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '').sort().join(' ');
+const options = [...given].sort().join(' ');
 const cacheFile = join(__dirname, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
 const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
 // Making the cache only loads the script: without a command line, its main() does not run.
