@@ -76,6 +76,41 @@ const lazy: Plugin = {
   },
 };
 
+/**
+ * Node built-ins that a start does not need in the usual configurations (cluster for WORKERS, worker_threads for
+ * rules reloads, zlib and https for prom-client's push gateway, dns for ioredis' cluster mode, ...) but that a
+ * module's top level requires: the same kind of stand-in, so that Node compiles them when first used. A
+ * dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`): a plain
+ * function of the built-in (lower-case name, no class, no properties of its own such as util.promisify's) is
+ * stood in for by a function that calls it. A built-in that is itself a function (assert) gets one too. Those
+ * that every start loads anyway (node:http2 needs tls, crypto, net, streams) are not worth a stand-in.
+ */
+const LAZY_BUILTINS = ['assert', 'child_process', 'cluster', 'dgram', 'dns', 'https', 'readline', 'worker_threads', 'zlib'];
+const lazyBuiltins: Plugin = {
+  name: 'lazy-builtins',
+  setup(build) {
+    const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
+    build.onResolve({ filter }, (args) => (args.namespace === 'lazy-builtin' ? undefined : { path: args.path.replace(/^(node:)?/, 'node:'), namespace: 'lazy-builtin' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
+      const real = require(args.path) as Record<string, unknown>;
+      const plain = (v: unknown) => typeof v === 'function' && Reflect.ownKeys(v).every((k) => k === 'length' || k === 'name' || k === 'prototype') && !/^class\b/.test(Function.prototype.toString.call(v));
+      const callable = typeof real === 'function';
+      const names = Object.keys(real).filter((n) => !callable || !['length', 'name', 'prototype'].includes(n));
+      const forwarded = names.filter((n) => /^[a-z]/.test(n) && plain(real[n]));
+      const contents = [
+        'let real;',
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        'const forward = (get) => function (...args) { return new.target === undefined ? Reflect.apply(get(), this === standIn ? load() : this, args) : Reflect.construct(get(), args, new.target); };',
+        callable ? 'const standIn = forward(load);' : 'const standIn = {};',
+        `for (const name of ${JSON.stringify(names.filter((n) => !forwarded.includes(n)))}) Object.defineProperty(standIn, name, { enumerable: true, get: () => load()[name] });`,
+        `for (const name of ${JSON.stringify(forwarded)}) Object.defineProperty(standIn, name, { enumerable: true, value: forward(() => load()[name]) });`,
+        'module.exports = standIn;',
+      ].join('\n');
+      return { contents, loader: 'js', resolveDir: ROOT };
+    });
+  },
+};
+
 /** Rules checked before the cache is made, so that loading rules is compiled code at start. */
 const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
 
@@ -144,7 +179,7 @@ const result = await esbuild.build({
   write: false,
   outfile: BUNDLE,
   banner: { js: banner },
-  plugins: [lazy, relocate],
+  plugins: [lazy, lazyBuiltins, relocate],
   logLevel: 'warning',
   legalComments: 'none',
   // Smaller source to parse and to keep in the heap (V8 holds a script's source); names stay for stack traces.
