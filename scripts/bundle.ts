@@ -69,6 +69,7 @@ const lazy: Plugin = {
       const contents = [
         'let real;',
         `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        `__rlLazy[${JSON.stringify(args.path)}] = load;`,
         `for (const name of ${JSON.stringify(names)}) Object.defineProperty(module.exports, name, { enumerable: true, get: () => load()[name] });`,
       ].join('\n');
       return { contents, loader: 'js', resolveDir: ROOT };
@@ -110,6 +111,12 @@ const lazyBuiltins: Plugin = {
     });
   },
 };
+
+/**
+ * Lazy packages evaluated by the process that makes the code cache, so that their code is in it: ioredis, which
+ * BACKEND=redis (the usual production set-up) loads at every start.
+ */
+const CODE_CACHE_PACKAGES = ['ioredis'];
 
 /** Rules checked before the cache is made, so that loading rules is compiled code at start. */
 const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
@@ -159,6 +166,7 @@ exports.serveHelp = bundle.exports.serveHelp;
 if (writeCache) {
   // Warmed by checking a rules directory first: the functions that load rules join the cache too.
   const rules = process.env.RATELIMIT_CODE_CACHE_RULES;
+  for (const name of (process.env.RATELIMIT_CODE_CACHE_PACKAGES ?? '').split(',')) bundle.lazy[name]?.();
   Promise.resolve(rules ? bundle.exports.main(['check', rules]) : 0).then(() => writeFileSync(cacheFile, script.createCachedData()));
 }
 `;
@@ -166,6 +174,8 @@ if (writeCache) {
 // The bundle sits in dist/: a module's old place is that path relative to the bundle's own file.
 const banner = [
   "const __rlBase = require('node:url').pathToFileURL(__filename).href;",
+  // The lazy packages' loaders, by name: the process that makes the code cache loads some (CODE_CACHE_PACKAGES).
+  'const __rlLazy = (module.lazy = {});',
   'const __rlUrl = (p) => new URL(p, __rlBase).href;',
   "const __rlPath = (p) => require('node:url').fileURLToPath(new URL(p, __rlBase)).replace(/\\/$/, '');",
 ].join('\n');
@@ -203,7 +213,7 @@ for (const f of await readdir(DIST)) if (/^cli\.bundle\..*\.cache$/.test(f)) awa
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
-  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules, RATELIMIT_CODE_CACHE_PACKAGES: CODE_CACHE_PACKAGES.join(',') }, stdio: ['ignore', 'ignore', 'inherit'] });
 } finally {
   await rm(rules, { recursive: true, force: true });
 }
