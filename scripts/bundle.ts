@@ -1,16 +1,19 @@
 /**
  * `npm run build`, second step: what the image runs starts from one file and skips most of V8's compiling.
  *   - dist/cli.bundle.cjs: the service and its dependencies as one script, so that start-up does not resolve,
- *     read and link ~180 modules and their packages one by one;
+ *     read and link ~180 modules and their packages one by one; packages and Node built-ins that only some
+ *     configurations use are evaluated on first use (stand-ins: LAZY, LAZY_BUILTINS);
  *   - dist/cli.bundle.<flags>.cache: V8's code cache of that script, made with the V8 options `npm start` and
  *     the image use (a cache is only accepted under the options it was made with), after the script's
- *     top level has run, so it holds the functions compiled by then;
- *   - dist/cli.js (tsc's output replaced): loads the bundle with the cache whose options match this process,
- *     or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
- * The other files of dist/ stay as tsc wrote them: the `./client` export, the rules-reload worker
- * (config/load-worker.js) and the Lua scripts are used from there. Every module's `import.meta.url`,
- * `__dirname` and `__filename` are rewritten to the place the module had before bundling (relative to dist/,
- * so the tree can move as a whole, as the image copies it).
+ *     top level has run and ioredis has been evaluated, so it holds the functions compiled by then;
+ *   - dist/cli.js (tsc's output replaced): a CommonJS script (dist/package.json says so), which spares the start
+ *     the ES module loader. It sets V8's heap-size flags back to their defaults once the heap is made (so that
+ *     Node's own built-ins load from their code cache), then loads the bundle with the cache whose options match
+ *     this process, or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
+ * The other files of dist/ stay as tsc wrote them, ES modules (each folder has a package.json saying so): the
+ * `./client` export, the rules-reload worker (config/load-worker.js) and the Lua scripts are used from there.
+ * Every module's `import.meta.url`, `__dirname` and `__filename` are rewritten to the place the module had
+ * before bundling (relative to dist/, so the tree can move as a whole, as the image copies it).
  * esbuild is a dev dependency; without it (an install with --omit=dev) dist/ is left unbundled and says so.
  */
 import { execFileSync } from 'node:child_process';
