@@ -81,15 +81,16 @@ const lazy: Plugin = {
 };
 
 /**
- * Node built-ins that a start does not need in the usual configurations (cluster for WORKERS, worker_threads for
- * rules reloads, zlib and https for prom-client's push gateway, dns for ioredis' cluster mode, ...) but that a
- * module's top level requires: the same kind of stand-in, so that Node compiles them when first used. A
- * dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`): a plain
- * function of the built-in (lower-case name, no class, no properties of its own such as util.promisify's) is
- * stood in for by a function that calls it. A built-in that is itself a function (assert) gets one too. Those
- * that every start loads anyway (node:http2 needs tls, crypto, net, streams) are not worth a stand-in.
+ * Node built-ins that a module's top level requires but that a start does not use: zlib and https (prom-client's
+ * push gateway), dns (ioredis' cluster mode), cluster, child_process, dgram and assert (which Node's net loads
+ * at a server's first listen anyway, so that only `check` and `query` are spared them): the same kind of
+ * stand-in. A dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`):
+ * a plain function of the built-in (lower-case name, no class, no properties of its own such as util.promisify's)
+ * is stood in for by a function that calls it; a built-in that is itself a function (assert) gets one too. Those
+ * that every start loads anyway (node:http2 needs tls, crypto, net, streams; pino needs worker_threads) are not
+ * worth a stand-in.
  */
-const LAZY_BUILTINS = ['assert', 'child_process', 'cluster', 'dgram', 'dns', 'https', 'readline', 'worker_threads', 'zlib'];
+const LAZY_BUILTINS = ['assert', 'child_process', 'cluster', 'dgram', 'dns', 'https', 'readline', 'zlib'];
 const lazyBuiltins: Plugin = {
   name: 'lazy-builtins',
   setup(build) {
