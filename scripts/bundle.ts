@@ -82,15 +82,14 @@ const lazy: Plugin = {
 
 /**
  * Node built-ins that a module's top level requires but that a start does not use: zlib and https (prom-client's
- * push gateway), dns (ioredis' cluster mode), cluster, child_process, dgram and assert (which Node's net loads
- * at a server's first listen anyway, so that only `check` and `query` are spared them): the same kind of
- * stand-in. A dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`):
+ * push gateway), dns (ioredis' cluster mode), readline: the same kind of stand-in, whose properties are the
+ * module's own. A dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`):
  * a plain function of the built-in (lower-case name, no class, no properties of its own such as util.promisify's)
- * is stood in for by a function that calls it; a built-in that is itself a function (assert) gets one too. Those
- * that every start loads anyway (node:http2 needs tls, crypto, net, streams; pino needs worker_threads) are not
- * worth a stand-in.
+ * is stood in for by a function that calls it. Not here: those every start loads anyway (node:http2 needs tls,
+ * crypto, net, assert, streams; pino needs worker_threads; net loads node:cluster, child_process and dgram at a
+ * server's first listen), and node:cluster's methods (`on`) are inherited and must run on the real object.
  */
-const LAZY_BUILTINS = ['assert', 'child_process', 'cluster', 'dgram', 'dns', 'https', 'readline', 'zlib'];
+const LAZY_BUILTINS = ['dns', 'https', 'readline', 'zlib'];
 const lazyBuiltins: Plugin = {
   name: 'lazy-builtins',
   setup(build) {
@@ -99,14 +98,13 @@ const lazyBuiltins: Plugin = {
     build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
       const real = require(args.path) as Record<string, unknown>;
       const plain = (v: unknown) => typeof v === 'function' && Reflect.ownKeys(v).every((k) => k === 'length' || k === 'name' || k === 'prototype') && !/^class\b/.test(Function.prototype.toString.call(v));
-      const callable = typeof real === 'function';
-      const names = Object.keys(real).filter((n) => !callable || !['length', 'name', 'prototype'].includes(n));
+      const names = Object.keys(real);
       const forwarded = names.filter((n) => /^[a-z]/.test(n) && plain(real[n]));
       const contents = [
         'let real;',
         `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
         'const forward = (get) => function (...args) { return new.target === undefined ? Reflect.apply(get(), this === standIn ? load() : this, args) : Reflect.construct(get(), args, new.target); };',
-        callable ? 'const standIn = forward(load);' : 'const standIn = {};',
+        'const standIn = {};',
         `for (const name of ${JSON.stringify(names.filter((n) => !forwarded.includes(n)))}) Object.defineProperty(standIn, name, { enumerable: true, get: () => load()[name] });`,
         `for (const name of ${JSON.stringify(forwarded)}) Object.defineProperty(standIn, name, { enumerable: true, value: forward(() => load()[name]) });`,
         'module.exports = standIn;',
