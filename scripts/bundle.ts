@@ -1,16 +1,19 @@
 /**
  * `npm run build`, second step: what the image runs starts from one file and skips most of V8's compiling.
  *   - dist/cli.bundle.cjs: the service and its dependencies as one script, so that start-up does not resolve,
- *     read and link ~180 modules and their packages one by one;
+ *     read and link ~180 modules and their packages one by one; packages and Node built-ins that only some
+ *     configurations use are evaluated on first use (stand-ins: LAZY, LAZY_BUILTINS);
  *   - dist/cli.bundle.<flags>.cache: V8's code cache of that script, made with the V8 options `npm start` and
  *     the image use (a cache is only accepted under the options it was made with), after the script's
- *     top level has run, so it holds the functions compiled by then;
- *   - dist/cli.js (tsc's output replaced): loads the bundle with the cache whose options match this process,
- *     or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
- * The other files of dist/ stay as tsc wrote them: the `./client` export, the rules-reload worker
- * (config/load-worker.js) and the Lua scripts are used from there. Every module's `import.meta.url`,
- * `__dirname` and `__filename` are rewritten to the place the module had before bundling (relative to dist/,
- * so the tree can move as a whole, as the image copies it).
+ *     top level has run and ioredis has been evaluated, so it holds the functions compiled by then;
+ *   - dist/cli.js (tsc's output replaced): a CommonJS script (dist/package.json says so), which spares the start
+ *     the ES module loader. It sets V8's heap-size flags back to their defaults once the heap is made (so that
+ *     Node's own built-ins load from their code cache), then loads the bundle with the cache whose options match
+ *     this process, or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
+ * The other files of dist/ stay as tsc wrote them, ES modules (each folder has a package.json saying so): the
+ * `./client` export, the rules-reload worker (config/load-worker.js) and the Lua scripts are used from there.
+ * Every module's `import.meta.url`, `__dirname` and `__filename` are rewritten to the place the module had
+ * before bundling (relative to dist/, so the tree can move as a whole, as the image copies it).
  * esbuild is a dev dependency; without it (an install with --omit=dev) dist/ is left unbundled and says so.
  */
 import { execFileSync } from 'node:child_process';
@@ -27,6 +30,8 @@ const ENTRY = join(DIST, 'cli.js');
 const BUNDLE = join(DIST, 'cli.bundle.cjs');
 
 const esbuild = await import('esbuild').catch(() => undefined);
+// dist/cli.js is tsc's ES module until the loader replaces it: until then dist/ is no CommonJS folder.
+await rm(join(DIST, 'package.json'), { force: true });
 if (esbuild === undefined) {
   process.stderr.write('bundle: esbuild is not installed (a dev dependency): dist/cli.js left unbundled\n');
   process.exit(0);
@@ -67,6 +72,7 @@ const lazy: Plugin = {
       const contents = [
         'let real;',
         `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        `__rlLazy[${JSON.stringify(args.path)}] = load;`,
         `for (const name of ${JSON.stringify(names)}) Object.defineProperty(module.exports, name, { enumerable: true, get: () => load()[name] });`,
       ].join('\n');
       return { contents, loader: 'js', resolveDir: ROOT };
@@ -74,21 +80,77 @@ const lazy: Plugin = {
   },
 };
 
+/**
+ * Node built-ins that a module's top level requires but that a start does not use: zlib and https (prom-client's
+ * push gateway), dns (ioredis' cluster mode), readline: the same kind of stand-in, whose properties are the
+ * module's own. A dependency often takes a function out at its top level (`const { gzipSync } = require('zlib')`):
+ * a plain function of the built-in (lower-case name, no class, no properties of its own such as util.promisify's)
+ * is stood in for by a function that calls it. Not here: those every start loads anyway (node:http2 needs tls,
+ * crypto, net, assert, streams; pino needs worker_threads; net loads node:cluster, child_process and dgram at a
+ * server's first listen), and node:cluster's methods (`on`) are inherited and must run on the real object.
+ */
+const LAZY_BUILTINS = ['dns', 'https', 'readline', 'zlib'];
+const lazyBuiltins: Plugin = {
+  name: 'lazy-builtins',
+  setup(build) {
+    const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
+    build.onResolve({ filter }, (args) => (args.namespace === 'lazy-builtin' ? undefined : { path: args.path.replace(/^(node:)?/, 'node:'), namespace: 'lazy-builtin' }));
+    build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
+      const real = require(args.path) as Record<string, unknown>;
+      const plain = (v: unknown) => typeof v === 'function' && Reflect.ownKeys(v).every((k) => k === 'length' || k === 'name' || k === 'prototype') && !/^class\b/.test(Function.prototype.toString.call(v));
+      const names = Object.keys(real);
+      const forwarded = names.filter((n) => /^[a-z]/.test(n) && plain(real[n]));
+      const contents = [
+        'let real;',
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}));`,
+        'const forward = (get) => function (...args) { return new.target === undefined ? Reflect.apply(get(), this === standIn ? load() : this, args) : Reflect.construct(get(), args, new.target); };',
+        'const standIn = {};',
+        `for (const name of ${JSON.stringify(names.filter((n) => !forwarded.includes(n)))}) Object.defineProperty(standIn, name, { enumerable: true, get: () => load()[name] });`,
+        `for (const name of ${JSON.stringify(forwarded)}) Object.defineProperty(standIn, name, { enumerable: true, value: forward(() => load()[name]) });`,
+        'module.exports = standIn;',
+      ].join('\n');
+      return { contents, loader: 'js', resolveDir: ROOT };
+    });
+  },
+};
+
+/**
+ * Lazy packages evaluated by the process that makes the code cache, so that their code is in it: ioredis, which
+ * BACKEND=redis (the usual production set-up) loads at every start.
+ */
+const CODE_CACHE_PACKAGES = ['ioredis'];
+
 /** Rules checked before the cache is made, so that loading rules is compiled code at start. */
 const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
 
-/** dist/cli.js. Its cache file is named after the process's V8 options (command line and NODE_OPTIONS). */
+/**
+ * dist/cli.js, a CommonJS script (dist/package.json says so; every folder under dist/ keeps tsc's ES modules with a
+ * package.json of its own): run as `node dist/cli.js`, it skips the ES module loader's start (its resolver, module
+ * jobs, and the facade of each imported built-in). Its cache file is named after the process's V8 options (command
+ * line and NODE_OPTIONS).
+ */
 const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache made under the same V8 options when there is one.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Script } from 'node:vm';
+'use strict';
+const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '');
+// Node's built-in modules come with a code cache that V8 accepts only under its default flags: a heap size given
+// to V8 (the image's --max-semi-space-size) has every built-in loaded from here on compiled from source instead
+// (node:http2 and what it loads: ~3x longer). V8 reads these flags once, when it makes the heap: set back to
+// their defaults now, the heap keeps the sizes it was given and the built-ins' cache is accepted again.
+for (const flag of ['--max-semi-space-size', '--max-old-space-size']) {
+  if (!given.some((o) => o.replaceAll('_', '-').split('=')[0] === flag)) continue;
+  try {
+    require('node:v8').setFlagsFromString(\`\${flag}=0\`);
+  } catch {
+    // built-ins compiled from source, as before
+  }
+}
+const { readFileSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { Script } = require('node:vm');
 
-const dir = dirname(fileURLToPath(import.meta.url));
-const file = join(dir, 'cli.bundle.cjs');
-const options = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '').sort().join(' ');
-const cacheFile = join(dir, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
+const file = join(__dirname, 'cli.bundle.cjs');
+const options = [...given].sort().join(' ');
+const cacheFile = join(__dirname, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
 const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
 // Making the cache only loads the script: without a command line, its main() does not run.
 if (writeCache) process.argv.length = 1;
@@ -99,19 +161,23 @@ try {
   // no cache for these options: compiled as usual
 }
 const script = new Script(\`(function (exports, require, module, __filename, __dirname) {\${readFileSync(file, 'utf8')}\\n})\`, { filename: file, cachedData });
-const module = { exports: {} };
-script.runInThisContext()(module.exports, createRequire(file), module, file, dir);
+const bundle = { exports: {} };
+script.runInThisContext()(bundle.exports, require, bundle, file, __dirname);
+exports.main = bundle.exports.main;
+exports.serveHelp = bundle.exports.serveHelp;
 if (writeCache) {
   // Warmed by checking a rules directory first: the functions that load rules join the cache too.
-  if (process.env.RATELIMIT_CODE_CACHE_RULES) await module.exports.main(['check', process.env.RATELIMIT_CODE_CACHE_RULES]);
-  writeFileSync(cacheFile, script.createCachedData());
+  const rules = process.env.RATELIMIT_CODE_CACHE_RULES;
+  for (const name of (process.env.RATELIMIT_CODE_CACHE_PACKAGES ?? '').split(',')) bundle.lazy[name]?.();
+  Promise.resolve(rules ? bundle.exports.main(['check', rules]) : 0).then(() => writeFileSync(cacheFile, script.createCachedData()));
 }
-export const { main, serveHelp } = module.exports;
 `;
 
 // The bundle sits in dist/: a module's old place is that path relative to the bundle's own file.
 const banner = [
   "const __rlBase = require('node:url').pathToFileURL(__filename).href;",
+  // The lazy packages' loaders, by name: the process that makes the code cache loads some (CODE_CACHE_PACKAGES).
+  'const __rlLazy = (module.lazy = {});',
   'const __rlUrl = (p) => new URL(p, __rlBase).href;',
   "const __rlPath = (p) => require('node:url').fileURLToPath(new URL(p, __rlBase)).replace(/\\/$/, '');",
 ].join('\n');
@@ -125,7 +191,7 @@ const result = await esbuild.build({
   write: false,
   outfile: BUNDLE,
   banner: { js: banner },
-  plugins: [lazy, relocate],
+  plugins: [lazy, lazyBuiltins, relocate],
   logLevel: 'warning',
   legalComments: 'none',
   // Smaller source to parse and to keep in the heap (V8 holds a script's source); names stay for stack traces.
@@ -134,7 +200,11 @@ const result = await esbuild.build({
   keepNames: false,
 });
 await writeFile(BUNDLE, result.outputFiles[0]!.contents);
+// dist/ becomes a CommonJS folder for cli.js alone: every folder in it stays ES modules (the `./client` export,
+// the rules-reload worker), as package.json's "type" says for the rest of the package.
+for (const e of await readdir(DIST, { withFileTypes: true })) if (e.isDirectory()) await writeFile(join(DIST, e.name, 'package.json'), '{ "type": "module" }\n');
 await writeFile(ENTRY, LOADER);
+await writeFile(join(DIST, 'package.json'), '{ "type": "commonjs" }\n');
 // tsc's map described the unbundled file
 await rm(`${ENTRY}.map`, { force: true });
 
@@ -145,7 +215,7 @@ for (const f of await readdir(DIST)) if (/^cli\.bundle\..*\.cache$/.test(f)) awa
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
-  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules, RATELIMIT_CODE_CACHE_PACKAGES: CODE_CACHE_PACKAGES.join(',') }, stdio: ['ignore', 'ignore', 'inherit'] });
 } finally {
   await rm(rules, { recursive: true, force: true });
 }
