@@ -40,5 +40,6 @@ RUN chmod 0755 /bin/ratelimit
 # The base image's "node" user, by number: a name cannot be checked against runAsNonRoot.
 USER 1000:1000
 EXPOSE 8081 8080
-ENTRYPOINT ["node", "/app/bin/ratelimit.mjs"]
+# dist/cli.js directly: bin/ratelimit.mjs (the package's bin) would add an ES module load, ~9 ms of the start.
+ENTRYPOINT ["node", "/app/dist/cli.js"]
 CMD ["serve"]

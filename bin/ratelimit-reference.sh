@@ -9,4 +9,4 @@ case "${1:-}" in
     set -- serve
     ;;
 esac
-exec node "${RATELIMIT_MJS:-/app/bin/ratelimit.mjs}" "$@"
+exec node "${RATELIMIT_ENTRY:-/app/dist/cli.js}" "$@"
