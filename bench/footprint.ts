@@ -4,28 +4,29 @@
  *   - start-up: exec → first ShouldRateLimit answered OK/OVER_LIMIT (median of --starts, alternated);
  *   - CPU at rest over --idle-seconds (both measured over the same window, from /proc);
  *   - RSS at rest, and after --requests closed-loop requests (h2load -c50 -m10, 1 descriptor);
- * then, with --envoy, the through-Envoy tail (bench/envoy.ts). This service runs as its image does:
+ * then the through-Envoy tail (bench/envoy.ts), when an Envoy is found (ENVOY_BIN, PATH, npm run envoy:install; else
+ * a note says so; --no-envoy skips it). This service runs as its image does:
  * `node <NODE_OPTIONS of npm start> dist/cli.js serve` with the image's MALLOC_ARENA_MAX (built first when dist/ is
  * older than src/).
  *
  *   npm run bench -- --footprint                 # 5 starts, 30 s at rest, 20,000 requests
  *   npm run bench -- --footprint --smoke         # seconds: the same code paths, tiny counts
- *   npm run bench -- --footprint --envoy         # and then the through-Envoy table (bench/envoy.ts)
  *   options: --starts N --idle-seconds S --requests N --node-options '--max-semi-space-size=16'
- *            --semi-space-curve 8,16,32,64 (one row of this service per size) --envoy --json FILE
+ *            --semi-space-curve 8,16,32,64 (one row of this service per size) --no-envoy --json FILE
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { envoyBinary } from '../test/support/envoy.js';
 import { encodeRequest } from '../test/support/raw-rls.js';
 import { freePort, startRedis, type RedisServer } from '../test/support/redis.js';
 import { idleCpuPercent, rssMiB, startAndTime, type Started } from './lib/footprint.js';
 import { h2load, haveH2load } from './lib/h2load.js';
 import { treeCpuSeconds } from './lib/proc-cpu.js';
 import { REFERENCE_START, haveReference } from './lib/reference.js';
-import { START_ENV, START_NODE_OPTIONS } from './lib/redis-section.js';
+import { IMAGE_CLI, START_ENV, START_NODE_OPTIONS, ensureBuilt } from './lib/image.js';
 import { fmt, median, table } from './lib/stats.js';
 
 const args = process.argv.slice(2);
@@ -43,7 +44,7 @@ const variants = args.includes('--semi-space-curve')
   : [opt('node-options', START_NODE_OPTIONS)];
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
-const CLI = join(ROOT, 'dist/cli.js');
+const CLI = IMAGE_CLI;
 /**
  * --cli a.js,b.js: other builds measured beside dist/cli.js (e.g. before and after a change), with the same V8
  * options, or with their own as `a.js|--max-semi-space-size=64`.
@@ -51,13 +52,7 @@ const CLI = join(ROOT, 'dist/cli.js');
 const CLIS = [CLI, ...opt('cli', '').split(',').filter((c) => c !== '')];
 const BODY = encodeRequest('bench', [{ entries: [['user', 'alice']] }]);
 
-/** The newest modification time under `dir` (bounded walk). */
-function newest(dir: string): number {
-  let t = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) t = Math.max(t, statSync(join(e.parentPath, e.name)).mtimeMs);
-  return t;
-}
-if (!existsSync(CLI) || newest(join(ROOT, 'src')) > statSync(CLI).mtimeMs) execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'ignore' });
+ensureBuilt();
 
 interface Server {
   readonly label: string;
@@ -153,7 +148,11 @@ writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, n
 console.log(`(JSON: ${jsonPath})`);
 
 // The tail users see through Envoy, beside the reference (bench/envoy.ts prints its own table and commands).
-if (args.includes('--envoy')) {
+if (args.includes('--no-envoy')) {
+  // skipped on request
+} else if (envoyBinary() === undefined) {
+  console.log('\n## Through Envoy\n\n- no Envoy found (ENVOY_BIN, PATH or npm run envoy:install): not measured');
+} else {
   const envoyArgs = smoke ? ['--smoke'] : [];
   console.log(`\n## Through Envoy (npx tsx bench/envoy.ts ${envoyArgs.join(' ')})\n`.replace(' )', ')'));
   execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/envoy.ts'), ...envoyArgs], { cwd: ROOT, stdio: 'inherit' });

@@ -2,7 +2,8 @@
  * `npm run bench -- --footprint --smoke` runs end to end (seconds, tiny counts), so the footprint benchmark
  * cannot rot: the built service starts and makes a decision (its start-up time and the CPU spent by then are
  * measured), its CPU at rest and RSS are read from /proc, and envoyproxy/ratelimit is measured beside it when
- * its binary is there; RSS after load needs h2load (the suite does not require it).
+ * its binary is there; RSS after load needs h2load (the suite does not require it), and the through-Envoy table
+ * that follows needs an Envoy too.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
 import { REFERENCE_START } from '../../bench/lib/reference.js';
+import { envoyBinary } from '../support/envoy.js';
 
 const run = promisify(execFile);
 
@@ -33,6 +35,8 @@ it('npm run bench -- --footprint --smoke prints the footprint table and writes t
       expect(ours.after).toBeGreaterThan(10);
       expect(result.notes.filter((n) => n.includes('not HTTP 200'))).toEqual([]);
     }
+    // With an Envoy, the through-Envoy table follows (bench/envoy.ts --smoke).
+    if (envoyBinary() !== undefined && h2load) expect(stdout).toMatch(/^\| \(c\) this service, Redis \| [\d,]+ \|/m);
     if (existsSync(REFERENCE_START)) {
       const ref = result.figures['envoyproxy/ratelimit']!;
       expect([ref.startup[0]! > 0, ref.rest! > 0]).toEqual([true, true]);
