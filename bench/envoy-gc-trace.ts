@@ -7,7 +7,7 @@
  * the event loop, so every call in flight (64 here) waits for it: that is the p99.9.
  *
  *   npm run build && npx tsx bench/envoy-gc-trace.ts [--backend redis|memory] [--rounds 3] [--requests 20000]
- *       [--node-options '--max-semi-space-size=16'] [--env HEAP_GROWING_PERCENT=0]
+ *       [--node-options '--max-semi-space-size=16'] [--env HEAP_GROWING_PERCENT=0] [--clients 16 --streams 4]
  *   npx tsx bench/envoy-gc-trace.ts --smoke      # seconds: the same code paths, tiny counts
  */
 import { execFile, spawn } from 'node:child_process';
@@ -35,6 +35,8 @@ const smoke = args.includes('--smoke');
 const ROUNDS = Number(opt('rounds', smoke ? '1' : '3'));
 const REQUESTS = Number(opt('requests', smoke ? '300' : '20000'));
 const NODE_OPTIONS = opt('node-options', START_NODE_OPTIONS);
+const CLIENTS = opt('clients', '16');
+const STREAMS = opt('streams', '4');
 const EXTRA_ENV = Object.fromEntries(opt('env', '').split(',').filter((kv) => kv.includes('=')).map((kv) => kv.split('=') as [string, string]));
 
 /** One `--trace-gc-nvp` line: its name=value fields (numbers where they are), and `at`: ms since V8 started. */
@@ -78,7 +80,7 @@ async function main(): Promise<void> {
     const port = await envoy.listenerPort('ingress');
     const load = async () => {
       const log = join(dir, 'h2load.log');
-      const { stdout } = await run('h2load', ['-n', String(REQUESTS), '-c', '16', '-m', '4', '--log-file', log, `http://127.0.0.1:${port}/`], { maxBuffer: 1 << 24 });
+      const { stdout } = await run('h2load', ['-n', String(REQUESTS), '-c', CLIENTS, '-m', STREAMS, '--log-file', log, `http://127.0.0.1:${port}/`], { maxBuffer: 1 << 24 });
       const times = readFileSync(log, 'utf8').split('\n').filter((l) => l !== '').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
       rmSync(log, { force: true });
       return { rps: Number(/([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN), times };
@@ -107,7 +109,7 @@ function summarize(trace: string[], rows: string[][]): void {
   const full = trace.filter((l) => / gc=mc /.test(l)).map(fields);
   const pick = (list: Map<string, number>[], key: string) => list.map((f) => f.get(key) ?? 0);
   const mean = (xs: number[]) => (xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length);
-  process.stdout.write(`# this service on ${BACKEND}, node ${NODE_OPTIONS}${Object.keys(EXTRA_ENV).length > 0 ? ` ${JSON.stringify(EXTRA_ENV)}` : ''}, Envoy ${envoyBinary()!.version}, ${ROUNDS} × ${fmt(REQUESTS)} requests, 16 clients × 4 streams\n\n`);
+  process.stdout.write(`# this service on ${BACKEND}, node ${NODE_OPTIONS}${Object.keys(EXTRA_ENV).length > 0 ? ` ${JSON.stringify(EXTRA_ENV)}` : ''}, Envoy ${envoyBinary()!.version}, ${ROUNDS} × ${fmt(REQUESTS)} requests, ${CLIENTS} clients × ${STREAMS} streams\n\n`);
   process.stdout.write(`${table(['round', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms'], rows)}\n\n`);
   const phases = ['clear.external_string_table', 'evacuate', 'finish', 'mark', 'clear', 'sweep'];
   process.stdout.write(`${table(['collection', 'count', 'per 20,000 requests', 'pause ms: median / max', 'between them, ms (median)', 'promoted KiB (mean)', 'main phases of the pause, ms (mean)'], [
