@@ -23,8 +23,7 @@ const EXPIRY_GUARD_MS = 2;
 const ACCEPT_RTT_MS = 20;
 /** ...or the old one is older than this (the clocks drift by parts per million, so old is still good). */
 const REMEASURE_AFTER_MS = 60_000;
-/** A reading whose round trip was at most this is not re-taken for TIME_KEPT_MS: one round trip less per tick. */
-const GOOD_RTT_MS = 2;
+/** A reading as good as ACCEPT_RTT_MS is not re-taken for this long: one round trip less per tick. */
 const TIME_KEPT_MS = 10_000;
 
 /** The healthy answer, shared: health() is asked before every request (ResilientStore), so it allocates nothing then. */
@@ -139,7 +138,7 @@ export class RedisHealth {
 
   private async measureOffset(): Promise<void> {
     const kept = this.redisTime;
-    if (this.measuring || (kept !== undefined && kept.guardMs - EXPIRY_GUARD_MS <= GOOD_RTT_MS && performance.now() - kept.atPerfMs < TIME_KEPT_MS)) return;
+    if (this.measuring || (kept !== undefined && kept.guardMs - EXPIRY_GUARD_MS <= ACCEPT_RTT_MS && performance.now() - kept.atPerfMs < TIME_KEPT_MS)) return;
     this.measuring = true;
     try {
       const p0 = performance.now();
