@@ -82,7 +82,7 @@ export class RedisStore implements CounterStore {
   ) {
     this.clock = init.clock ?? systemClock;
     this.cluster = client instanceof Cluster;
-    this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript()));
+    this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript(), () => this.counters.roundTrips++));
     this.countPipelines();
     const probeKey = init.probeKey ?? 'ratelimit-health-probe';
     const probeCheck: LimitCheck = { key: probeKey, algorithm: 'fixed_window', limit: 1, windowMs: 1000, burst: 1, hits: 0, enforce: true };
@@ -253,8 +253,9 @@ export class RedisStore implements CounterStore {
   }
 
   /**
-   * Count round trips where they happen: ioredis creates one pipeline per auto-pipelined write (per node
-   * on Cluster), so counting `pipeline()` calls on this client counts the writes it sends.
+   * Count round trips where they happen: the batch calls are written directly (counted by BatchCommands);
+   * the other commands (lease scripts, refunds) go through ioredis's auto-pipeline, which creates one pipeline
+   * per write (per node on Cluster), so counting `pipeline()` calls on this client counts those writes.
    */
   private countPipelines(): void {
     const client = this.client as unknown as { pipeline: (...args: unknown[]) => unknown };
