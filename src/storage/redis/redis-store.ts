@@ -2,9 +2,9 @@
  * CounterStore on Redis (standalone, Sentinel or Cluster), shared by every replica of the service.
  *
  * One request = one call of the batch script (lua/batch.lua), which decides every limit of the request
- * atomically and commits all-or-nothing. Concurrent requests share round trips: ioredis auto-pipelining
- * sends every command issued in the same event-loop turn in one write, and while one pipeline is in
- * flight the next requests queue into the following one.
+ * atomically and commits all-or-nothing. Concurrent requests share round trips: the requests of one
+ * event-loop turn go to Redis as one script call (request-batcher.ts), written at once; ioredis's
+ * connection carries the calls of the following turns while one is in flight.
  *
  * Redis Cluster: a script may only touch keys of one slot, so checks are grouped by slot. One slot (every
  * limit of one descriptor, always) is one exact atomic call. Several slots take two phases: an evaluate-only
