@@ -18,8 +18,8 @@ FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 # The young generation's size, explicit so that it does not change with Node's version: 16 MiB semi-spaces keep
 # a sidecar's resident memory low (docs/performance.md#the-young-generation-max-semi-space-size: 64 saves some GC
-# under load for ~80 MiB more). dist/cli.js starts faster with exactly these V8 options: its code cache was
-# made with them. A NODE_OPTIONS of your own replaces this: keep the flag in it.
+# under load for ~80 MiB more). A NODE_OPTIONS of your own replaces this: keep the flag in it (dist/cli.js's code
+# cache serves any heap size, but other V8 options compile the service at start).
 ENV NODE_OPTIONS=--max-semi-space-size=16
 # At most two malloc arenas: Node's threads (V8's GC helpers, libuv's pool) otherwise each grow an arena of
 # their own under load and keep it, ~6 MiB of resident memory for no measurable CPU (docs/performance.md#footprint-start-up-rest-and-memory-beside-envoyproxyratelimit).

@@ -3,8 +3,8 @@
  *   - dist/cli.bundle.cjs: the service and its dependencies as one script, so that start-up does not resolve,
  *     read and link ~180 modules and their packages one by one; packages and Node built-ins that only some
  *     configurations use are evaluated on first use (stand-ins: LAZY, LAZY_BUILTINS);
- *   - dist/cli.bundle.<flags>.cache: V8's code cache of that script, made with the V8 options `npm start` and
- *     the image use (a cache is only accepted under the options it was made with), after the script's
+ *   - dist/cli.bundle[.<flags>].cache: V8's code cache of that script (a cache is only accepted under the V8
+ *     options it was made with; heap sizes do not count, the loader sets them back before it loads), after the script's
  *     top level has run and ioredis has been evaluated, so it holds the functions compiled by then;
  *   - dist/cli.js (tsc's output replaced): a CommonJS script (dist/package.json says so), which spares the start
  *     the ES module loader. It sets V8's heap-size flags back to their defaults once the heap is made (so that
@@ -136,12 +136,16 @@ const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\
 // to V8 (the image's --max-semi-space-size) has every built-in loaded from here on compiled from source instead
 // (node:http2 and what it loads: ~3x longer). V8 reads these flags once, when it makes the heap: set back to
 // their defaults now, the heap keeps the sizes it was given and the built-ins' cache is accepted again.
-for (const flag of ['--max-semi-space-size', '--max-old-space-size']) {
-  if (!given.some((o) => o.replaceAll('_', '-').split('=')[0] === flag)) continue;
+const HEAP_FLAGS = ['--max-semi-space-size', '--max-old-space-size'];
+const flagName = (o) => o.replaceAll('_', '-').split('=')[0];
+let reset = true;
+for (const flag of HEAP_FLAGS) {
+  if (!given.some((o) => flagName(o) === flag)) continue;
   try {
     require('node:v8').setFlagsFromString(\`\${flag}=0\`);
   } catch {
     // built-ins compiled from source, as before
+    reset = false;
   }
 }
 const { readFileSync, writeFileSync } = require('node:fs');
@@ -149,8 +153,10 @@ const { join } = require('node:path');
 const { Script } = require('node:vm');
 
 const file = join(__dirname, 'cli.bundle.cjs');
-const options = [...given].sort().join(' ');
-const cacheFile = join(__dirname, \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
+// The bundle's cache is made and read under V8's flags as they are now: heap sizes set back above do not count,
+// so one cache serves any heap size (the image's, a Kubernetes example's, an operator's own).
+const options = given.filter((o) => !reset || !HEAP_FLAGS.includes(flagName(o))).sort().join(' ');
+const cacheFile = join(__dirname, options === '' ? 'cli.bundle.cache' : \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
 const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
 // Making the cache only loads the script: without a command line, its main() does not run.
 if (writeCache) process.argv.length = 1;
@@ -161,6 +167,8 @@ try {
   // no cache for these options: compiled as usual
 }
 const script = new Script(\`(function (exports, require, module, __filename, __dirname) {\${readFileSync(file, 'utf8')}\\n})\`, { filename: file, cachedData });
+// RATELIMIT_CODE_CACHE_REPORT=1: says whether this start used the code cache (for tests and the curious).
+if (process.env.RATELIMIT_CODE_CACHE_REPORT === '1') process.stderr.write(\`code cache: \${cachedData === undefined ? 'none' : script.cachedDataRejected ? 'rejected' : 'used'} (\${cacheFile})\\n\`);
 const bundle = { exports: {} };
 script.runInThisContext()(bundle.exports, require, bundle, file, __dirname);
 exports.main = bundle.exports.main;
@@ -211,7 +219,7 @@ await rm(`${ENTRY}.map`, { force: true });
 // The code cache, made by a process with the V8 options of `npm start` (the loader writes it when asked to).
 const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
 const flags = pkg.scripts.start.split(/\s+/).filter((a) => a.startsWith('--'));
-for (const f of await readdir(DIST)) if (/^cli\.bundle\..*\.cache$/.test(f)) await rm(join(DIST, f)); // made for other options
+for (const f of await readdir(DIST)) if (/^cli\.bundle(\..*)?\.cache$/.test(f)) await rm(join(DIST, f)); // made for other options
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);

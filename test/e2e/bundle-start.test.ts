@@ -7,7 +7,8 @@
  *     work where they are used: WORKERS=2 (node:cluster, child processes) serves decisions;
  *   - the heap keeps the V8 heap sizes given on the command line, although the loader sets those flags back to
  *     their defaults (so that Node's built-ins load from their code cache): a young generation capped at 2 MiB
- *     semi-spaces stays at 4 MiB under allocation, where V8's default would grow it to 32 MiB.
+ *     semi-spaces stays at 4 MiB under allocation, where V8's default would grow it to 32 MiB;
+ *   - the bundle's own code cache is used whatever heap sizes are given.
  */
 import { execFile, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -105,5 +106,12 @@ process.on('exit', () => {
     expect(capped.probe.newSpace).toBeLessThanOrEqual(4 * 2 ** 20);
     const large = await probed(['--max-semi-space-size=16'], ['--version'], { PROBE_HEAP: '1' });
     expect(large.probe.newSpace).toBeGreaterThan(8 * 2 ** 20);
+  }, 60_000);
+
+  it('uses its code cache whatever heap sizes are given (the image\'s, a Kubernetes example\'s, none)', async () => {
+    for (const flags of [['--max-semi-space-size=16'], ['--max-semi-space-size=64'], ['--max-semi-space-size=16', '--max-old-space-size=128'], []]) {
+      const { stderr } = await run(process.execPath, [...flags, join(tree, 'dist/cli.js'), '--version'], { cwd: tree, env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_CODE_CACHE_REPORT: '1' }, timeout: 60_000 });
+      expect(stderr, flags.join(' ')).toMatch(/^code cache: used /m);
+    }
   }, 60_000);
 });
