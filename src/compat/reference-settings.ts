@@ -128,7 +128,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('REDIS_TLS_CLIENT_CERT', '', 'mapped', 'REDIS_TLS_CERT'),
   row('REDIS_TLS_CLIENT_KEY', '', 'mapped', 'REDIS_TLS_KEY'),
   row('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', 'set REDIS_TLS_SERVERNAME to the name in the certificate (or REDIS_TLS_INSECURE=true in tests only)', { accepts: off }),
-  row('REDIS_POOL_SIZE', '10', 'no-op', 'one multiplexed, auto-pipelined connection per Redis node; nothing to size'),
+  row('REDIS_POOL_SIZE', '10', 'no-op', 'one multiplexed, pipelined connection per Redis node; nothing to size'),
   row('REDIS_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'no-op', 'no pool; see REDIS_POOL_SIZE'),
   row('REDIS_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
   row('REDIS_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),

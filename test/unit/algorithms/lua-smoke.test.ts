@@ -77,7 +77,9 @@ async function compare(name: AlgorithmName, key: string, params: AlgorithmParams
       // counted into the window it stored (one BITFIELD INCRBY): the expiry set when the window began stays
       expect(reply[4]).toBeGreaterThan(KEPT_MS - 60_000);
     } else if (o.allowed && hits > 0) {
-      expect(reply[4]).toBeGreaterThanOrEqual(ev.ttlMs - 1);
+      // PTTL is read in the same script, after the write: a Redis preempted in between (a loaded machine) reads
+      // a few ms less; the expiry was set from `now` all the same.
+      expect(reply[4]).toBeGreaterThanOrEqual(ev.ttlMs - 25);
       expect(reply[4]).toBeLessThanOrEqual(ev.ttlMs);
     } else {
       expect(reply[4]).toBe(-3);
