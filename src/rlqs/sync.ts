@@ -14,13 +14,14 @@ export const SYNC_INTERVAL_MS = 1000;
 
 export function startShareSync(book: QuotaBook, exchange: ShareExchange, intervalMs = SYNC_INTERVAL_MS): { stop(): void } {
   let running = false;
-  let started = false;
+  let marked = false;
   const tick = async (): Promise<void> => {
-    // No quota stream here: nothing to settle, and no round trip to the store at rest. The first tick runs
-    // anyway: it marks where the signals are now, so that none written later is missed.
-    if (started && book.idle) return;
-    started = true;
-    const keys = book.unsettled(await exchange.signalled());
+    // No quota stream here: nothing to settle, and no round trip to the store at rest. Until a first read has
+    // succeeded the ticks go on anyway: it marks where the signals are now, so that none written later is missed.
+    if (marked && book.idle) return;
+    const signalled = await exchange.signalled();
+    marked = true;
+    const keys = book.unsettled(signalled);
     if (keys.length === 0) return;
     book.rebalance(await exchange.read(keys));
     exchange.write(book.ownHolders(keys));
