@@ -86,11 +86,6 @@ export class QuotaBook {
     return own;
   }
 
-  /** Nothing tracked and nothing to re-read: the sync has nothing to do (and asks the store nothing). */
-  get idle(): boolean {
-    return this.tracked.size === 0 && this.wanting.size === 0;
-  }
-
   /**
    * The buckets to look at again (sync.ts): those held back by other replicas (for WANT_ROUNDS rounds after it
    * started), and those of `signalled` tracked here.

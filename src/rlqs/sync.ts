@@ -4,8 +4,7 @@
  * the buckets held back here, reshares them over the other replicas' holders as they are now, pushes the
  * changed shares to its Envoys and writes its entries back. An Envoy joining on one replica thus makes the
  * Envoys on the others shrink within about a second, and then grows into what they gave up, instead of waiting
- * for their next 5 s reports. A tick runs only after the last one ended; a store that does not answer skips it,
- * and so does a replica with no bucket tracked.
+ * for their next 5 s reports. A tick runs only after the last one ended; a store that does not answer skips it.
  */
 import type { QuotaBook } from './book.js';
 import type { ShareExchange } from './shared.js';
@@ -14,14 +13,8 @@ export const SYNC_INTERVAL_MS = 1000;
 
 export function startShareSync(book: QuotaBook, exchange: ShareExchange, intervalMs = SYNC_INTERVAL_MS): { stop(): void } {
   let running = false;
-  let marked = false;
   const tick = async (): Promise<void> => {
-    // No quota stream here: nothing to settle, and no round trip to the store at rest. Until a first read has
-    // succeeded the ticks go on anyway: it marks where the signals are now, so that none written later is missed.
-    if (marked && book.idle) return;
-    const signalled = await exchange.signalled();
-    marked = true;
-    const keys = book.unsettled(signalled);
+    const keys = book.unsettled(await exchange.signalled());
     if (keys.length === 0) return;
     book.rebalance(await exchange.read(keys));
     exchange.write(book.ownHolders(keys));

@@ -1,6 +1,6 @@
 /**
- * At rest a sidecar asks nothing of anybody but the Redis health probe: no quota-share sync (RLQS) while no
- * quota stream is open, Redis TIME only now and then, and health is read when asked rather than on a timer. Counted on a redis-server of
+ * At rest a sidecar asks little of Redis: the health probe, the quota-share sync's read of its signal stream
+ * (RLQS), and Redis TIME only now and then; health is read when asked rather than on a timer. Counted on a redis-server of
  * the test's own (INFO commandstats) while the real service, in-process, sits idle.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,7 +32,7 @@ async function commandCalls(): Promise<Map<string, number>> {
   return new Map([...info.matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
 }
 
-it('at rest on Redis: no stream reads for quota shares, and at most the health probe (the script; TIME every 10 s) once a second', async () => {
+it('at rest on Redis: TIME every 10 s, and the health probe and the quota-share read at most once a second each', async () => {
   const svc = await startService(testSettings({ configDir: dir, backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: 'rest:' }), {
     clock: new FakeClock(1_700_000_000_000),
     log: createLogger({ level: 'error', format: 'text', write: () => undefined }),
@@ -43,12 +43,10 @@ it('at rest on Redis: no stream reads for quota shares, and at most the health p
     const seconds = 2.5;
     await new Promise((r) => setTimeout(r, seconds * 1000)); // real timers at rest are what is counted
     const calls = await commandCalls();
-    expect(calls.get('xread') ?? 0).toBe(0);
-    expect(calls.get('xrevrange') ?? 0).toBe(0);
     // Redis's clock: a reading with a round trip under 20 ms is kept 10 s.
     expect(calls.get('time') ?? 0).toBeLessThanOrEqual(1);
     const total = [...calls].filter(([name]) => name !== 'info' && name !== 'config|resetstat').reduce((sum, [, n]) => sum + n, 0);
-    expect(total).toBeLessThanOrEqual(2 * Math.ceil(seconds) + 2);
+    expect(total).toBeLessThanOrEqual(3 * Math.ceil(seconds) + 2);
   } finally {
     await svc.close();
   }
