@@ -1,8 +1,9 @@
 # ratelimit-sidecar image: compiled JavaScript on a maintained Node.js LTS, run as a numeric non-root UID
-# (so the kubelet can verify runAsNonRoot). The base image is pinned to an exact release: bump it, don't float it.
-ARG NODE_IMAGE=node:24.17.0-bookworm-slim
+# (so the kubelet can verify runAsNonRoot). The base image is pinned to an exact release, the Node that the tests,
+# the benchmarks and CI run (package.json config.node; a test fails when the two differ): bump both, don't float it.
+ARG NODE_VERSION=24.17.0
 
-FROM ${NODE_IMAGE} AS build
+FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -12,7 +13,7 @@ COPY src ./src
 COPY scripts/bundle.ts ./scripts/
 RUN npm run build
 
-FROM ${NODE_IMAGE}
+FROM node:${NODE_VERSION}-bookworm-slim
 # No CONFIG_DIR here: the default ./config is a link to /etc/ratelimit, so that a deployment's own rules setting
 # (CONFIG_DIR, or envoyproxy/ratelimit's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY) is never contradicted by the image's.
 ENV NODE_ENV=production

@@ -25,7 +25,7 @@
  * margin (forCall) for WINDOWS windows, sampling and rotation pause, keeping the (by then decayed) margin;
  * the next call resumes them.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
 
 export interface DeadlineMarginOptions {
   /** The least margin, ms (DEADLINE_MARGIN_MS). */
@@ -42,7 +42,7 @@ const SEND_SAMPLES = 512;
 const RESOLUTION_MS = 2;
 
 export class DeadlineMargin {
-  private readonly loop: IntervalHistogram;
+  private readonly loop: ELDHistogram;
   private readonly sends = new Float64Array(SEND_SAMPLES);
   private sendCount = 0;
   private readonly history: number[] = [];
@@ -148,7 +148,7 @@ function p99(samples: Float64Array): number {
  * about its own delay, so it is weighted by it. Read from the histogram's percentile points (each mass
  * valued at its upper bound: conservative).
  */
-function timeWeightedP99(h: IntervalHistogram): number {
+function timeWeightedP99(h: ELDHistogram): number {
   const points = [...h.percentiles.entries()].sort((a, b) => a[0] - b[0]);
   const masses: [number, number][] = [];
   let previous = 0;

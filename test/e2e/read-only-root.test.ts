@@ -42,6 +42,10 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
     writeFileSync(join(tree, 'rules/quota.yaml'), 'domain: ro\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n');
     const tmp = join(tree, 'tmp');
     mkdirSync(tmp);
+    // The Node running the suite, where uid 65534 can run it (the pinned one sits in root's cache directory).
+    const node = join(tree, 'node');
+    cpSync(process.execPath, node);
+    chmodSync(node, 0o755);
 
     const [grpc, http, prom] = [await freePort(), await freePort(), await freePort()];
     const env = {
@@ -53,7 +57,7 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
       'mount -o remount,bind,ro / || exit 90',
       `mount -t tmpfs -o size=8m,mode=1777 tmpfs '${tmp}' || exit 91`,
       `cd '${tree}'`,
-      `exec setpriv --reuid 65534 --regid 65534 --clear-groups '${process.execPath}' bin/ratelimit.mjs serve`,
+      `exec setpriv --reuid 65534 --regid 65534 --clear-groups '${node}' bin/ratelimit.mjs serve`,
     ].join(' && ');
     const child = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
@@ -81,18 +85,18 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
   }, 150_000);
 });
 
+/** Node's main thread names itself MainThread (Node 24); `node` is its executable's name. */
+const isNode = (pid: number) => ['node', 'MainThread'].includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim());
+
 /** The pid of the node process: setpriv execs in place of sh, which execs in place of unshare's child. */
 async function childPid(unsharePid: number): Promise<number> {
   let pid = unsharePid;
   await eventually(() => {
+    if (isNode(unsharePid)) return true;
     const children = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8').trim();
-    const comm = readFileSync(`/proc/${unsharePid}/comm`, 'utf8').trim();
-    if (comm === 'node') return true;
-    if (children !== '') {
-      pid = Number(children.split(' ')[0]);
-      return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node';
-    }
-    return false;
+    if (children === '') return false;
+    pid = Number(children.split(' ')[0]);
+    return isNode(pid);
   }, { timeoutMs: 5_000, what: 'the node process' });
-  return readFileSync(`/proc/${unsharePid}/comm`, 'utf8').trim() === 'node' ? unsharePid : pid;
+  return isNode(unsharePid) ? unsharePid : pid;
 }

@@ -322,7 +322,7 @@ const EXPECTED: Record<string, string[]> = {
     "on-limit-headers-not-a-mapping.yaml:8:18: descriptors[0].rate_limit.on_limit.headers: must be a mapping of header name to value, not a list",
   ],
   'on-limit-json-body-invalid.yaml': [
-    "on-limit-json-body-invalid.yaml:9:15: descriptors[0].rate_limit.on_limit.body: a JSON body: not valid JSON once its placeholders are filled: Expected double-quoted property name in JSON at position 18",
+    "on-limit-json-body-invalid.yaml:9:15: descriptors[0].rate_limit.on_limit.body: a JSON body: not valid JSON once its placeholders are filled: Expected double-quoted property name in JSON at position 18 (line 1 column 19)",
   ],
   'on-limit-json-body-unquoted.yaml': [
     "on-limit-json-body-unquoted.yaml:9:15: descriptors[0].rate_limit.on_limit.body: a JSON body: {{descriptor}} must stand inside a JSON string (\"...\") so that its value is escaped",
