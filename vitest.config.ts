@@ -49,6 +49,7 @@ export const TIMING_TESTS = [
   'test/envoy/rlqs.test.ts',
   'test/envoy/failopen-audit.test.ts',
   'test/envoy/rlqs-replicas.test.ts',
+  'test/envoy/rapid-reset.test.ts',
 ];
 
 const common = {

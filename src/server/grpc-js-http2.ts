@@ -11,6 +11,7 @@
  */
 import type * as http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
+import { NGHTTP2_RESET_BOUND } from './guard/nghttp2-bounds.js';
 import { malformedTimeoutMessage, MAX_GRPC_TIMEOUT_MS, parseGrpcTimeout } from './lean/grpc-wire.js';
 
 /** Carries a malformed grpc-timeout from the stream's headers to the interceptor (a client's own is dropped). */
@@ -22,6 +23,16 @@ export function http2ServersOf(server: grpc.Server): http2.Http2Server[] {
   const map = (server as unknown as { http2Servers?: unknown }).http2Servers;
   if (!(map instanceof Map)) throw new Error('this @grpc/grpc-js has no Server.http2Servers: the grpc-js transport cannot guard its connections');
   return [...(map as Map<http2.Http2Server, unknown>).keys()];
+}
+
+/**
+ * The options grpc-js makes its node:http2 servers with (a private field, checked like http2Servers), given
+ * nghttp2's reset bound out of the way before they are made (nghttp2-bounds.ts).
+ */
+export function liftResetBound(server: grpc.Server): void {
+  const options = (server as unknown as { commonServerOptions?: unknown }).commonServerOptions;
+  if (typeof options !== 'object' || options === null) throw new Error('this @grpc/grpc-js has no Server.commonServerOptions: the grpc-js transport cannot lift nghttp2\'s reset bound');
+  Object.assign(options, NGHTTP2_RESET_BOUND);
 }
 
 /** Rewrites `grpc-timeout` on every stream before grpc-js sees it (see above). */

@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { AUTHORIZATION_SERVICE } from './ext-authz-service.js';
 import type { ConnectionGuard } from './guard/connection-guard.js';
-import { http2ServersOf, malformedTimeoutInterceptor, normalizeTimeouts } from './grpc-js-http2.js';
+import { http2ServersOf, liftResetBound, malformedTimeoutInterceptor, normalizeTimeouts } from './grpc-js-http2.js';
 import type { HealthState } from './health.js';
 import { loadProtos } from './protos.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from './unix-socket.js';
@@ -54,6 +54,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<Runni
     // First, so innermost: a call with a malformed grpc-timeout is answered before any handler runs.
     interceptors: [malformedTimeoutInterceptor(), ...(options.serverOptions?.interceptors ?? [])],
   });
+  liftResetBound(server);
   server.addService(protos.rlsServer, options.rls);
   if (options.authz !== undefined) server.addService(AUTHORIZATION_SERVICE, options.authz);
   server.addService(protos.health, options.health.handlers());

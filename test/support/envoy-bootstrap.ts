@@ -51,11 +51,13 @@ function staticCluster(name: string, http2: boolean): Obj {
           typed_extension_protocol_options: {
             'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
               '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
-              explicit_http_config: { http2_protocol_options: {} },
-              // As the shipped envoy.yaml: no connection carries more calls than Node's HTTP/2 stack lets its peer reset.
-              common_http_protocol_options: { max_requests_per_connection: 1000 },
+              // As Envoy Gateway makes its ratelimit_cluster (its translator's testdata, ratelimit.clusters.yaml):
+              // HTTP/2 with its windows and no cap on the calls a connection carries; TLS aside.
+              explicit_http_config: { http2_protocol_options: { initial_connection_window_size: 1048576, initial_stream_window_size: 65536 } },
             },
           },
+          lb_policy: 'LEAST_REQUEST',
+          per_connection_buffer_limit_bytes: 32768,
         }
       : {}),
     load_assignment: { cluster_name: name, endpoints: [{ lb_endpoints: [{ endpoint: { address: {} } }] }] },

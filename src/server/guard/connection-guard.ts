@@ -10,15 +10,20 @@
  * - idle connections: a connection with no open stream for `idleTimeoutMs` is closed gracefully (GOAWAY
  *   NO_ERROR; the peer reconnects when it next needs to). Envoy keeps its connection and reopens it at will,
  *   so the default is minutes, long past the gaps of a live proxy.
- * - rapid reset (CVE-2023-44487): a stream the peer resets (RST_STREAM other than NO_ERROR) spends a token
- *   of its connection's bucket (GRPC_RESET_BURST, refilled at GRPC_RESET_RATE_PER_S). A connection that runs
- *   dry is retired on its own: GOAWAY ENHANCE_YOUR_CALM naming the last stream processed, so the calls
- *   already in flight are answered, no new stream is accepted on it, and it is cut `retireGraceMs` later if
- *   the peer holds it open. The peer's next connection is accepted with a fresh bucket. What a reset costs
- *   is bounded without refusing anyone: a call reset before its message arrived never reaches the engine,
- *   streams per connection are capped by HTTP/2 settings, and connections by `maxConnections`. (nghttp2,
- *   under node:http2, also sends its own GOAWAY on a connection past 1,000 resets refilled at 33 per second.)
- *   Envoy resets the rate-limit call of every request its downstream client resets, so refusing a client
+ * - rapid reset (CVE-2023-44487): on a connection that has never carried a call, a stream the peer resets
+ *   (RST_STREAM other than NO_ERROR) before any of its request arrived spends a token of the connection's
+ *   bucket (GRPC_RESET_BURST, refilled at GRPC_RESET_RATE_PER_S). Once a stream has carried a request, answered
+ *   or cancelled, the connection is a client's and is never retired for its resets: Envoy cancels the
+ *   rate-limit call of every request whose client resets or goes away, thousands a second under a reset storm
+ *   at Envoy, and runs of thousands of those cancels reach the service before their calls' messages (its HTTP/2
+ *   stack sends RST_STREAM ahead of pending DATA). Retiring Envoy's connection would fail its calls in flight
+ *   and let them pass unlimited. A reset that carried no request costs the service a stream object (nothing
+ *   reaches the engine), and open streams stay capped per connection. A connection that only opens and resets
+ *   streams, an attacker at the port itself, runs dry after the burst and is retired on its own: GOAWAY
+ *   ENHANCE_YOUR_CALM naming the last stream processed, so the calls already in flight are answered, no new
+ *   stream is accepted on it, and it is cut `retireGraceMs` later if the peer holds it open. The peer's next
+ *   connection is accepted with a fresh bucket. (nghttp2's own bound, a GOAWAY past 1,000 resets refilled at 33
+ *   a second whatever the streams carried, is lifted: nghttp2-bounds.ts.) Refusing a client
  *   *address* would refuse Envoy and switch its limits off (failure_mode_deny: false): that is only done
  *   when asked (`refuseAddress`): resets then also spend a bucket per address (peer-buckets.ts), and an
  *   address that runs dry has its new connections closed at once until half its burst has refilled.
@@ -31,6 +36,7 @@ import * as http2 from 'node:http2';
 import { PeerBuckets, TokenBucket } from './peer-buckets.js';
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
+
 
 export const GUARD_ACTIONS = ['connection_refused', 'peer_refused', 'message_timeout', 'idle_close', 'reset_goaway'] as const;
 export type GuardAction = (typeof GUARD_ACTIONS)[number];
@@ -54,6 +60,12 @@ export interface GuardOptions {
 }
 
 type AnyHttp2Server = http2.Http2Server | http2.Http2SecureServer;
+
+/** A connection's reset budget, spent only until it carries its first call. */
+interface ResetState {
+  readonly bucket: TokenBucket;
+  calling: boolean;
+}
 
 const kMessageTimer = Symbol('messageTimer');
 type WatchedStream = http2.ServerHttp2Stream & { [kMessageTimer]?: NodeJS.Timeout };
@@ -108,7 +120,7 @@ export class ConnectionGuard {
       return;
     }
     this.sessions++;
-    const resets = new TokenBucket(this.options.resetBurst, this.options.resetRatePerS, this.nowMs);
+    const resets: ResetState = { bucket: new TokenBucket(this.options.resetBurst, this.options.resetRatePerS, this.nowMs), calling: false };
     let active = 0;
     let idle: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -155,11 +167,19 @@ export class ConnectionGuard {
     stream.close(NGHTTP2_CANCEL);
   }
 
-  /** A stream the peer reset: spends a token of the connection (and of the address when asked). */
-  private countReset(stream: http2.ServerHttp2Stream, session: http2.ServerHttp2Session, resets: TokenBucket, peer: string): void {
+  /**
+   * A stream that carried a request is a call, answered or cancelled: from then on its connection is a client's,
+   * never retired for resets. On a connection that never carried one, a stream that the peer reset before any of
+   * its request arrived spends a token (and one of its address, when asked).
+   */
+  private countReset(stream: http2.ServerHttp2Stream, session: http2.ServerHttp2Session, resets: ResetState, peer: string): void {
+    if (stream.readableDidRead) {
+      resets.calling = true;
+      return;
+    }
     const code = stream.rstCode;
-    if (code === undefined || code === NGHTTP2_NO_ERROR || this.ours.has(stream) || session.closed || session.destroyed) return;
-    const connectionOk = resets.take();
+    if (code === NGHTTP2_NO_ERROR || this.ours.has(stream) || session.closed || session.destroyed) return;
+    const connectionOk = resets.calling || resets.bucket.take();
     const addressOk = this.addresses === undefined || this.addresses.take(peer);
     if (connectionOk && addressOk) return;
     this.options.onAction?.('reset_goaway');

@@ -24,6 +24,7 @@ export class TokenBucket {
     this.tokens -= 1;
     return true;
   }
+
 }
 
 /**

@@ -129,6 +129,12 @@ export class LeanCall implements CallSignal {
 
   onEnd(): void {
     if (this.done) return;
+    // Reset already (its RST_STREAM was read before the end of its message was handed over, as Envoy's cancels
+    // come under a storm): the call ends as cancelled without reaching the route.
+    if (this.stream.closed) {
+      this.cancel();
+      return;
+    }
     if (this.chunks.length === 0 || this.expected < 0 || this.received < this.expected) {
       this.fail(Code.INTERNAL, this.chunks.length === 0 ? 'no request message received' : 'incomplete request message');
       return;

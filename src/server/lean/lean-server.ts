@@ -17,6 +17,7 @@ import { Code, malformedTimeoutMessage, parseGrpcTimeout } from './grpc-wire.js'
 import { answerError, LeanCall, type CallHooks } from './lean-call.js';
 import type { RouteTable } from './routes.js';
 import type { ConnectionGuard } from '../guard/connection-guard.js';
+import { NGHTTP2_RESET_BOUND } from '../guard/nghttp2-bounds.js';
 import { startLeanBidiCall } from '../bidi/bidi-lean.js';
 
 export interface LeanServerOptions {
@@ -90,7 +91,7 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
   const settings: http2.Settings = { maxConcurrentStreams: options.maxConcurrentStreams ?? 1000 };
   // Node refuses new streams once a session buffers more than maxSessionMemory: sized for small RLS calls,
   // so that a peer cannot make one connection hold much more than its streams' messages.
-  const base = { settings, maxSessionMemory: options.maxSessionMemoryMb ?? 32 };
+  const base = { settings, maxSessionMemory: options.maxSessionMemoryMb ?? 32, ...NGHTTP2_RESET_BOUND };
   const creds = options.credentials;
   const secure = creds?._isSecure() === true;
   const server = secure
