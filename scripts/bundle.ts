@@ -3,13 +3,13 @@
  *   - dist/cli.bundle.cjs: the service and its dependencies as one script, so that start-up does not resolve,
  *     read and link ~180 modules and their packages one by one; packages and Node built-ins that only some
  *     configurations use are evaluated on first use (stand-ins: LAZY, LAZY_BUILTINS);
- *   - dist/cli.bundle[.<flags>].cache: V8's code cache of that script (a cache is only accepted under the V8
- *     options it was made with; heap sizes do not count, the loader sets them back before it loads), after the script's
- *     top level has run and ioredis has been evaluated, so it holds the functions compiled by then;
+ *   - dist/cli.bundle.cache: V8's code cache of that script, made after the script's top level has run, rules
+ *     have been checked and ioredis has been evaluated, so it holds the functions compiled by then. (Node's own
+ *     compile cache, module.enableCompileCache(), keeps only what is compiled before a script runs: a start
+ *     with it took ~20 % more CPU than with this one, and it must write its cache where the image is read-only.)
+ *     V8 accepts it under the V8 options it was made with, heap sizes aside;
  *   - dist/cli.js (tsc's output replaced): a CommonJS script (dist/package.json says so), which spares the start
- *     the ES module loader. It sets V8's heap-size flags back to their defaults once the heap is made (so that
- *     Node's own built-ins load from their code cache), then loads the bundle with the cache whose options match
- *     this process, or compiles it as usual when there is none (other NODE_OPTIONS, or a cache V8 rejects).
+ *     the ES module loader, and loads the bundle with that cache (compiled as usual when V8 rejects it).
  * The other files of dist/ stay as tsc wrote them, ES modules (each folder has a package.json saying so): the
  * `./client` export, the rules-reload worker (config/load-worker.js) and the Lua scripts are used from there.
  * Every module's `import.meta.url`, `__dirname` and `__filename` are rewritten to the place the module had
@@ -125,38 +125,18 @@ const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {
 
 /**
  * dist/cli.js, a CommonJS script (dist/package.json says so; every folder under dist/ keeps tsc's ES modules with a
- * package.json of its own): run as `node dist/cli.js`, it skips the ES module loader's start (its resolver, module
- * jobs, and the facade of each imported built-in). Its cache file is named after the process's V8 options (command
- * line and NODE_OPTIONS).
+ * package.json of its own): run as `node dist/cli.js`, it skips the ES module loader's module jobs.
  */
-const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache made under the same V8 options when there is one.
+const LOADER = `// Written by scripts/bundle.ts: runs cli.bundle.cjs, with V8's code cache of it when V8 accepts it.
 'use strict';
-const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\\s+/)].filter((o) => o !== '');
-// Node's built-in modules come with a code cache that V8 accepts only under its default flags: a heap size given
-// to V8 (the image's --max-semi-space-size) has every built-in loaded from here on compiled from source instead
-// (node:http2 and what it loads: ~3x longer). V8 reads these flags once, when it makes the heap: set back to
-// their defaults now, the heap keeps the sizes it was given and the built-ins' cache is accepted again.
-const HEAP_FLAGS = ['--max-semi-space-size', '--max-old-space-size'];
-const flagName = (o) => o.replaceAll('_', '-').split('=')[0];
-let reset = true;
-for (const flag of HEAP_FLAGS) {
-  if (!given.some((o) => flagName(o) === flag)) continue;
-  try {
-    require('node:v8').setFlagsFromString(\`\${flag}=0\`);
-  } catch {
-    // built-ins compiled from source, as before
-    reset = false;
-  }
-}
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { Script } = require('node:vm');
 
 const file = join(__dirname, 'cli.bundle.cjs');
-// The bundle's cache is made and read under V8's flags as they are now: heap sizes set back above do not count,
-// so one cache serves any heap size (the image's, a Kubernetes example's, an operator's own).
-const options = given.filter((o) => !reset || !HEAP_FLAGS.includes(flagName(o))).sort().join(' ');
-const cacheFile = join(__dirname, options === '' ? 'cli.bundle.cache' : \`cli.bundle.\${options.replace(/[^\\w=.-]+/g, '_').slice(0, 200)}.cache\`);
+// V8 accepts a code cache only under the options it was made with; heap sizes do not count (the image's, a
+// Kubernetes example's, an operator's own all use it). Under other V8 options the bundle is compiled as usual.
+const cacheFile = join(__dirname, 'cli.bundle.cache');
 const writeCache = process.env.RATELIMIT_WRITE_CODE_CACHE === '1';
 // Making the cache only loads the script: without a command line, its main() does not run.
 if (writeCache) process.argv.length = 1;
@@ -164,7 +144,7 @@ let cachedData;
 try {
   if (!writeCache) cachedData = readFileSync(cacheFile);
 } catch {
-  // no cache for these options: compiled as usual
+  // no cache: compiled as usual
 }
 const script = new Script(\`(function (exports, require, module, __filename, __dirname) {\${readFileSync(file, 'utf8')}\\n})\`, { filename: file, cachedData });
 // RATELIMIT_CODE_CACHE_REPORT=1: says whether this start used the code cache (for tests and the curious).
@@ -195,7 +175,7 @@ const result = await esbuild.build({
   bundle: true,
   platform: 'node',
   format: 'cjs',
-  target: 'node20',
+  target: 'node24',
   write: false,
   outfile: BUNDLE,
   banner: { js: banner },
@@ -219,7 +199,7 @@ await rm(`${ENTRY}.map`, { force: true });
 // The code cache, made by a process with the V8 options of `npm start` (the loader writes it when asked to).
 const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
 const flags = pkg.scripts.start.split(/\s+/).filter((a) => a.startsWith('--'));
-for (const f of await readdir(DIST)) if (/^cli\.bundle(\..*)?\.cache$/.test(f)) await rm(join(DIST, f)); // made for other options
+for (const f of await readdir(DIST)) if (/^cli\.bundle(\..*)?\.cache$/.test(f)) await rm(join(DIST, f));
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
