@@ -14,7 +14,7 @@ import type { BidiCall, BidiHandlers, BidiRoute } from '../server/bidi/bidi-rout
 import type { QuotaBook } from './book.js';
 import { decodeUsageReports, encodeResponse, type DecodeLimits } from './wire.js';
 
-export const REFUSAL_REASONS = ['streams_per_connection', 'report_rate', 'malformed', 'bucket_limit'] as const;
+export const REFUSAL_REASONS = ['streams_per_connection', 'report_rate', 'malformed', 'bucket_limit', 'bucket_id_size'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 export interface RlqsServiceOptions {

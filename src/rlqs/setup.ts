@@ -32,7 +32,10 @@ export const RLQS_DEFAULTS = {
   /** Bucket usages per stream: Envoy reports each of its buckets every 5 s (5,000 buckets: 1,000/s). */
   reportBurst: 10_000,
   reportRatePerS: 2_000,
-  decode: { maxBuckets: 5_000, maxEntries: 16, maxValueBytes: 512 },
+  /** Bucket ids past these are answered, not tracked. */
+  decode: { maxEntries: 16, maxValueBytes: 512 },
+  /** Largest report message: 5,000 buckets of ids up to about 800 bytes (whatever the gRPC port's MAX_REQUEST_BYTES). */
+  maxReportBytes: 4 * 1024 * 1024,
 } as const;
 
 export interface RlqsSetup {
@@ -99,5 +102,6 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     sync?.stop();
     served.endAll();
   };
-  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close };
+  const route = Object.assign(served.route, { maxMessageBytes: RLQS_DEFAULTS.maxReportBytes });
+  return { path: RLQS_PATH, route, describe: () => book.describe(), close };
 }

@@ -17,16 +17,21 @@
  * Field 2 of the reports is declared a map, but a sender may write it as a repeated BucketQuotaUsage: each
  * element is read as either (a map entry's field 1 is a varint key, a BucketQuotaUsage's field 1 a message).
  * `time_elapsed` is read but not required (Envoy sends 0 s for a new bucket, which the proto forbids).
+ *
+ * Bucket ids are bytes: Envoy copies header values as they are, and finds a bucket by the bytes of its id. A
+ * key or value that is not UTF-8 is held escaped (core/bytes.ts) and written back byte for byte.
  */
 import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
-import { InvalidRequestError } from '../core/errors.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
+import { encodeEscaped, escapedByteLength } from '../core/bytes.js';
+import { lenFieldSize, ProtoWriter, varintSize } from '../server/proto-writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
 export interface BucketUsage {
-  /** The bucket id's entries, sorted by key (each key once). */
+  /** The bucket id's entries, sorted by key (each key once); escaped strings (core/bytes.ts). */
   readonly entries: readonly { readonly key: string; readonly value: string }[];
+  /** The bucket id is past the id bounds (entries, key or value length): answered, never tracked. */
+  readonly oversize?: true;
   readonly allowed: number;
   readonly denied: number;
   /** time_elapsed in seconds, as sent (0 when absent). */
@@ -39,28 +44,28 @@ export interface UsageReports {
 }
 
 export interface DecodeLimits {
-  /** Most bucket usages in one message. */
-  readonly maxBuckets: number;
-  /** Most entries in one bucket id. */
+  /** Most entries in one tracked bucket id. */
   readonly maxEntries: number;
-  /** Longest key or value, bytes. */
+  /** Longest key or value of a tracked bucket id, bytes. */
   readonly maxValueBytes: number;
 }
 
 const NAME = 'RateLimitQuotaUsageReports';
 
-function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): { key: string; value: string }[] {
+function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): { entries: { key: string; value: string }[]; oversize: boolean } {
   const id = c.sub(path);
   const byKey = new Map<string, string>();
+  let oversize = false;
   while (id.next()) {
     if (id.number !== 1) continue;
     const [key, value] = id.mapEntry(`${path}.bucket`);
-    if (key.length > limits.maxValueBytes || value.length > limits.maxValueBytes) id.malformed(`bucket id key or value longer than ${limits.maxValueBytes} bytes`, id.at);
+    if (escapedByteLength(key) > limits.maxValueBytes || escapedByteLength(value) > limits.maxValueBytes) oversize = true;
     byKey.set(key, value);
-    if (byKey.size > limits.maxEntries) id.malformed(`more than ${limits.maxEntries} entries in a bucket id`, id.at);
   }
   if (byKey.size === 0) c.malformed('empty bucket id', c.at);
-  return [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
+  if (byKey.size > limits.maxEntries) oversize = true;
+  const entries = [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
+  return { entries, oversize };
 }
 
 function durationSeconds(c: FieldCursor, path: string): number {
@@ -72,12 +77,12 @@ function durationSeconds(c: FieldCursor, path: string): number {
 
 function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): BucketUsage {
   const u = c.sub(path);
-  let entries: { key: string; value: string }[] | undefined;
+  let id: ReturnType<typeof bucketId> | undefined;
   let allowed = 0;
   let denied = 0;
   let elapsedS = 0;
   while (u.next()) {
-    if (u.number === 1) entries = bucketId(u, `${path}.bucket_id`, limits);
+    if (u.number === 1) id = bucketId(u, `${path}.bucket_id`, limits);
     else if (u.number === 2) elapsedS = durationSeconds(u, `${path}.time_elapsed`);
     else if (u.number === 3) {
       u.expect(WIRE_VARINT, `${path}.num_requests_allowed`);
@@ -87,8 +92,8 @@ function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): Bucket
       denied = u.varint;
     }
   }
-  if (entries === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
-  return { entries, allowed, denied, elapsedS };
+  if (id === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
+  return id.oversize ? { entries: id.entries, oversize: true, allowed, denied, elapsedS } : { entries: id.entries, allowed, denied, elapsedS };
 }
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
@@ -105,7 +110,10 @@ function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined 
   return value;
 }
 
-/** Decodes one reports message; malformed or over a bound → InvalidRequestError naming the field. */
+/**
+ * Decodes one reports message; malformed → InvalidRequestError naming the field. A bucket id past the id
+ * bounds is decoded all the same (marked `oversize`): the other buckets of the report are still decided.
+ */
 export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): UsageReports {
   const c = new FieldCursor(bytes, 0, bytes.length, NAME, '');
   let domain = '';
@@ -113,7 +121,6 @@ export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): Usa
   while (c.next()) {
     if (c.number === 1) domain = c.text('domain');
     else if (c.number === 2) {
-      if (usages.length >= limits.maxBuckets) throw new InvalidRequestError(`malformed ${NAME}: more than ${limits.maxBuckets} bucket_quota_usages in one message`);
       const u = element(c, limits);
       if (u !== undefined) usages.push(u);
     }
@@ -164,13 +171,21 @@ interface Sized {
 }
 
 function sizeOf(b: BucketAction): Sized {
-  const keys = b.entries.map((e) => utf8Length(e.key));
-  const values = b.entries.map((e) => utf8Length(e.value));
+  const keys = b.entries.map((e) => escapedByteLength(e.key));
+  const values = b.entries.map((e) => escapedByteLength(e.value));
   let id = 0;
   for (let i = 0; i < keys.length; i++) id += lenFieldSize(lenFieldSize(keys[i]!) + lenFieldSize(values[i]!));
   const a = b.assignment;
   const quota = a.kind === 'abandon' ? 0 : lenFieldSize(durationSize(a.ttlS)) + lenFieldSize(strategySize(a));
   return { keys, values, id, quota, action: lenFieldSize(id) + lenFieldSize(quota) };
+}
+
+const PRINTABLE_ASCII = /^[ -~]*$/;
+
+/** A string field holding exactly the bytes the (escaped) text stands for. */
+function writeText(w: ProtoWriter, field: number, text: string, byteLength: number): void {
+  if (PRINTABLE_ASCII.test(text)) w.string(field, text, byteLength); // the common case
+  else w.bytes(field, encodeEscaped(text));
 }
 
 function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
@@ -180,8 +195,8 @@ function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
     const k = z.keys[i]!;
     const v = z.values[i]!;
     w.header(1, lenFieldSize(k) + lenFieldSize(v));
-    w.string(1, e.key, k);
-    w.string(2, e.value, v);
+    writeText(w, 1, e.key, k);
+    writeText(w, 2, e.value, v);
   });
   const a = b.assignment;
   if (a.kind === 'abandon') {

@@ -12,7 +12,8 @@ import { MAX_UNREAD_BYTES, NOT_READING, type BidiHandlers, type BidiRoute } from
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE, NGHTTP2_NO_ERROR } = http2.constants;
 const RESPOND_OPTIONS = { waitForTrailers: true, sendDate: false };
 
-export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRoute, maxMessageBytes: number): void {
+export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRoute, portMaxMessageBytes: number): void {
+  const maxMessageBytes = route.maxMessageBytes ?? portMaxMessageBytes;
   let over = false;
   let status = { code: Code.OK as number, details: '' };
   let pending: Buffer[] = [];

@@ -32,4 +32,5 @@ export interface BidiHandlers {
   closed(): void;
 }
 
-export type BidiRoute = (call: BidiCall) => BidiHandlers;
+/** `maxMessageBytes`: the largest message a client may send on this method (default: the port's bound). */
+export type BidiRoute = ((call: BidiCall) => BidiHandlers) & { readonly maxMessageBytes?: number };
