@@ -85,6 +85,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     }
     return out;
   });
+  const unreadableLog = throttledLog({ log: (message) => o.log?.(message, { reason: 'bucket_id_encoding' }), clock: systemClock, intervalMs: 60_000 });
   const served = rlqsRoute({
     book,
     nowMs,
@@ -94,7 +95,9 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     decode: RLQS_DEFAULTS.decode,
     onRefused: (reason, detail) => {
       observer.refused(reason);
-      if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
+      // Bucket ids Envoy cannot be answered for come back in every report: logged once a minute.
+      if (reason === 'bucket_id_encoding') unreadableLog(`quota stream refusal: ${detail}`);
+      else if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
     },
   });
   const sync = exchange === undefined ? undefined : startShareSync(book, exchange);

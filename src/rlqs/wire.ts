@@ -18,12 +18,13 @@
  * element is read as either (a map entry's field 1 is a varint key, a BucketQuotaUsage's field 1 a message).
  * `time_elapsed` is read but not required (Envoy sends 0 s for a new bucket, which the proto forbids).
  *
- * Bucket ids are bytes: Envoy copies header values as they are, and finds a bucket by the bytes of its id. A
- * key or value that is not UTF-8 is held escaped (core/bytes.ts) and written back byte for byte.
+ * Bucket ids are bytes: Envoy copies header values as they are into a bucket id, but refuses a whole response
+ * message whose bucket id is not UTF-8 (a proto3 string) and ends the stream. Such a bucket is decoded (its
+ * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
  */
 import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
-import { encodeEscaped, escapedByteLength } from '../core/bytes.js';
-import { lenFieldSize, ProtoWriter, varintSize } from '../server/proto-writer.js';
+import { escapedByteLength } from '../core/bytes.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
@@ -32,6 +33,8 @@ export interface BucketUsage {
   readonly entries: readonly { readonly key: string; readonly value: string }[];
   /** The bucket id is past the id bounds (entries, key or value length): answered, never tracked. */
   readonly oversize?: true;
+  /** A key or value is not UTF-8: Envoy cannot read an answer for it. */
+  readonly notUtf8?: true;
   readonly allowed: number;
   readonly denied: number;
   /** time_elapsed in seconds, as sent (0 when absent). */
@@ -52,20 +55,31 @@ export interface DecodeLimits {
 
 const NAME = 'RateLimitQuotaUsageReports';
 
-function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): { entries: { key: string; value: string }[]; oversize: boolean } {
+interface DecodedId {
+  entries: { key: string; value: string }[];
+  oversize: boolean;
+  notUtf8: boolean;
+}
+
+/** Whether an escaped string stands for UTF-8: escaped bytes are lone surrogates (String.prototype.isWellFormed, ES2024). */
+const isUtf8 = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): DecodedId {
   const id = c.sub(path);
   const byKey = new Map<string, string>();
   let oversize = false;
+  let notUtf8 = false;
   while (id.next()) {
     if (id.number !== 1) continue;
     const [key, value] = id.mapEntry(`${path}.bucket`);
     if (escapedByteLength(key) > limits.maxValueBytes || escapedByteLength(value) > limits.maxValueBytes) oversize = true;
+    if (!isUtf8(key) || !isUtf8(value)) notUtf8 = true;
     byKey.set(key, value);
   }
   if (byKey.size === 0) c.malformed('empty bucket id', c.at);
   if (byKey.size > limits.maxEntries) oversize = true;
   const entries = [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
-  return { entries, oversize };
+  return { entries, oversize, notUtf8 };
 }
 
 function durationSeconds(c: FieldCursor, path: string): number {
@@ -77,7 +91,7 @@ function durationSeconds(c: FieldCursor, path: string): number {
 
 function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): BucketUsage {
   const u = c.sub(path);
-  let id: ReturnType<typeof bucketId> | undefined;
+  let id: DecodedId | undefined;
   let allowed = 0;
   let denied = 0;
   let elapsedS = 0;
@@ -93,7 +107,7 @@ function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): Bucket
     }
   }
   if (id === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
-  return id.oversize ? { entries: id.entries, oversize: true, allowed, denied, elapsedS } : { entries: id.entries, allowed, denied, elapsedS };
+  return { entries: id.entries, allowed, denied, elapsedS, ...(id.oversize ? { oversize: true as const } : {}), ...(id.notUtf8 ? { notUtf8: true as const } : {}) };
 }
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
@@ -171,21 +185,13 @@ interface Sized {
 }
 
 function sizeOf(b: BucketAction): Sized {
-  const keys = b.entries.map((e) => escapedByteLength(e.key));
-  const values = b.entries.map((e) => escapedByteLength(e.value));
+  const keys = b.entries.map((e) => utf8Length(e.key));
+  const values = b.entries.map((e) => utf8Length(e.value));
   let id = 0;
   for (let i = 0; i < keys.length; i++) id += lenFieldSize(lenFieldSize(keys[i]!) + lenFieldSize(values[i]!));
   const a = b.assignment;
   const quota = a.kind === 'abandon' ? 0 : lenFieldSize(durationSize(a.ttlS)) + lenFieldSize(strategySize(a));
   return { keys, values, id, quota, action: lenFieldSize(id) + lenFieldSize(quota) };
-}
-
-const PRINTABLE_ASCII = /^[ -~]*$/;
-
-/** A string field holding exactly the bytes the (escaped) text stands for. */
-function writeText(w: ProtoWriter, field: number, text: string, byteLength: number): void {
-  if (PRINTABLE_ASCII.test(text)) w.string(field, text, byteLength); // the common case
-  else w.bytes(field, encodeEscaped(text));
 }
 
 function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
@@ -195,8 +201,8 @@ function writeAction(w: ProtoWriter, b: BucketAction, z: Sized): void {
     const k = z.keys[i]!;
     const v = z.values[i]!;
     w.header(1, lenFieldSize(k) + lenFieldSize(v));
-    writeText(w, 1, e.key, k);
-    writeText(w, 2, e.value, v);
+    w.string(1, e.key, k);
+    w.string(2, e.value, v);
   });
   const a = b.assignment;
   if (a.kind === 'abandon') {

@@ -3,7 +3,8 @@
  * @grpc/grpc-js-xds), on both transports (vitest.config.ts TRANSPORT_TESTS):
  * what each kind of bucket is assigned, a report answered at once, a second Envoy shrinking the first's share
  * in the same moment, a malformed report dropped without ending the stream, the per-connection stream bound,
- * a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
+ * a report of 5,000 buckets answered and one over 4 MiB refused, a bucket id that is not UTF-8 left
+ * unanswered, a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
  * client that does not read its answers cut off.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -105,6 +106,37 @@ describe('RLQS stream', () => {
     expect(s.status).toBeUndefined();
     const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
     expect(metrics.get('ratelimit_rlqs_refused_total{reason="malformed"}')).toBe(1);
+  });
+
+  it('answers a report of 5,000 buckets (about 150 KB) at once; ends a stream whose report is over 4 MiB RESOURCE_EXHAUSTED', async () => {
+    const s = open();
+    const usages = Array.from({ length: 5000 }, (_, i) => ({ bucket: { tenant: `tenant-${String(i).padStart(5, '0')}` }, allowed: 1 }));
+    const report = encodeReports('quota', usages);
+    expect(report.length).toBeGreaterThan(128 * 1024);
+    s.sendRaw(grpcFrame(report));
+    const actions = await s.response(1);
+    expect(actions).toHaveLength(5000);
+    expect(actions[4999]!.bucket_id.bucket).toEqual({ tenant: 'tenant-04999' });
+    expect(s.status).toBeUndefined();
+    const big = open();
+    big.sendRaw(grpcFrame(encodeReports('quota', [{ bucket: { id: 'x'.repeat(4 * 1024 * 1024) } }])));
+    expect((await big.ended()).code).toBe(8);
+    s.close();
+  });
+
+  it('leaves a bucket id that is not UTF-8 unanswered (Envoy would refuse the whole answer) and decides the others', async () => {
+    const s = open();
+    // {tenant: ff fe} hand-encoded (a proto3 string cannot hold it), then {name: all}.
+    const entry = Buffer.from([0x0a, 0x06, ...Buffer.from('tenant'), 0x12, 0x02, 0xff, 0xfe]);
+    const id = Buffer.from([0x0a, entry.length, ...entry]);
+    const usage = Buffer.from([0x0a, id.length, ...id]);
+    s.sendRaw(grpcFrame(Buffer.concat([Buffer.from([0x0a, 0x05, ...Buffer.from('quota'), 0x12, usage.length]), usage, encodeReports('', [{ bucket: { name: 'all' } }])])));
+    const actions = await s.response(1);
+    expect(actions.map((a) => a.bucket_id.bucket)).toEqual([{ name: 'all' }]);
+    expect(s.status).toBeUndefined();
+    const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
+    expect(metrics.get('ratelimit_rlqs_refused_total{reason="bucket_id_encoding"}')).toBe(1);
+    s.close();
   });
 
   it('ends the ninth stream on one connection RESOURCE_EXHAUSTED; a half-close ends a stream OK', async () => {

@@ -36,21 +36,19 @@ describe('RLQS wire', () => {
     expect(m.usages[1]).toEqual({ entries: [{ key: 'n', value: 'ok' }], allowed: 2, denied: 0, elapsedS: 0 });
   });
 
-  it('writes a bucket id back byte for byte, bytes that are not UTF-8 included', () => {
-    // {tenant: ff fe} and {tenant: é (c3 a9)}, hand-encoded as Envoy sends a header's bytes.
+  it('marks a bucket id that is not UTF-8 (Envoy cannot read an answer for it), keeping distinct bytes distinct', () => {
+    // {tenant: ff fe}, {tenant: fe ff} and {tenant: é (c3 a9)}, hand-encoded as Envoy sends a header's bytes.
     const usage = (value: number[]) => {
       const entry = Buffer.from([0x0a, 0x06, ...Buffer.from('tenant'), 0x12, value.length, ...value]);
       const id = Buffer.from([0x0a, entry.length, ...entry]);
       const u = Buffer.from([0x0a, id.length, ...id]);
       return Buffer.from([0x12, u.length, ...u]);
     };
-    const decoded = decodeUsageReports(Buffer.concat([usage([0xff, 0xfe]), usage([0xc3, 0xa9])]), { maxEntries: 2, maxValueBytes: 8 });
+    const decoded = decodeUsageReports(Buffer.concat([usage([0xff, 0xfe]), usage([0xfe, 0xff]), usage([0xc3, 0xa9])]), LIMITS);
+    expect(decoded.usages.map((u) => u.notUtf8 === true)).toEqual([true, true, false]);
     expect(decoded.usages[0]!.entries[0]!.value).not.toBe(decoded.usages[1]!.entries[0]!.value);
-    const out = encodeResponse(decoded.usages.map((u) => ({ entries: u.entries, assignment: { kind: 'deny_all', ttlS: 1 } })));
-    const hex = out.toString('hex');
-    expect(hex).toContain(Buffer.from([0x12, 0x02, 0xff, 0xfe]).toString('hex'));
-    expect(hex).toContain(Buffer.from([0x12, 0x02, 0xc3, 0xa9]).toString('hex'));
-    expect(hex).not.toContain('efbfbd');
+    expect(decoded.usages[2]!.entries[0]!.value).toBe('é');
+    expect(encodeResponse([{ entries: decoded.usages[2]!.entries, assignment: { kind: 'deny_all', ttlS: 1 } }]).toString('hex')).toContain('1202c3a9');
   });
 
   it('writes actions Envoy\'s proto reads back: token bucket, blankets, abandon', () => {
