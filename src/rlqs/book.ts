@@ -7,7 +7,7 @@
  * bucket keeps Envoy's bucket as it is and renews its TTL). When shares change, the other Envoys holding
  * the bucket are pushed their new share in the same turn, so a joining Envoy makes the others shrink at once.
  * Demand is measured on our own clock between reports (Envoy's time_elapsed is whole seconds, 0 for a new
- * bucket).
+ * bucket). A holder silent for SILENT_MS is released, so a stream that reports once holds nothing for long.
  *
  * With an exchange (shared.ts, BACKEND=redis), the Envoys of the other replicas count too: the limit is split
  * over all of them by demand, and this replica's Envoys are given at most what the others do not hold now
@@ -36,6 +36,8 @@ export class QuotaBook {
   /** Buckets whose Envoys here get less than their fair part (the others hold it): rounds of re-reading left. */
   private readonly wanting = new Map<string, number>();
   private sweptAtMs = Number.NEGATIVE_INFINITY;
+  /** The domain's streams that reported lately, as last counted (for folded buckets). */
+  private reporting = { atMs: Number.NaN, domain: '', streams: 0 };
 
   constructor(private readonly o: BookOptions) {}
 
@@ -48,10 +50,8 @@ export class QuotaBook {
   /** The stream ended: its shares are released (the others grow on their next report). */
   close(s: Subscriber): void {
     this.subscribers.delete(s);
-    // The other replicas go on counting the shares of a measured demand for a while (shared.ts
-    // RECONNECT_GRACE_MS): its Envoy enforces them until it is assigned again, here or elsewhere, after it
-    // reconnects. A stream whose demand was never measured stops counting at once (a stream that opens and
-    // closes again and again holds nothing).
+    // The other replicas go on counting a measured demand's shares for a while (shared.ts RECONNECT_GRACE_MS):
+    // its Envoy enforces them until assigned again after it reconnects. One never measured stops counting now.
     const grace: OwnHolder[] = [];
     for (const t of s.buckets.values()) {
       const h = t.holders.get(s);
@@ -249,10 +249,15 @@ export class QuotaBook {
    */
   private folded(rule: Extract<BucketRule, { kind: 'limit' }>, domain: string, now: number): Assignment {
     if (rule.shadow) return { kind: 'allow_all', ttlS: this.o.ttlS };
-    const silentMs = this.o.silentMs ?? SILENT_MS;
-    let streams = 0;
-    for (const s of this.subscribers) if (s.domain === domain && s.reportedAtMs !== undefined && now - s.reportedAtMs < silentMs) streams++;
-    return this.tokenBucket(rule, Math.max(1, Math.floor(rule.perFill / Math.max(1, streams))));
+    const m = this.reporting;
+    if (m.atMs !== now || m.domain !== domain) {
+      // Counted once per report (a report may fold thousands of buckets).
+      const silentMs = this.o.silentMs ?? SILENT_MS;
+      let streams = 0;
+      for (const s of this.subscribers) if (s.domain === domain && s.reportedAtMs !== undefined && now - s.reportedAtMs < silentMs) streams++;
+      this.reporting = { atMs: now, domain, streams };
+    }
+    return this.tokenBucket(rule, Math.max(1, Math.floor(rule.perFill / Math.max(1, this.reporting.streams))));
   }
 
   /** Releases every holder whose bucket was not reported for `silentMs` (at most once every SWEEP_MS). */
