@@ -16,7 +16,7 @@
  */
 import type { BucketAction, BucketUsage, UsageReports, Assignment } from './wire.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
-import { RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
+import { clientOf, RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
 import { describeBook } from './describe.js';
 import { bucketKey, Holder, Subscriber, type BookOptions, type BucketRule, type Tracked } from './book-types.js';
 
@@ -216,7 +216,8 @@ export class QuotaBook {
     const holders = [...t.holders];
     const current = holders.map(([, h]) => h.share);
     // Split over every holder, this replica's first; this replica's get at most what the others hold not.
-    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)]);
+    const clients = [...holders.map(([sub]) => clientOf(`|${sub.id}`)), ...t.peers.map((p) => p.client)];
+    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)], clients);
     const held = t.peers.reduce((n, p) => n + p.share, 0);
     const wanted = all.slice(0, holders.length);
     const next = capShares(wanted, Math.floor(t.rule.perFill) - held);

@@ -18,6 +18,8 @@ import type { RedisClient } from '../storage/redis/connection.js';
 export interface PeerHolder {
   readonly share: number;
   readonly demand: number | undefined;
+  /** Its replica and connection (streams of one connection are one client in the split), when known. */
+  readonly client?: string;
 }
 
 /** One of this replica's Envoys holding a bucket, as written to the store. */
@@ -83,7 +85,7 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
       if (field.startsWith(mine)) continue;
       const entry = parseEntry(value);
       if (entry === undefined || entry.expiresAtMs <= at) expired.push(field);
-      else peers.push({ share: entry.share, demand: entry.demand });
+      else peers.push({ share: entry.share, demand: entry.demand, client: clientOf(field) });
     }
     if (expired.length > 0) o.client.hdel(key, ...expired).catch(failed);
     return peers;
@@ -142,6 +144,13 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
       return [...out];
     },
   };
+}
+
+/** A field `<replica>|<stream number>@<connection>` → `<replica>|<connection>`. */
+export function clientOf(field: string): string {
+  const bar = field.lastIndexOf('|');
+  const at = field.indexOf('@', bar + 1);
+  return at < 0 ? field : `${field.slice(0, bar + 1)}${field.slice(at + 1)}`;
 }
 
 /** `share:demand:expiresAtMs` (demand empty when not measured yet); undefined when malformed. */

@@ -5,7 +5,7 @@
  * - Envoys whose demand is not measured yet (they just joined, or never reported a second time) are one
  *   claimant together: they share one fair part, whatever their number. A newcomer gets an even part at once
  *   (the others shrink when it joins), and streams that report once and stay quiet cannot crowd out the
- *   Envoys whose demand is measured.
+ *   Envoys whose demand is measured. Measured streams of one client (connection) are one claimant too.
  * - Demand is padded (HEADROOM, plus one) so that an Envoy with a steady load is not held just under it.
  * - What nobody wants is handed out evenly, so a growing load finds room before its next report.
  * - Whole tokens by largest remainder: the shares add up to exactly floor(limit) when demand fills it, and an
@@ -17,17 +17,39 @@
 export const HEADROOM = 1.1;
 
 /**
- * `demands[i]`: requests per fill interval wanted by Envoy i (undefined = not measured yet). Returns the
- * whole-token shares, in the same order; their sum ≤ `limit`.
+ * `demands[i]`: requests per fill interval wanted by Envoy i (undefined = not measured yet); `clients[i]`: the
+ * client (connection) it reports on, when known. Measured Envoys of one client are one claimant: a client
+ * gets one fair part however many streams it opens, split among them by demand. Returns the whole-token
+ * shares, in the same order; their sum ≤ `limit`.
  */
-export function fairShares(limit: number, demands: readonly (number | undefined)[]): number[] {
+export function fairShares(limit: number, demands: readonly (number | undefined)[], clients?: readonly (string | undefined)[]): number[] {
   const n = demands.length;
   if (n === 0) return [];
   const total = Math.max(0, Math.floor(limit));
-  const unknown = demands.filter((d) => d === undefined).length;
-  // Claimants: each measured Envoy, and the unmeasured ones together (wanting everything).
-  const want = demands.filter((d): d is number => d !== undefined).map((d) => d * HEADROOM + 1);
-  if (unknown > 0) want.push(Number.POSITIVE_INFINITY);
+  const want = demands.map((d) => (d === undefined ? Number.POSITIVE_INFINITY : d * HEADROOM + 1));
+  // Claimants: the unmeasured Envoys together, each client's measured ones, each other measured Envoy.
+  const members = new Map<string, number[]>();
+  demands.forEach((d, i) => {
+    const key = d === undefined ? 'pool' : clients?.[i] !== undefined ? `client ${clients[i]}` : `own ${i}`;
+    const list = members.get(key);
+    if (list === undefined) members.set(key, [i]);
+    else list.push(i);
+  });
+  const groups = [...members.values()];
+  const parts = waterFill(total, groups.map((g) => g.reduce((sum, i) => sum + want[i]!, 0)));
+  const exact = new Array<number>(n).fill(0);
+  groups.forEach((g, k) => {
+    const inner = waterFill(parts[k]!, g.map((i) => want[i]!));
+    g.forEach((i, q) => (exact[i] = inner[q]!));
+  });
+  return wholeTokens(exact, total, demands.map((d) => d !== undefined));
+}
+
+/**
+ * Max-min fair parts of `total` for these wants (water-filling); what nobody wants is spread evenly (a demand
+ * may grow before its next report), so the parts add up to `total`.
+ */
+function waterFill(total: number, want: readonly number[]): number[] {
   const order = want.map((_, i) => i).sort((a, b) => want[a]! - want[b]!);
   const part = new Array<number>(want.length).fill(0);
   let left = total;
@@ -36,12 +58,8 @@ export function fairShares(limit: number, demands: readonly (number | undefined)
     part[i] = Math.min(want[i]!, left / (want.length - k));
     left -= part[i];
   }
-  // Nobody wants the rest: spread it evenly over the claimants (a demand may grow before its next report).
   if (left > 0) for (let i = 0; i < part.length; i++) part[i]! += left / part.length;
-  const pool = unknown > 0 ? part[part.length - 1]! / unknown : 0;
-  let m = 0;
-  const exact = demands.map((d) => (d === undefined ? pool : part[m++]!));
-  return wholeTokens(exact, total, demands.map((d) => d !== undefined));
+  return part;
 }
 
 /**

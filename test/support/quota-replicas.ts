@@ -36,7 +36,8 @@ export interface Replicas {
   readonly books: QuotaBook[];
   now(): number;
   advance(ms: number): void;
-  open(replica: number, id: string): QuotaStreamSim;
+  /** A stream on its own connection, or on `connection` (streams of one connection are one client). */
+  open(replica: number, id: string, connection?: string): QuotaStreamSim;
   report(s: QuotaStreamSim, usages: readonly { entries: Entries; allowed: number }[]): Promise<void>;
   close(s: QuotaStreamSim): Promise<void>;
   /** One sync round on every replica (what each does once a second). */
@@ -56,6 +57,7 @@ export async function quotaReplicas(mode: 'memory' | 'redis', redisPort: number 
   const exchanges: ShareExchange[] = [];
   const books: QuotaBook[] = [];
   const streams = new Map<Subscriber, QuotaStreamSim>();
+  let opened = 0;
   const record = (s: QuotaStreamSim | undefined, actions: readonly BucketAction[]) => {
     for (const a of actions) s?.told.set(JSON.stringify(a.entries), a.assignment);
   };
@@ -93,9 +95,9 @@ export async function quotaReplicas(mode: 'memory' | 'redis', redisPort: number 
     books,
     now: () => now,
     advance: (ms) => void (now += ms),
-    open(replica, id) {
+    open(replica, id, connection = `127.0.0.1:${1000 + opened++}`) {
       const told = new Map<string, Assignment>();
-      const sim: QuotaStreamSim = { id, replica, told, sub: books[replica]!.open(`${id}@127.0.0.1:${1000 + streams.size}`, (actions) => record(sim, actions)) };
+      const sim: QuotaStreamSim = { id, replica, told, sub: books[replica]!.open(`${id}@${connection}`, (actions) => record(sim, actions)) };
       streams.set(sim.sub, sim);
       return sim;
     },

@@ -4,6 +4,7 @@
  * - streams that report once and stay quiet hold no share the measured Envoys need, and expire;
  * - a bucket table filled by such streams still answers a well-behaved Envoy's new tenant with tokens (never
  *   DENY_ALL), and tracks it once they expired;
+ * - eight measured streams of one client (connection) hold one fair part together;
  * - a client opening a stream three times a second (each closed a second later) takes at most one fair part
  *   from two honest Envoys, and a closed stream stops counting at once.
  */
@@ -70,6 +71,26 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
       // The fillers went quiet 20 s ago: the tenant is tracked, with its whole limit.
       expect(tokensOf(envoy, tenant('new'))).toBe(5);
       expect((r.books[0]!.describe() as { tracked: number }).tracked).toBe(2);
+    } finally {
+      r.stop();
+    }
+  });
+
+  it('eight streams of one client with a measured demand hold one fair part together, not eight', async () => {
+    const r = await setUp();
+    try {
+      const honest = r.open(0, 'honest');
+      const greedy = Array.from({ length: 8 }, (_, i) => r.open(other, `greedy${i}`, '127.0.0.9:4000'));
+      const everyone = [honest, ...greedy];
+      for (const s of everyone) await r.report(s, [{ entries: ALL, allowed: 1 }]);
+      await r.sync();
+      for (let t = 0; t < 3; t++) {
+        r.advance(5000);
+        await honestRound(r, everyone);
+      }
+      const greedyTotal = greedy.reduce((n, g) => n + Number(tokensOf(g)), 0);
+      expect(tokensOf(honest), `greedy streams hold ${greedyTotal}`).toBe(10);
+      expect(greedyTotal).toBeLessThanOrEqual(10);
     } finally {
       r.stop();
     }

@@ -31,6 +31,13 @@ describe('fairShares', () => {
     expect(sum(many)).toBe(20);
   });
 
+  it('gives the measured streams of one client one fair part together, split by their demands', () => {
+    const s = fairShares(20, [30, 30, 30, 30, 4], ['a', 'b', 'b', 'b', 'b']);
+    expect(s[0]).toBe(10);
+    expect(s.slice(1).reduce((x, y) => x + y, 0)).toBe(10);
+    expect(s[4]).toBeLessThanOrEqual(s[1]!);
+  });
+
   it('rounds no measured demand to 0 while another Envoy holds more than one token', () => {
     const s = fairShares(5, [30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30]);
     expect(s.filter((x) => x > 0)).toHaveLength(5);
