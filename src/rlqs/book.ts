@@ -16,7 +16,7 @@
  */
 import type { BucketAction, BucketUsage, UsageReports, Assignment } from './wire.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
-import { clientOf, RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
+import { clientOf, graceStream, RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
 import { describeBook } from './describe.js';
 import { bucketKey, Holder, Subscriber, type BookOptions, type BucketRule, type Tracked } from './book-types.js';
 
@@ -51,13 +51,14 @@ export class QuotaBook {
   close(s: Subscriber): void {
     this.subscribers.delete(s);
     // The other replicas go on counting a measured demand's shares for a while (shared.ts RECONNECT_GRACE_MS):
-    // its Envoy enforces them until assigned again after it reconnects. One never measured stops counting now.
+    // its Envoy enforces them until assigned again after it reconnects. One entry per address and bucket (the
+    // last stream's), so streams opened and closed again and again hold one share at most; a stream never
+    // measured stops counting now.
     const grace: OwnHolder[] = [];
     for (const t of s.buckets.values()) {
       const h = t.holders.get(s);
-      const measured = h?.demand !== undefined && h.share > 0;
-      if (measured) grace.push({ bucket: t.key, stream: s.id, share: h.share, demand: h.demand });
-      this.release(t, s, !measured);
+      if (h?.demand !== undefined && h.share > 0) grace.push({ bucket: t.key, stream: graceStream(s.id), share: h.share, demand: h.demand });
+      this.release(t, s);
     }
     if (grace.length > 0) this.o.exchange?.write(grace, RECONNECT_GRACE_MS);
     s.buckets.clear();
@@ -216,7 +217,7 @@ export class QuotaBook {
     const holders = [...t.holders];
     const current = holders.map(([, h]) => h.share);
     // Split over every holder, this replica's first; this replica's get at most what the others hold not.
-    const clients = [...holders.map(([sub]) => clientOf(`|${sub.id}`)), ...t.peers.map((p) => p.client)];
+    const clients = [...holders.map(([sub]) => clientOf(sub.id)), ...t.peers.map((p) => p.client)];
     const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)], clients);
     const held = t.peers.reduce((n, p) => n + p.share, 0);
     const wanted = all.slice(0, holders.length);

@@ -18,7 +18,7 @@ import type { RedisClient } from '../storage/redis/connection.js';
 export interface PeerHolder {
   readonly share: number;
   readonly demand: number | undefined;
-  /** Its replica and connection (streams of one connection are one client in the split), when known. */
+  /** Its client address (streams from one address are one client in the split), when known. */
   readonly client?: string;
 }
 
@@ -146,12 +146,19 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
   };
 }
 
-/** A field `<replica>|<stream number>@<connection>` → `<replica>|<connection>`. */
-export function clientOf(field: string): string {
-  const bar = field.lastIndexOf('|');
-  const at = field.indexOf('@', bar + 1);
-  return at < 0 ? field : `${field.slice(0, bar + 1)}${field.slice(at + 1)}`;
+/**
+ * The client address of a stream id `<n>@<address>:<port>` (or of a field `<replica>|<stream id>`): streams
+ * from one address are one client in the split, on every replica.
+ */
+export function clientOf(streamOrField: string): string {
+  const id = streamOrField.slice(streamOrField.lastIndexOf('|') + 1);
+  const peer = id.slice(id.indexOf('@') + 1);
+  const colon = peer.lastIndexOf(':');
+  return colon < 0 ? peer : peer.slice(0, colon);
 }
+
+/** The stream id under which the streams of one address that ended keep counting (one entry per address). */
+export const graceStream = (streamId: string): string => `ended@${clientOf(streamId)}:0`;
 
 /** `share:demand:expiresAtMs` (demand empty when not measured yet); undefined when malformed. */
 function parseEntry(value: string): { share: number; demand: number | undefined; expiresAtMs: number } | undefined {

@@ -5,7 +5,7 @@
  * - Envoys whose demand is not measured yet (they just joined, or never reported a second time) are one
  *   claimant together: they share one fair part, whatever their number. A newcomer gets an even part at once
  *   (the others shrink when it joins), and streams that report once and stay quiet cannot crowd out the
- *   Envoys whose demand is measured. Measured streams of one client (connection) are one claimant too.
+ *   Envoys whose demand is measured. Measured streams of one client (address) are one claimant too.
  * - Demand is padded (HEADROOM, plus one) so that an Envoy with a steady load is not held just under it.
  * - What nobody wants is handed out evenly, so a growing load finds room before its next report.
  * - Whole tokens by largest remainder: the shares add up to exactly floor(limit) when demand fills it, and an
@@ -18,7 +18,7 @@ export const HEADROOM = 1.1;
 
 /**
  * `demands[i]`: requests per fill interval wanted by Envoy i (undefined = not measured yet); `clients[i]`: the
- * client (connection) it reports on, when known. Measured Envoys of one client are one claimant: a client
+ * client (address) it reports from, when known. Measured Envoys of one client are one claimant: a client
  * gets one fair part however many streams it opens, split among them by demand. Returns the whole-token
  * shares, in the same order; their sum ≤ `limit`.
  */

@@ -36,7 +36,7 @@ export interface Replicas {
   readonly books: QuotaBook[];
   now(): number;
   advance(ms: number): void;
-  /** A stream on its own connection, or on `connection` (streams of one connection are one client). */
+  /** A stream from an address of its own, or from `connection` (`address:port`; one address is one client). */
   open(replica: number, id: string, connection?: string): QuotaStreamSim;
   report(s: QuotaStreamSim, usages: readonly { entries: Entries; allowed: number }[]): Promise<void>;
   close(s: QuotaStreamSim): Promise<void>;
@@ -95,7 +95,7 @@ export async function quotaReplicas(mode: 'memory' | 'redis', redisPort: number 
     books,
     now: () => now,
     advance: (ms) => void (now += ms),
-    open(replica, id, connection = `127.0.0.1:${1000 + opened++}`) {
+    open(replica, id, connection = `10.0.${Math.floor(opened / 200)}.${(opened++ % 200) + 1}:5000`) {
       const told = new Map<string, Assignment>();
       const sim: QuotaStreamSim = { id, replica, told, sub: books[replica]!.open(`${id}@${connection}`, (actions) => record(sim, actions)) };
       streams.set(sim.sub, sim);
