@@ -70,6 +70,11 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
           o.onRefused?.('malformed', `${call.peer}: ${(err as Error).message}`);
           return;
         }
+        // At most a burst of buckets decided per message (the answer's size follows); the rest is dropped.
+        if (reports.usages.length > o.reportBurst) {
+          o.onRefused?.('report_rate', call.peer);
+          reports = { domain: reports.domain, usages: reports.usages.slice(0, o.reportBurst) };
+        }
         // Charged per bucket (the work is per bucket); a large report may run the budget into debt.
         tokens -= Math.max(1, reports.usages.length);
         // A bucket id that is not UTF-8 is left unanswered: Envoy would refuse the whole answer and end the stream.
