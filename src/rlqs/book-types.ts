@@ -14,8 +14,8 @@ export interface RlqsObserver {
   assignments(domain: string, kind: Assignment['kind'], n: number): void;
   reported(domain: string, allowed: number, denied: number): void;
   wouldDeny(domain: string, n: number): void;
-  /** A bucket answered without being tracked (a bound was reached). */
-  folded(domain: string): void;
+  /** A bucket answered without being tracked: a bound was reached (`bucket_limit`), or its id is too large (`bucket_id_size`). */
+  folded(domain: string, reason: 'bucket_limit' | 'bucket_id_size'): void;
 }
 
 export interface BookOptions {
@@ -27,6 +27,8 @@ export interface BookOptions {
   /** Most buckets tracked in all, and per stream; past either, a new bucket is folded (answered, not tracked). */
   readonly maxBuckets: number;
   readonly maxBucketsPerStream: number;
+  /** A holder whose bucket was not reported for this long is released (Envoy reports every bucket every 5 s). */
+  readonly silentMs?: number;
   readonly rule: (domain: string, entries: BucketUsage['entries']) => BucketRule;
   readonly observer?: RlqsObserver;
   /** The other replicas' holders (BACKEND=redis); without it the book is this replica's alone. */
@@ -39,8 +41,11 @@ export class Holder {
   count = 0;
   /** The last report with requests in it (or the first report). */
   activeAtMs: number;
+  /** The last report of the bucket, with requests or not. */
+  reportedAtMs: number;
   constructor(public sinceMs: number) {
     this.activeAtMs = sinceMs;
+    this.reportedAtMs = sinceMs;
   }
 }
 
@@ -59,6 +64,8 @@ export interface Tracked {
 /** One stream: what it holds and how to push it an assignment. */
 export class Subscriber {
   domain = '';
+  /** The last report message on the stream (undefined: none yet). */
+  reportedAtMs: number | undefined;
   readonly buckets = new Map<string, Tracked>();
   constructor(
     readonly id: string,

@@ -7,7 +7,7 @@
  * bucket keeps Envoy's bucket as it is and renews its TTL). When shares change, the other Envoys holding
  * the bucket are pushed their new share in the same turn, so a joining Envoy makes the others shrink at once.
  * Demand is measured on our own clock between reports (Envoy's time_elapsed is whole seconds, 0 for a new
- * bucket).
+ * bucket). A holder silent for SILENT_MS is released, so a stream that reports once holds nothing for long.
  *
  * With an exchange (shared.ts, BACKEND=redis), the Envoys of the other replicas count too: the limit is split
  * over all of them by demand, and this replica's Envoys are given at most what the others do not hold now
@@ -16,7 +16,8 @@
  */
 import type { BucketAction, BucketUsage, UsageReports, Assignment } from './wire.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
-import { RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
+import { clientOf, graceStream, RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
+import { describeBook } from './describe.js';
 import { bucketKey, Holder, Subscriber, type BookOptions, type BucketRule, type Tracked } from './book-types.js';
 
 export { Subscriber, type BookOptions, type BucketRule, type RlqsObserver } from './book-types.js';
@@ -24,14 +25,19 @@ export { Subscriber, type BookOptions, type BucketRule, type RlqsObserver } from
 /** Rounds (sync.ts ticks) a bucket held back by other replicas is read again, and them asked to shrink. */
 const WANT_ROUNDS = 5;
 
-/** Buckets listed by describe() (the totals cover all). */
-const DESCRIBED_BUCKETS = 1000;
+/** A holder not reported for this long is released: three of Envoy's 5 s reports missed. */
+export const SILENT_MS = 15_000;
+/** How often the tracked buckets are swept for silent holders (on a report, by the book's clock). */
+const SWEEP_MS = 1000;
 
 export class QuotaBook {
   private readonly tracked = new Map<string, Tracked>();
   private readonly subscribers = new Set<Subscriber>();
   /** Buckets whose Envoys here get less than their fair part (the others hold it): rounds of re-reading left. */
   private readonly wanting = new Map<string, number>();
+  private sweptAtMs = Number.NEGATIVE_INFINITY;
+  /** The domain's streams that reported lately, as last counted (for folded buckets). */
+  private reporting = { atMs: Number.NaN, domain: '', streams: 0 };
 
   constructor(private readonly o: BookOptions) {}
 
@@ -44,13 +50,17 @@ export class QuotaBook {
   /** The stream ended: its shares are released (the others grow on their next report). */
   close(s: Subscriber): void {
     this.subscribers.delete(s);
-    // The other replicas go on counting its shares for a while (shared.ts RECONNECT_GRACE_MS): its Envoy
-    // enforces them until it is assigned again, here or elsewhere, after it reconnects.
-    if (this.o.exchange !== undefined && s.buckets.size > 0) {
-      const last = [...s.buckets.values()].map((t) => ({ bucket: t.key, stream: s.id, share: Math.max(0, t.holders.get(s)?.share ?? 0), demand: t.holders.get(s)?.demand }));
-      this.o.exchange.write(last, RECONNECT_GRACE_MS);
+    // The other replicas go on counting a measured demand's shares for a while (shared.ts RECONNECT_GRACE_MS):
+    // its Envoy enforces them until assigned again after it reconnects. One entry per address and bucket (the
+    // last stream's), so streams opened and closed again and again hold one share at most; a stream never
+    // measured stops counting now.
+    const grace: OwnHolder[] = [];
+    for (const t of s.buckets.values()) {
+      const h = t.holders.get(s);
+      if (h?.demand !== undefined && h.share > 0) grace.push({ bucket: t.key, stream: graceStream(s.id), share: h.share, demand: h.demand });
+      this.release(t, s);
     }
-    for (const t of s.buckets.values()) this.release(t, s, false);
+    if (grace.length > 0) this.o.exchange?.write(grace, RECONNECT_GRACE_MS);
     s.buckets.clear();
   }
 
@@ -64,6 +74,7 @@ export class QuotaBook {
     const domain = s.domain === '' ? reports.domain : s.domain;
     const keys = new Set<string>();
     for (const u of reports.usages) {
+      if (u.oversize === true) continue;
       const rule = this.o.rule(domain, u.entries);
       if (rule.kind === 'limit' && !rule.shadow) keys.add(bucketKey(domain, u.entries));
     }
@@ -91,6 +102,7 @@ export class QuotaBook {
    * started), and those of `signalled` tracked here.
    */
   unsettled(signalled: Iterable<string>): string[] {
+    this.sweep(this.o.nowMs()); // quiet holders are neither resplit nor written again
     const keys = new Set<string>();
     for (const [key, left] of this.wanting) {
       if (left <= 1 || !this.tracked.has(key)) this.wanting.delete(key);
@@ -122,6 +134,8 @@ export class QuotaBook {
     const domain = s.domain;
     this.o.observer?.report(domain);
     const now = this.o.nowMs();
+    s.reportedAtMs = now;
+    this.sweep(now);
     const pushes = new Map<Subscriber, BucketAction[]>();
     const answer: BucketAction[] = [];
     for (const u of reports.usages) {
@@ -147,11 +161,15 @@ export class QuotaBook {
       if (t !== undefined) this.release(t, s); // the rules changed under a tracked bucket
       return { kind: rule.kind === 'allow' ? 'allow_all' : 'deny_all', ttlS };
     }
+    if (u.oversize === true) {
+      this.o.observer?.folded(domain, 'bucket_id_size');
+      return this.folded(rule, domain, now);
+    }
     if (t === undefined) {
       t = this.tracked.get(key);
       if ((t === undefined && this.tracked.size >= this.o.maxBuckets) || s.buckets.size >= this.o.maxBucketsPerStream) {
-        this.o.observer?.folded(domain);
-        return this.folded(rule, domain);
+        this.o.observer?.folded(domain, 'bucket_limit');
+        return this.folded(rule, domain, now);
       }
       t ??= this.create(key, domain, u.entries, rule, now);
     }
@@ -165,6 +183,7 @@ export class QuotaBook {
       t.holders.set(s, h);
       s.buckets.set(key, t);
     } else this.measure(h, u, now, rule.fillS);
+    h.reportedAtMs = now;
     if (rule.shadow) this.shadowCount(t, u.allowed, now);
     if (u.allowed + u.denied > 0) h.activeAtMs = now;
     else if (!joined && now - h.activeAtMs >= this.o.idleAbandonMs) {
@@ -198,7 +217,8 @@ export class QuotaBook {
     const holders = [...t.holders];
     const current = holders.map(([, h]) => h.share);
     // Split over every holder, this replica's first; this replica's get at most what the others hold not.
-    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)]);
+    const clients = [...holders.map(([sub]) => clientOf(sub.id)), ...t.peers.map((p) => p.client)];
+    const all = fairShares(t.rule.perFill, [...holders.map(([, h]) => h.demand), ...t.peers.map((p) => p.demand)], clients);
     const held = t.peers.reduce((n, p) => n + p.share, 0);
     const wanted = all.slice(0, holders.length);
     const next = capShares(wanted, Math.floor(t.rule.perFill) - held);
@@ -225,12 +245,31 @@ export class QuotaBook {
     return { kind: 'token_bucket', ttlS: this.o.ttlS, maxTokens: share, tokensPerFill: share, fillIntervalS: rule.fillS };
   }
 
-  /** An untracked bucket: an even split of its limit among the domain's streams, not following demand. */
-  private folded(rule: Extract<BucketRule, { kind: 'limit' }>, domain: string): Assignment {
+  /**
+   * An untracked bucket: an even split of its limit among the domain's streams that reported lately, not
+   * following demand, and never below one token (a stream that reports once and stays quiet does not count).
+   */
+  private folded(rule: Extract<BucketRule, { kind: 'limit' }>, domain: string, now: number): Assignment {
     if (rule.shadow) return { kind: 'allow_all', ttlS: this.o.ttlS };
-    let streams = 0;
-    for (const s of this.subscribers) if (s.domain === domain) streams++;
-    return this.tokenBucket(rule, Math.floor(rule.perFill / Math.max(1, streams)));
+    const m = this.reporting;
+    if (m.atMs !== now || m.domain !== domain) {
+      // Counted once per report (a report may fold thousands of buckets).
+      const silentMs = this.o.silentMs ?? SILENT_MS;
+      let streams = 0;
+      for (const s of this.subscribers) if (s.domain === domain && s.reportedAtMs !== undefined && now - s.reportedAtMs < silentMs) streams++;
+      this.reporting = { atMs: now, domain, streams };
+    }
+    return this.tokenBucket(rule, Math.max(1, Math.floor(rule.perFill / Math.max(1, this.reporting.streams))));
+  }
+
+  /** Releases every holder whose bucket was not reported for `silentMs` (at most once every SWEEP_MS). */
+  private sweep(now: number): void {
+    if (now - this.sweptAtMs < SWEEP_MS) return;
+    this.sweptAtMs = now;
+    const silentMs = this.o.silentMs ?? SILENT_MS;
+    for (const t of [...this.tracked.values()]) {
+      for (const [sub, h] of [...t.holders]) if (now - h.reportedAtMs >= silentMs) this.release(t, sub);
+    }
   }
 
   /** Shadow mode: what a shared bucket of the whole limit would have refused of what was admitted. */
@@ -260,22 +299,8 @@ export class QuotaBook {
     return out;
   }
 
-  /** The current assignments, for the admin port's GET /rlqs: at most DESCRIBED_BUCKETS buckets listed. */
+  /** The current assignments, for the admin port's GET /rlqs. */
   describe(): object {
-    const listed: Tracked[] = [];
-    for (const t of this.tracked.values()) {
-      if (listed.length >= DESCRIBED_BUCKETS) break;
-      listed.push(t);
-    }
-    const buckets = listed.map((t) => ({
-      domain: t.domain,
-      bucket: Object.fromEntries(t.entries.map((e) => [e.key, e.value])),
-      rule: t.rule.name,
-      limit: { requests: t.rule.perFill, per_seconds: t.rule.fillS },
-      shadow: t.rule.shadow,
-      holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
-      other_replicas: t.peers.map((p) => ({ share: p.share, demand: p.demand === undefined ? null : Math.round(p.demand * 10) / 10 })),
-    }));
-    return { streams: this.subscribers.size, tracked: this.tracked.size, buckets };
+    return describeBook(this.tracked, this.subscribers.size);
   }
 }

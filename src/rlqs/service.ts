@@ -14,7 +14,7 @@ import type { BidiCall, BidiHandlers, BidiRoute } from '../server/bidi/bidi-rout
 import type { QuotaBook } from './book.js';
 import { decodeUsageReports, encodeResponse, type DecodeLimits } from './wire.js';
 
-export const REFUSAL_REASONS = ['streams_per_connection', 'report_rate', 'malformed', 'bucket_limit'] as const;
+export const REFUSAL_REASONS = ['streams_per_connection', 'report_rate', 'malformed', 'bucket_limit', 'bucket_id_size', 'bucket_id_encoding'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 export interface RlqsServiceOptions {
@@ -70,8 +70,19 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
           o.onRefused?.('malformed', `${call.peer}: ${(err as Error).message}`);
           return;
         }
+        // At most a burst of buckets decided per message (the answer's size follows); the rest is dropped.
+        if (reports.usages.length > o.reportBurst) {
+          o.onRefused?.('report_rate', call.peer);
+          reports = { domain: reports.domain, usages: reports.usages.slice(0, o.reportBurst) };
+        }
         // Charged per bucket (the work is per bucket); a large report may run the budget into debt.
         tokens -= Math.max(1, reports.usages.length);
+        // A bucket id that is not UTF-8 is left unanswered: Envoy would refuse the whole answer and end the stream.
+        const unreadable = reports.usages.filter((u) => u.notUtf8 === true);
+        if (unreadable.length > 0) {
+          o.onRefused?.('bucket_id_encoding', `${call.peer}: ${unreadable.length} bucket id(s) not UTF-8, left unanswered`);
+          reports = { domain: reports.domain, usages: reports.usages.filter((u) => u.notUtf8 !== true) };
+        }
         const answer = o.book.answer(sub, reports);
         if (Array.isArray(answer)) {
           if (answer.length > 0) call.write(encodeResponse(answer));

@@ -32,7 +32,17 @@ export const RLQS_DEFAULTS = {
   /** Bucket usages per stream: Envoy reports each of its buckets every 5 s (5,000 buckets: 1,000/s). */
   reportBurst: 10_000,
   reportRatePerS: 2_000,
-  decode: { maxBuckets: 5_000, maxEntries: 16, maxValueBytes: 512 },
+  /** Bucket ids past these are answered, not tracked. */
+  decode: { maxEntries: 16, maxValueBytes: 512 },
+  /** Largest report message: 5,000 buckets of ids up to about 800 bytes (whatever the gRPC port's MAX_REQUEST_BYTES). */
+  maxReportBytes: 4 * 1024 * 1024,
+  /**
+   * Answers a client may leave unread (lean transport), as node:http2's stream.bufferSize counts them (twice
+   * their size while they wait in the stream: a 3.2 MB answer counted 6.45 MB on Node 24): room for the largest
+   * answer, which repeats the report's bucket ids (at most maxReportBytes) with under 64 bytes more for each of
+   * at most reportBurst buckets, and 1 MiB beyond.
+   */
+  maxUnreadBytes: 2 * (4 * 1024 * 1024 + 10_000 * 64 + 1024 * 1024),
 } as const;
 
 export interface RlqsSetup {
@@ -82,6 +92,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     }
     return out;
   });
+  const unreadableLog = throttledLog({ log: (message) => o.log?.(message, { reason: 'bucket_id_encoding' }), clock: systemClock, intervalMs: 60_000 });
   const served = rlqsRoute({
     book,
     nowMs,
@@ -91,7 +102,9 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     decode: RLQS_DEFAULTS.decode,
     onRefused: (reason, detail) => {
       observer.refused(reason);
-      if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
+      // Bucket ids Envoy cannot be answered for come back in every report: logged once a minute.
+      if (reason === 'bucket_id_encoding') unreadableLog(`quota stream refusal: ${detail}`);
+      else if (reason !== 'report_rate') o.log?.('quota stream refusal', { reason, detail });
     },
   });
   const sync = exchange === undefined ? undefined : startShareSync(book, exchange);
@@ -99,5 +112,6 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     sync?.stop();
     served.endAll();
   };
-  return { path: RLQS_PATH, route: served.route, describe: () => book.describe(), close };
+  const route = Object.assign(served.route, { maxMessageBytes: RLQS_DEFAULTS.maxReportBytes, maxUnreadBytes: RLQS_DEFAULTS.maxUnreadBytes });
+  return { path: RLQS_PATH, route, describe: () => book.describe(), close };
 }

@@ -18,6 +18,8 @@ import type { RedisClient } from '../storage/redis/connection.js';
 export interface PeerHolder {
   readonly share: number;
   readonly demand: number | undefined;
+  /** Its client address (streams from one address are one client in the split), when known. */
+  readonly client?: string;
 }
 
 /** One of this replica's Envoys holding a bucket, as written to the store. */
@@ -83,7 +85,7 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
       if (field.startsWith(mine)) continue;
       const entry = parseEntry(value);
       if (entry === undefined || entry.expiresAtMs <= at) expired.push(field);
-      else peers.push({ share: entry.share, demand: entry.demand });
+      else peers.push({ share: entry.share, demand: entry.demand, client: clientOf(field) });
     }
     if (expired.length > 0) o.client.hdel(key, ...expired).catch(failed);
     return peers;
@@ -143,6 +145,20 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
     },
   };
 }
+
+/**
+ * The client address of a stream id `<n>@<address>:<port>` (or of a field `<replica>|<stream id>`): streams
+ * from one address are one client in the split, on every replica.
+ */
+export function clientOf(streamOrField: string): string {
+  const id = streamOrField.slice(streamOrField.lastIndexOf('|') + 1);
+  const peer = id.slice(id.indexOf('@') + 1);
+  const colon = peer.lastIndexOf(':');
+  return colon < 0 ? peer : peer.slice(0, colon);
+}
+
+/** The stream id under which the streams of one address that ended keep counting (one entry per address). */
+export const graceStream = (streamId: string): string => `ended@${clientOf(streamId)}:0`;
 
 /** `share:demand:expiresAtMs` (demand empty when not measured yet); undefined when malformed. */
 function parseEntry(value: string): { share: number; demand: number | undefined; expiresAtMs: number } | undefined {

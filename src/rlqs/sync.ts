@@ -11,18 +11,20 @@ import type { ShareExchange } from './shared.js';
 
 export const SYNC_INTERVAL_MS = 1000;
 
+/** One round: the signalled and held-back buckets read again, resplit, pushed and written back. */
+export async function syncOnce(book: QuotaBook, exchange: ShareExchange): Promise<void> {
+  const keys = book.unsettled(await exchange.signalled());
+  if (keys.length === 0) return;
+  book.rebalance(await exchange.read(keys));
+  exchange.write(book.ownHolders(keys));
+}
+
 export function startShareSync(book: QuotaBook, exchange: ShareExchange, intervalMs = SYNC_INTERVAL_MS): { stop(): void } {
   let running = false;
-  const tick = async (): Promise<void> => {
-    const keys = book.unsettled(await exchange.signalled());
-    if (keys.length === 0) return;
-    book.rebalance(await exchange.read(keys));
-    exchange.write(book.ownHolders(keys));
-  };
   const run = () => {
     if (running) return;
     running = true;
-    tick().catch(() => undefined).finally(() => (running = false));
+    syncOnce(book, exchange).catch(() => undefined).finally(() => (running = false));
   };
   const timer = setInterval(run, intervalMs);
   run(); // the first reads where the signals are now

@@ -17,16 +17,24 @@
  * Field 2 of the reports is declared a map, but a sender may write it as a repeated BucketQuotaUsage: each
  * element is read as either (a map entry's field 1 is a varint key, a BucketQuotaUsage's field 1 a message).
  * `time_elapsed` is read but not required (Envoy sends 0 s for a new bucket, which the proto forbids).
+ *
+ * Bucket ids are bytes: Envoy copies header values as they are into a bucket id, but refuses a whole response
+ * message whose bucket id is not UTF-8 (a proto3 string) and ends the stream. Such a bucket is decoded (its
+ * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
  */
 import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
-import { InvalidRequestError } from '../core/errors.js';
+import { escapedByteLength } from '../core/bytes.js';
 import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
 export interface BucketUsage {
-  /** The bucket id's entries, sorted by key (each key once). */
+  /** The bucket id's entries, sorted by key (each key once); escaped strings (core/bytes.ts). */
   readonly entries: readonly { readonly key: string; readonly value: string }[];
+  /** The bucket id is past the id bounds (entries, key or value length): answered, never tracked. */
+  readonly oversize?: true;
+  /** A key or value is not UTF-8: Envoy cannot read an answer for it. */
+  readonly notUtf8?: true;
   readonly allowed: number;
   readonly denied: number;
   /** time_elapsed in seconds, as sent (0 when absent). */
@@ -39,28 +47,39 @@ export interface UsageReports {
 }
 
 export interface DecodeLimits {
-  /** Most bucket usages in one message. */
-  readonly maxBuckets: number;
-  /** Most entries in one bucket id. */
+  /** Most entries in one tracked bucket id. */
   readonly maxEntries: number;
-  /** Longest key or value, bytes. */
+  /** Longest key or value of a tracked bucket id, bytes. */
   readonly maxValueBytes: number;
 }
 
 const NAME = 'RateLimitQuotaUsageReports';
 
-function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): { key: string; value: string }[] {
+interface DecodedId {
+  entries: { key: string; value: string }[];
+  oversize: boolean;
+  notUtf8: boolean;
+}
+
+/** Whether an escaped string stands for UTF-8: escaped bytes are lone surrogates (String.prototype.isWellFormed, ES2024). */
+const isUtf8 = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): DecodedId {
   const id = c.sub(path);
   const byKey = new Map<string, string>();
+  let oversize = false;
+  let notUtf8 = false;
   while (id.next()) {
     if (id.number !== 1) continue;
     const [key, value] = id.mapEntry(`${path}.bucket`);
-    if (key.length > limits.maxValueBytes || value.length > limits.maxValueBytes) id.malformed(`bucket id key or value longer than ${limits.maxValueBytes} bytes`, id.at);
+    if (escapedByteLength(key) > limits.maxValueBytes || escapedByteLength(value) > limits.maxValueBytes) oversize = true;
+    if (!isUtf8(key) || !isUtf8(value)) notUtf8 = true;
     byKey.set(key, value);
-    if (byKey.size > limits.maxEntries) id.malformed(`more than ${limits.maxEntries} entries in a bucket id`, id.at);
   }
   if (byKey.size === 0) c.malformed('empty bucket id', c.at);
-  return [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
+  if (byKey.size > limits.maxEntries) oversize = true;
+  const entries = [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
+  return { entries, oversize, notUtf8 };
 }
 
 function durationSeconds(c: FieldCursor, path: string): number {
@@ -72,12 +91,12 @@ function durationSeconds(c: FieldCursor, path: string): number {
 
 function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): BucketUsage {
   const u = c.sub(path);
-  let entries: { key: string; value: string }[] | undefined;
+  let id: DecodedId | undefined;
   let allowed = 0;
   let denied = 0;
   let elapsedS = 0;
   while (u.next()) {
-    if (u.number === 1) entries = bucketId(u, `${path}.bucket_id`, limits);
+    if (u.number === 1) id = bucketId(u, `${path}.bucket_id`, limits);
     else if (u.number === 2) elapsedS = durationSeconds(u, `${path}.time_elapsed`);
     else if (u.number === 3) {
       u.expect(WIRE_VARINT, `${path}.num_requests_allowed`);
@@ -87,8 +106,8 @@ function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): Bucket
       denied = u.varint;
     }
   }
-  if (entries === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
-  return { entries, allowed, denied, elapsedS };
+  if (id === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
+  return { entries: id.entries, allowed, denied, elapsedS, ...(id.oversize ? { oversize: true as const } : {}), ...(id.notUtf8 ? { notUtf8: true as const } : {}) };
 }
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
@@ -105,7 +124,10 @@ function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined 
   return value;
 }
 
-/** Decodes one reports message; malformed or over a bound → InvalidRequestError naming the field. */
+/**
+ * Decodes one reports message; malformed → InvalidRequestError naming the field. A bucket id past the id
+ * bounds is decoded all the same (marked `oversize`): the other buckets of the report are still decided.
+ */
 export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): UsageReports {
   const c = new FieldCursor(bytes, 0, bytes.length, NAME, '');
   let domain = '';
@@ -113,7 +135,6 @@ export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): Usa
   while (c.next()) {
     if (c.number === 1) domain = c.text('domain');
     else if (c.number === 2) {
-      if (usages.length >= limits.maxBuckets) throw new InvalidRequestError(`malformed ${NAME}: more than ${limits.maxBuckets} bucket_quota_usages in one message`);
       const u = element(c, limits);
       if (u !== undefined) usages.push(u);
     }

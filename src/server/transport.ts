@@ -75,7 +75,8 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
       ...(o.authz === undefined ? {} : { authz: extAuthzHandlers(o.authz) }),
       health: o.health,
       extraServices: [...(o.extraServices ?? []), ...(o.bidi === undefined ? [] : [bidiGrpcService(o.bidi)])],
-      serverOptions: { 'grpc.max_receive_message_length': o.requestLimits.maxMessageBytes, interceptors: [callTimingInterceptor(o)] },
+      // grpc-js bounds every method alike: the largest of the port's bound and a bidi method's own.
+      serverOptions: { 'grpc.max_receive_message_length': Math.max(o.requestLimits.maxMessageBytes, ...[...(o.bidi?.values() ?? [])].map((r) => r.maxMessageBytes ?? 0)), interceptors: [callTimingInterceptor(o)] },
     });
   }
   const routes = routeTable();

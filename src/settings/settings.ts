@@ -123,7 +123,7 @@ export const SETTINGS = {
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
   localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
   deadlineMarginMs: int('DEADLINE_MARGIN_MS', 2, 'Least time kept before the caller\'s gRPC deadline; the margin grows with measured event-loop and send delay.'),
-  maxRequestBytes: int('MAX_REQUEST_BYTES', LIMITS.maxMessageBytes, 'Largest request: gRPC message or POST /json body, bytes (RESOURCE_EXHAUSTED / 413 beyond).', 1, 2 ** 31 - 1),
+  maxRequestBytes: int('MAX_REQUEST_BYTES', LIMITS.maxMessageBytes, 'Largest request: gRPC message or POST /json body, bytes (RESOURCE_EXHAUSTED / 413 beyond). Quota-stream reports (RLQS) have their own 4 MiB bound; GRPC_TRANSPORT=grpc-js bounds every method alike, so there the gRPC port takes messages up to the larger of the two.', 1, 2 ** 31 - 1),
   maxRequestDescriptors: int('MAX_REQUEST_DESCRIPTORS', LIMITS.maxDescriptors, 'Most descriptors in one request.', 1),
   maxDescriptorEntries: int('MAX_DESCRIPTOR_ENTRIES', LIMITS.maxEntries, 'Most entries in one descriptor.', 1),
   maxKeyBytes: int('MAX_KEY_BYTES', LIMITS.maxKeyBytes, 'Longest descriptor entry key (and domain), bytes.', 1),

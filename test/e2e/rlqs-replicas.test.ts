@@ -67,10 +67,10 @@ describe('RLQS across two replicas on one Redis', () => {
     expect(share(await b.response(2))).toBe(10);
     const settledMs = performance.now() - t0;
     expect(settledMs).toBeLessThan(3500);
-    // Reports keep the split.
-    a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    // Reports of busy Envoys (30 requests since the last, at most a few seconds ago) keep the split.
+    a.send('quota', [{ bucket: { name: 'all' }, allowed: 30 }]);
     expect(share(await a.response(3))).toBe(10);
-    b.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);
+    b.send('quota', [{ bucket: { name: 'all' }, allowed: 30 }]);
     expect(share(await b.response(3))).toBe(10);
 
     // The debug view shows the other replica's Envoys as read at the last report (B's, here).
@@ -79,7 +79,10 @@ describe('RLQS across two replicas on one Redis', () => {
     expect(view.buckets[0]!.other_replicas.map((h) => h.share)).toEqual([10]);
 
     // B's stream ends: its Envoy goes on enforcing its last share until it is assigned again after reconnecting,
-    // so its entry still counts for a while (6 s) and A does not grow into it.
+    // so the entry of its measured demand still counts for a while (6 s) and A does not grow into it.
+    await new Promise((r) => setTimeout(r, 1100)); // demand is measured over at least a second
+    b.send('quota', [{ bucket: { name: 'all' }, allowed: 30 }]);
+    expect(share(await b.response(4))).toBe(10);
     b.close();
     await new Promise((r) => setTimeout(r, 200));
     a.send('quota', [{ bucket: { name: 'all' }, allowed: 3 }]);

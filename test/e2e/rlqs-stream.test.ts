@@ -3,9 +3,12 @@
  * @grpc/grpc-js-xds), on both transports (vitest.config.ts TRANSPORT_TESTS):
  * what each kind of bucket is assigned, a report answered at once, a second Envoy shrinking the first's share
  * in the same moment, a malformed report dropped without ending the stream, the per-connection stream bound,
- * a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
+ * a report of 5,000 buckets answered and one over 4 MiB refused, answers over 1 MiB back to back, at most 10,000
+ * buckets of a message decided, a bucket id that is not UTF-8 left
+ * unanswered, a half-close ended with OK, a stream kept past the gRPC port's message timeout (its request never ends), and a
  * client that does not read its answers cut off.
  */
+import * as http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { grpcFrame } from '../support/raw-h2.js';
 import { encodeReports, QuotaStream } from '../support/rlqs.js';
@@ -107,6 +110,53 @@ describe('RLQS stream', () => {
     expect(metrics.get('ratelimit_rlqs_refused_total{reason="malformed"}')).toBe(1);
   });
 
+  it('answers a report of 5,000 buckets (about 150 KB) at once; ends a stream whose report is over 4 MiB RESOURCE_EXHAUSTED', async () => {
+    const s = open();
+    const usages = Array.from({ length: 5000 }, (_, i) => ({ bucket: { tenant: `tenant-${String(i).padStart(5, '0')}` }, allowed: 1 }));
+    const report = encodeReports('quota', usages);
+    expect(report.length).toBeGreaterThan(128 * 1024);
+    s.sendRaw(grpcFrame(report));
+    const actions = await s.response(1);
+    expect(actions).toHaveLength(5000);
+    expect(actions[4999]!.bucket_id.bucket).toEqual({ tenant: 'tenant-04999' });
+    expect(s.status).toBeUndefined();
+    const big = open();
+    big.sendRaw(grpcFrame(encodeReports('quota', [{ bucket: { id: 'x'.repeat(4 * 1024 * 1024) } }])));
+    expect((await big.ended()).code).toBe(8);
+    s.close();
+  });
+
+  it('answers two reports of 3 MB sent back to back (each answer larger than 1 MiB), and decides at most 10,000 buckets of a message', async () => {
+    const s = open();
+    const report = grpcFrame(encodeReports('quota', Array.from({ length: 5000 }, (_, i) => ({ bucket: { tenant: `${String(i).padStart(5, '0')}${'t'.repeat(600)}` } }))));
+    expect(report.length).toBeGreaterThan(3_000_000);
+    s.sendRaw(report);
+    s.sendRaw(report);
+    expect(await s.response(1)).toHaveLength(5000);
+    expect(await s.response(2)).toHaveLength(5000);
+    expect(s.status).toBeUndefined();
+    const many = open();
+    many.send('quota', Array.from({ length: 12_000 }, (_, i) => ({ bucket: { name: `n${i}` } })));
+    expect(await many.response(1)).toHaveLength(10_000);
+    s.close();
+    many.close();
+  });
+
+  it('leaves a bucket id that is not UTF-8 unanswered (Envoy would refuse the whole answer) and decides the others', async () => {
+    const s = open();
+    // {tenant: ff fe} hand-encoded (a proto3 string cannot hold it), then {name: all}.
+    const entry = Buffer.from([0x0a, 0x06, ...Buffer.from('tenant'), 0x12, 0x02, 0xff, 0xfe]);
+    const id = Buffer.from([0x0a, entry.length, ...entry]);
+    const usage = Buffer.from([0x0a, id.length, ...id]);
+    s.sendRaw(grpcFrame(Buffer.concat([Buffer.from([0x0a, 0x05, ...Buffer.from('quota'), 0x12, usage.length]), usage, encodeReports('', [{ bucket: { name: 'all' } }])])));
+    const actions = await s.response(1);
+    expect(actions.map((a) => a.bucket_id.bucket)).toEqual([{ name: 'all' }]);
+    expect(s.status).toBeUndefined();
+    const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
+    expect(metrics.get('ratelimit_rlqs_refused_total{reason="bucket_id_encoding"}')).toBe(1);
+    s.close();
+  });
+
   it('ends the ninth stream on one connection RESOURCE_EXHAUSTED; a half-close ends a stream OK', async () => {
     const first = open();
     first.send('quota', [{ bucket: { name: 'nothing' } }]);
@@ -135,11 +185,13 @@ describe('RLQS stream', () => {
   // The lean transport sees the bytes a client leaves unread; grpc-js completes writes as node:http2 takes them,
   // so there the bound is the session's memory (GRPC_MAX_SESSION_MEMORY_MB) and this test runs on lean only.
   it.skipIf(process.env['GRPC_TRANSPORT'] === 'grpc-js')('ends RESOURCE_EXHAUSTED the stream of a client that does not read its answers', async () => {
-    const s = open();
+    // A client session that may hold what it sends (node:http2 keeps 10 MiB by default).
+    const s = open(http2.connect(`http://${service.grpcAddress}`, { maxSessionMemory: 100 }));
     s.pause();
-    // 40 reports of 250 buckets (the stream's whole budget of 10,000), answers of about 35 KB each.
-    const big = grpcFrame(encodeReports('quota', Array.from({ length: 250 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(100)}` } }))));
-    for (let i = 0; i < 40; i++) s.sendRaw(big);
+    // 10 reports of 1,000 buckets (the stream's whole budget of 10,000), answers of about 2 MB each: past what
+    // the quota method lets a client leave unread (1 MiB beyond its largest answer).
+    const big = grpcFrame(encodeReports('quota', Array.from({ length: 1000 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(2000)}` } }))));
+    for (let i = 0; i < 10; i++) s.sendRaw(big);
     await new Promise((r) => setTimeout(r, 500));
     s.resume();
     const status = await s.ended();

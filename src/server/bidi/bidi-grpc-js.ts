@@ -51,7 +51,10 @@ export function bidiGrpcService(routes: ReadonlyMap<string, BidiRoute>): { defin
         h.closed();
       };
       call.on('data', (bytes: Buffer) => {
-        if (!over) h.message(bytes);
+        if (over) return;
+        const max = route.maxMessageBytes;
+        if (max !== undefined && bytes.length > max) bidi.end(grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (${bytes.length} vs. ${max})`);
+        else h.message(bytes);
       });
       call.on('end', () => {
         if (!over) h.halfClose();

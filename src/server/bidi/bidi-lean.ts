@@ -12,7 +12,9 @@ import { MAX_UNREAD_BYTES, NOT_READING, type BidiHandlers, type BidiRoute } from
 const { HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE, NGHTTP2_NO_ERROR } = http2.constants;
 const RESPOND_OPTIONS = { waitForTrailers: true, sendDate: false };
 
-export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRoute, maxMessageBytes: number): void {
+export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRoute, portMaxMessageBytes: number): void {
+  const maxMessageBytes = route.maxMessageBytes ?? portMaxMessageBytes;
+  const maxUnreadBytes = route.maxUnreadBytes ?? MAX_UNREAD_BYTES;
   let over = false;
   let status = { code: Code.OK as number, details: '' };
   let pending: Buffer[] = [];
@@ -28,7 +30,7 @@ export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRo
   handlers = route({
     write: (message) => {
       if (over || stream.destroyed) return;
-      if (stream.bufferSize > MAX_UNREAD_BYTES) fail(Code.RESOURCE_EXHAUSTED, NOT_READING);
+      if (stream.bufferSize > maxUnreadBytes) fail(Code.RESOURCE_EXHAUSTED, NOT_READING);
       else stream.write(frame(message));
     },
     end: (code = Code.OK, details = '') => {

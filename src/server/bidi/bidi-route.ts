@@ -32,4 +32,9 @@ export interface BidiHandlers {
   closed(): void;
 }
 
-export type BidiRoute = (call: BidiCall) => BidiHandlers;
+/**
+ * `maxMessageBytes`: the largest message a client may send on this method (default: the port's bound);
+ * `maxUnreadBytes`: what it may leave unread on the lean transport (default MAX_UNREAD_BYTES), to be set above
+ * the method's largest answer.
+ */
+export type BidiRoute = ((call: BidiCall) => BidiHandlers) & { readonly maxMessageBytes?: number; readonly maxUnreadBytes?: number };

@@ -20,6 +20,32 @@ describe('fairShares', () => {
     expect(fairShares(10, [undefined, undefined, undefined])).toEqual([4, 3, 3]);
   });
 
+  it('counts the Envoys not measured yet as one claimant: quiet newcomers cannot crowd out a measured demand', () => {
+    // An Envoy measured at 29.7/s and eight streams that reported once: half of 20 each way, not 20/9.
+    const eight = fairShares(20, [29.7, ...Array<undefined>(8).fill(undefined)]);
+    expect(eight[0]).toBe(10);
+    expect(sum(eight)).toBe(20);
+    // 25 of them: the measured Envoy still gets its part, never DENY_ALL while the limit has room.
+    const many = fairShares(20, [...Array<undefined>(25).fill(undefined), 29.7]);
+    expect(many[25]).toBe(10);
+    expect(sum(many)).toBe(20);
+  });
+
+  it('gives the measured streams of one client one fair part together, split by their demands', () => {
+    const s = fairShares(20, [30, 30, 30, 30, 4], ['a', 'b', 'b', 'b', 'b']);
+    expect(s[0]).toBe(10);
+    expect(s.slice(1).reduce((x, y) => x + y, 0)).toBe(10);
+    expect(s[4]).toBeLessThanOrEqual(s[1]!);
+  });
+
+  it('rounds no measured demand to 0 while another Envoy holds more than one token', () => {
+    const s = fairShares(5, [30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30]);
+    expect(s.filter((x) => x > 0)).toHaveLength(5);
+    const t = fairShares(5, [30, undefined, undefined, undefined, undefined, undefined, undefined]);
+    expect(t[0]).toBeGreaterThan(0);
+    expect(sum(t)).toBe(5);
+  });
+
   it('never exceeds the limit, for any demands; shares of 0 when there are more Envoys than tokens', () => {
     for (let n = 1; n <= 30; n++) {
       for (const limit of [0, 1, 7, 20, 1000]) {
@@ -47,7 +73,10 @@ describe('capShares', () => {
   it('keeps shares that fit in what the other replicas leave free, scales down whole tokens that do not', () => {
     expect(capShares([10, 5], 20)).toEqual([10, 5]);
     expect(capShares([10, 10], 10)).toEqual([5, 5]);
-    expect(capShares([7, 3], 5)).toEqual([3, 1]);
+    expect(capShares([7, 3], 5)).toEqual([4, 1]);
+    // Never rounded to 0 while there is a token for it.
+    expect(capShares([18, 1, 1], 3)).toEqual([1, 1, 1]);
+    expect(capShares([18, 1, 1], 2).filter((x) => x > 0)).toHaveLength(2);
     expect(capShares([20], 0)).toEqual([0]);
     expect(capShares([20], -4)).toEqual([0]);
   });

@@ -8,7 +8,7 @@ import { InvalidRequestError } from '../../../src/core/errors.js';
 import { prng } from '../../support/prng.js';
 import { decodeResponse, encodeReports } from '../../support/rlqs.js';
 
-const LIMITS = { maxBuckets: 3, maxEntries: 2, maxValueBytes: 8 };
+const LIMITS = { maxEntries: 2, maxValueBytes: 8 };
 
 describe('RLQS wire', () => {
   it('reads a repeated BucketQuotaUsage with its time_elapsed (field 2, a message) and sorts the bucket id by key', () => {
@@ -23,13 +23,32 @@ describe('RLQS wire', () => {
     expect(decodeUsageReports(msg, { ...LIMITS, maxValueBytes: 16 })).toEqual({ domain: 'd', usages: [{ entries: [{ key: 'k', value: 'values' }], allowed: 4, denied: 0, elapsedS: 0 }] });
   });
 
-  it('refuses, naming the field: too many buckets, too many entries, a long value, a missing bucket id, a truncated message', () => {
-    const many = encodeReports('d', [1, 2, 3, 4].map((i) => ({ bucket: { n: String(i) } })));
-    expect(() => decodeUsageReports(many, LIMITS)).toThrow(/more than 3 bucket_quota_usages/);
-    expect(() => decodeUsageReports(encodeReports('d', [{ bucket: { a: '1', b: '2', c: '3' } }]), LIMITS)).toThrow(/more than 2 entries in a bucket id/);
-    expect(() => decodeUsageReports(encodeReports('d', [{ bucket: { a: '123456789' } }]), LIMITS)).toThrow(/longer than 8 bytes/);
+  it('refuses, naming the field, a missing bucket id and a truncated message', () => {
     expect(() => decodeUsageReports(Buffer.from([0x12, 0x02, 0x18, 0x01]), LIMITS)).toThrow(/bucket_id missing/);
     expect(() => decodeUsageReports(Buffer.from([0x12, 0x05, 0x0a]), LIMITS)).toThrow(/malformed RateLimitQuotaUsageReports/);
+  });
+
+  it('decodes every bucket of a report, marking (not refusing) bucket ids past the id bounds', () => {
+    const bytes = encodeReports('d', [{ bucket: { a: '1', b: '2', c: '3' } }, { bucket: { n: 'ok' }, allowed: 2 }, { bucket: { a: '123456789' } }, ...[1, 2, 3, 4].map((i) => ({ bucket: { n: String(i) } }))]);
+    const m = decodeUsageReports(bytes, LIMITS);
+    expect(m.usages).toHaveLength(7);
+    expect(m.usages.map((u) => u.oversize === true)).toEqual([true, false, true, false, false, false, false]);
+    expect(m.usages[1]).toEqual({ entries: [{ key: 'n', value: 'ok' }], allowed: 2, denied: 0, elapsedS: 0 });
+  });
+
+  it('marks a bucket id that is not UTF-8 (Envoy cannot read an answer for it), keeping distinct bytes distinct', () => {
+    // {tenant: ff fe}, {tenant: fe ff} and {tenant: é (c3 a9)}, hand-encoded as Envoy sends a header's bytes.
+    const usage = (value: number[]) => {
+      const entry = Buffer.from([0x0a, 0x06, ...Buffer.from('tenant'), 0x12, value.length, ...value]);
+      const id = Buffer.from([0x0a, entry.length, ...entry]);
+      const u = Buffer.from([0x0a, id.length, ...id]);
+      return Buffer.from([0x12, u.length, ...u]);
+    };
+    const decoded = decodeUsageReports(Buffer.concat([usage([0xff, 0xfe]), usage([0xfe, 0xff]), usage([0xc3, 0xa9])]), LIMITS);
+    expect(decoded.usages.map((u) => u.notUtf8 === true)).toEqual([true, true, false]);
+    expect(decoded.usages[0]!.entries[0]!.value).not.toBe(decoded.usages[1]!.entries[0]!.value);
+    expect(decoded.usages[2]!.entries[0]!.value).toBe('é');
+    expect(encodeResponse([{ entries: decoded.usages[2]!.entries, assignment: { kind: 'deny_all', ttlS: 1 } }]).toString('hex')).toContain('1202c3a9');
   });
 
   it('writes actions Envoy\'s proto reads back: token bucket, blankets, abandon', () => {
