@@ -89,16 +89,21 @@ export function decodeRateLimitConfig(value: Uint8Array): { name: string; rules:
 }
 
 /**
- * The rules files of one snapshot, in the order the server sent them. A resource of another type, or one that
- * does not decode, is an error naming it (the whole set is then refused).
+ * The rules files of one snapshot, in the order the server sent them. A resource of another type, one larger
+ * than `maxResourceBytes` (counted as received: its protobuf encoding, not the JSON text it is turned into), or
+ * one that does not decode, is an error naming it (the whole set is then refused).
  */
-export function resourcesToFiles(resources: readonly AnyResource[]): { files: ResourceFile[]; errors: string[] } {
+export function resourcesToFiles(resources: readonly AnyResource[], bounds: { readonly maxResourceBytes: number }): { files: ResourceFile[]; errors: string[] } {
   const files: ResourceFile[] = [];
   const errors: string[] = [];
   const seen = new Map<string, number>();
   resources.forEach((res, i) => {
     if (res.typeUrl !== RATE_LIMIT_CONFIG_TYPE) {
       errors.push(`resources[${i}]: type ${res.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`);
+      return;
+    }
+    if (res.value.length > bounds.maxResourceBytes) {
+      errors.push(`resources[${i}]: ${res.value.length} bytes, over the ${bounds.maxResourceBytes} bytes a resource may have (CONFIG_MAX_FILE_BYTES)`);
       return;
     }
     try {
