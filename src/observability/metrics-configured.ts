@@ -34,13 +34,18 @@ export class ConfiguredCounter extends Counter<Labels> {
     return got;
   }
 
-  /** Removes the stored series among `removed`: one pass over the series counted so far, however many are removed. */
-  removeSeries(removed: readonly { readonly domain: string; readonly key: string }[]): void {
-    if (removed.length === 0) return;
-    const ids = new Set(removed.map((l) => `${l.domain}\0${l.key}`));
+  /** Removes the stored series whose (domain, key) id (`${domain}\0${key}`) is in `removed`. */
+  removeStored(removed: ReadonlySet<string>): void {
     const stored = (this as unknown as { hashMap: Record<string, { labels: Partial<Record<Labels, string | number>> }> }).hashMap;
     for (const [hash, series] of Object.entries(stored)) {
-      if (ids.has(`${series.labels.domain}\0${series.labels.key}`)) delete stored[hash];
+      if (removed.has(`${series.labels.domain}\0${series.labels.key}`)) delete stored[hash];
     }
   }
+}
+
+/** Removes the series of `removed` from every counter: one pass over the series counted so far, however many are removed. */
+export function removeSeries(counters: readonly ConfiguredCounter[], removed: readonly { readonly domain: string; readonly key: string }[]): void {
+  if (removed.length === 0) return;
+  const ids = new Set(removed.map((l) => `${l.domain}\0${l.key}`));
+  for (const c of counters) c.removeStored(ids);
 }

@@ -16,7 +16,7 @@ import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 import { referenceRuleCounters } from './metrics-reference.js';
-import { ConfiguredCounter } from './metrics-configured.js';
+import { ConfiguredCounter, removeSeries } from './metrics-configured.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -274,7 +274,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     setRules(snapshot) {
       forgetSeries();
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);
-      for (const c of perRule) c.removeSeries(removedKeys);
+      removeSeries(perRule, removedKeys);
       for (const domain of removedDomains) {
         folded.remove({ domain });
         for (const code of CODES) decisions.remove({ domain, code });

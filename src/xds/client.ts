@@ -21,7 +21,7 @@ import type * as GrpcJs from '@grpc/grpc-js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE, type DiscoveryResponse, type NodeInfo } from './messages.js';
 import { RefusalRun } from './refusals.js';
-import { resourcesToFiles, type ResourceFile } from './resources.js';
+import { resourcesToFilesInSlices, type ResourceFile } from './resources.js';
 
 export type ApplyResult = { ok: true } | { ok: false; errors: readonly string[] };
 
@@ -73,6 +73,9 @@ export interface XdsStatus {
   readonly lastNack?: { readonly at: string; readonly version: string; readonly nonce: string; readonly error: string };
   readonly lastError?: string;
 }
+
+/** Event-loop time decoding a set may take before requests are answered again (a large set decodes in slices). */
+const DECODE_SLICE_MS = 10;
 
 /** Longest error_detail sent in a NACK. */
 const MAX_DETAIL_CHARS = 4096;
@@ -252,7 +255,7 @@ export class XdsClient {
       return;
     }
     if (digest !== this.appliedKey) {
-      const { files, errors } = resourcesToFiles(resp.resources, { maxResourceBytes: this.o.maxResourceBytes });
+      const { files, errors } = await resourcesToFilesInSlices(resp.resources, { maxResourceBytes: this.o.maxResourceBytes }, DECODE_SLICE_MS);
       const result: ApplyResult = errors.length > 0 ? { ok: false, errors } : await this.o.apply(files, resp.versionInfo);
       if (!result.ok) {
         this.refuse(call, resp, result.errors.join('\n'), digest);
