@@ -29,7 +29,9 @@ export interface XdsRules {
 }
 
 export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): XdsRules {
-  const compileOptions = { mergeDomains: settings.mergeDomainConfig, limits: { maxFileBytes: settings.configMaxFileBytes } };
+  // CONFIG_MAX_FILE_BYTES bounds each resource as received (its protobuf bytes, checked by the client); the JSON
+  // text a resource is validated as is several times larger and is bounded by that, not by the setting again.
+  const compileOptions = { mergeDomains: settings.mergeDomainConfig, limits: { maxFileBytes: Number.MAX_SAFE_INTEGER } };
   const empty = compileConfigFiles([], compileOptions);
   if (!empty.ok) throw new Error('no rules do not compile');
   let client: XdsClient | undefined;
@@ -49,6 +51,9 @@ export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): Xds
         ...(tls === undefined ? {} : { tls }),
         backoff: { initialMs: settings.xdsBackoffInitialInterval, maxMs: settings.xdsBackoffMaxInterval, randomFactor: settings.xdsBackoffRandomFactor, jitter: settings.xdsBackoffJitter },
         maxMessageBytes: settings.xdsMaxMsgSizeInBytes,
+        maxResourceBytes: settings.configMaxFileBytes,
+        keepaliveMs: settings.xdsKeepaliveTime,
+        keepaliveTimeoutMs: settings.xdsKeepaliveTimeout,
         readFile: (path) => readFileSync(path),
         log,
         apply: async (files) => {

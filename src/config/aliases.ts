@@ -5,7 +5,7 @@
  * and its Alias.resolve scans the whole document on every call (quadratic in the number of aliases). Here one
  * post-order walk records, for every alias, the node it names (the last anchor of that name completed before
  * it, so an alias inside its own anchor is unknown rather than a cycle) and, for every node, the nodes of its
- * subtree (an alias in it counts as one: it is charged when it is followed in turn). Each dereference spends the
+ * subtree (an alias in it counts as one: it is charged when it is followed in turn), kept for anchored nodes. Each dereference spends the
  * size of its target from the file's budget, so the budget is spent exactly as the validator visits nodes
  * through aliases; running out throws LimitExceeded at the alias.
  */
@@ -64,8 +64,11 @@ export class AliasTable {
       return 1;
     }
     const n = node as Node;
-    this.sizes.set(n, size);
-    if (n.anchor) anchors.set(n.anchor, n);
+    // Only an anchored node can be an alias's target: the others' sizes are never looked up.
+    if (n.anchor) {
+      this.sizes.set(n, size);
+      anchors.set(n.anchor, n);
+    }
     return size;
   }
 }

@@ -8,6 +8,7 @@ import { describeOnLimit } from './on-limit-types.js';
 import type { RawDescriptor } from './raw.js';
 import { describeThrottling, type DescribedThrottling } from '../throttling/describe.js';
 import type { CompiledRule } from './types.js';
+import { runAtOnce, type Steps } from './slices.js';
 
 export interface DescribedLimit {
   readonly name?: string;
@@ -58,20 +59,29 @@ export interface DescribedDomain {
 /** What describe() returns: the domains, in load order (version and files are on CompiledConfig itself). */
 export type ConfigDescription = readonly DescribedDomain[];
 
-export function describeConfig(
-  domains: readonly {
-    name: string;
-    files: readonly string[];
-    rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[] }[];
-  }[],
-): ConfigDescription {
-  return deepFreeze(
-    domains.map((d) => ({
-      name: d.name,
-      files: [...d.files],
-      rules: d.rules.map(({ rule, raw, chain }) => describeRule(rule, raw, chain)),
-    })),
-  );
+/** What a domain's description is made of: its name, files and rules in config order. */
+export interface DescribedInput {
+  readonly name: string;
+  readonly files: readonly string[];
+  readonly rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[] }[];
+}
+
+export function describeConfig(domains: readonly DescribedInput[]): ConfigDescription {
+  return runAtOnce(describeSteps(domains));
+}
+
+/** describeConfig a rule at a time (slices.ts). */
+export function* describeSteps(domains: readonly DescribedInput[]): Steps<ConfigDescription> {
+  const out: DescribedDomain[] = [];
+  for (const d of domains) {
+    const rules: DescribedRule[] = [];
+    for (const { rule, raw, chain } of d.rules) {
+      rules.push(deepFreeze(describeRule(rule, raw, chain)));
+      yield;
+    }
+    out.push(Object.freeze({ name: d.name, files: Object.freeze([...d.files]), rules: Object.freeze(rules) }));
+  }
+  return Object.freeze(out);
 }
 
 function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly RawDescriptor[]): DescribedRule {

@@ -1,20 +1,24 @@
 /**
  * loadConfigDir off the event loop, for reloads of a running service: a worker thread reads, parses and
- * validates (load-worker.ts); this thread only indexes the result. However large or hostile the new files,
- * requests keep being answered meanwhile. A load that takes longer than `timeoutMs` has its worker terminated
+ * validates (load-worker.ts); this thread only decodes and indexes the result, file by file as the worker sends
+ * them, in slices of a few ms between requests (slices.ts). However large or hostile the new files, requests keep being answered meanwhile, by the
+ * rules in force until the new ones are swapped in whole. A load that takes longer than `timeoutMs` has its worker terminated
  * and fails (the last good rules stay); the worker's heap is capped, so a load cannot exhaust memory either.
  */
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { deserialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import { indexValidatedFiles } from './compile.js';
+import { IndexBuild } from './compile.js';
 import type { CompileOptions, CompileResult } from './compile.js';
 import { ConfigError } from './errors.js';
 import { limitsOf } from './limits.js';
-import type { ErrorRecord, WorkerReply, WorkerRequest } from './load-worker.js';
+import type { ErrorRecord, FilePart, WorkerMessage, WorkerRequest } from './load-worker.js';
 import { withReadErrors } from './loader.js';
 import type { ReadOptions } from './loader.js';
+import type { RawDescriptor, RawFile } from './raw.js';
+import { runInSlices, type Steps } from './slices.js';
 
 export interface WorkerLoadOptions extends CompileOptions, ReadOptions {
   /** CONFIG_LOAD_TIMEOUT_MS: the worker is terminated after this long. */
@@ -51,53 +55,113 @@ export function compileFilesInWorker(files: readonly { name: string; text: strin
 
 function inWorker(request: WorkerRequest, options: WorkerLoadOptions): Promise<CompileResult> {
   const dir = request.dir;
-  return new Promise<CompileResult>((resolve) => {
-    let settled = false;
-    const worker = new Worker(BOOT, {
-      eval: true,
-      workerData: { ...request, entry: ENTRY, tsx: TSX },
-      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
-    });
-    const finish = (result: CompileResult): void => {
-      if (settled) return;
-      settled = true;
+  const inbox = new Inbox();
+  const worker = new Worker(BOOT, {
+    eval: true,
+    workerData: { ...request, entry: ENTRY, tsx: TSX },
+    resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
+  });
+  // The timeout bounds the worker's part; indexing what it sent is bounded by the limits.
+  const timer = setTimeout(
+    () => inbox.fail(`loading the rules took longer than ${options.timeoutMs} ms (CONFIG_LOAD_TIMEOUT_MS); the load was stopped`),
+    options.timeoutMs,
+  );
+  worker.on('message', (m: WorkerMessage) => {
+    if (m.kind === 'done') clearTimeout(timer);
+    inbox.push(m);
+  });
+  worker.once('error', (err) => inbox.fail(`loading the rules failed: ${err.message}`));
+  worker.once('exit', (code) => inbox.fail(`loading the rules failed: the loading thread exited (code ${code})`));
+  return runInSlices(fromWorker(inbox, dir, options))
+    .catch((err: unknown) => failure(dir, `loading the rules failed: ${err instanceof Error ? err.message : String(err)}`))
+    .finally(() => {
       clearTimeout(timer);
       void worker.terminate();
-      resolve(result);
-    };
-    const fail = (reason: string): void =>
-      finish({ ok: false, errors: [new ConfigError({ file: dir, line: 1, column: 1, path: '', reason })] });
-    const timer = setTimeout(
-      () => fail(`loading the rules took longer than ${options.timeoutMs} ms (CONFIG_LOAD_TIMEOUT_MS); the load was stopped`),
-      options.timeoutMs,
-    );
-    worker.once('message', (reply: WorkerReply) => {
-      try {
-        finish(fromReply(reply, options));
-      } catch (err) {
-        fail(`loading the rules failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
     });
-    worker.once('error', (err) => fail(`loading the rules failed: ${err.message}`));
-    worker.once('exit', (code) => fail(`loading the rules failed: the loading thread exited (code ${code})`));
-  });
 }
 
-function fromReply(reply: WorkerReply, options: CompileOptions): CompileResult {
+/** The worker's messages in arrival order; a failure ends them (unless they were complete). */
+class Inbox {
+  private readonly queue: (WorkerMessage | { kind: 'failed'; reason: string })[] = [];
+  private complete = false;
+  private wake: (() => void) | undefined;
+
+  push(m: WorkerMessage): void {
+    if (this.complete) return;
+    if (m.kind === 'done') this.complete = true;
+    this.queue.push(m);
+    this.wake?.();
+  }
+
+  fail(reason: string): void {
+    if (this.complete) return;
+    this.complete = true;
+    this.queue.push({ kind: 'failed', reason });
+    this.wake?.();
+  }
+
+  /** The next message, or a promise that settles when there is one. */
+  next(): WorkerMessage | { kind: 'failed'; reason: string } | Promise<void> {
+    const m = this.queue.shift();
+    if (m !== undefined) return m;
+    return new Promise<void>((resolve) => (this.wake = () => {
+      this.wake = undefined;
+      resolve();
+    }));
+  }
+}
+
+function failure(dir: string, reason: string): CompileResult {
+  return { ok: false, errors: [new ConfigError({ file: dir, line: 1, column: 1, path: '', reason })] };
+}
+
+function* fromWorker(inbox: Inbox, dir: string, options: CompileOptions): Steps<CompileResult> {
   const toError = (r: ErrorRecord): ConfigError => new ConfigError(r);
-  const validated = reply.validated.map((v) => ({
-    file: deepFreezeMetadata(v.file),
-    errors: v.errors.map(toError),
-    warnings: v.warnings.map(toError),
-  }));
-  return withReadErrors(reply.readErrors.map(toError), indexValidatedFiles(validated, reply.version, options));
+  const build = new IndexBuild(options);
+  for (;;) {
+    const m = inbox.next();
+    if (m instanceof Promise) {
+      yield m;
+      continue;
+    }
+    if (m.kind === 'failed') return failure(dir, m.reason);
+    if (m.kind === 'done') return withReadErrors(m.readErrors.map(toError), yield* build.finish(m.version));
+    const file = yield* decodeFile(m.parts);
+    yield* build.add({ file, errors: m.errors.map(toError), warnings: m.warnings.map(toError) });
+  }
 }
 
-/** Structured clone drops Object.freeze; metadata is handed to the engine as frozen JSON. */
-function deepFreezeMetadata<T>(value: T): T {
+/** A RawFile from its parts, a part at a time. */
+function* decodeFile(parts: readonly Uint8Array[]): Steps<RawFile> {
+  let head: Omit<RawFile, 'descriptors'> | undefined;
+  const descriptors: RawDescriptor[] = [];
+  for (const bytes of parts) {
+    const part = deserialize(bytes) as FilePart;
+    yield;
+    if (part.head !== undefined) head = deepFreeze(part.head);
+    for (const d of part.descriptors) {
+      descriptors.push(refreeze(d));
+      yield;
+    }
+  }
+  return Object.freeze({ ...head!, descriptors: Object.freeze(descriptors) });
+}
+
+/**
+ * Structured clone drops Object.freeze: what the compiled rules take from a descriptor as it is (its metadata,
+ * its limits' on_limit) is handed to the engine frozen, as validating in this thread leaves it.
+ */
+function refreeze(d: RawDescriptor): RawDescriptor {
+  if (d.metadata !== undefined) deepFreeze(d.metadata);
+  for (const l of d.rule?.limits ?? []) if (l.onLimit !== undefined) deepFreeze(l.onLimit);
+  for (const c of d.descriptors) refreeze(c);
+  return d;
+}
+
+function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
-    for (const v of Object.values(value as object)) deepFreezeMetadata(v);
+    for (const v of Object.values(value as object)) deepFreeze(v);
   }
   return value;
 }

@@ -7,6 +7,7 @@ import { LineCounter, isMap, isScalar, parseAllDocuments, parseDocument } from '
 import type { Document, YAMLMap } from 'yaml';
 import { ConfigError } from './errors.js';
 import { tooLargeError } from './file-policy.js';
+import { parseJsonDocument } from './json-document.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
 import { isKeyPattern, isWildcard } from './glob.js';
@@ -26,11 +27,12 @@ export function validateFile(name: string, text: string, limits: ConfigLimits = 
   const empty: RawFile = { name, domainPosition: { line: 1, column: 1 }, descriptors: [] };
   const bytes = Buffer.byteLength(text);
   if (bytes > limits.maxFileBytes) return { file: empty, errors: [tooLargeError(name, bytes, limits.maxFileBytes)], warnings: [] };
-  const lineCounter = new LineCounter();
+  const json = parseJsonDocument(text);
+  const lineCounter = json?.lineCounter ?? new LineCounter();
   let doc: Document;
   const later: Document[] = [];
   try {
-    const docs = parseAllDocuments(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
+    const docs = json !== undefined ? [json.doc] : parseAllDocuments(text, { lineCounter, schema: 'failsafe', uniqueKeys: false });
     if (Array.isArray(docs) && docs.length > 0) {
       doc = docs[0]!;
       later.push(...docs.slice(1));

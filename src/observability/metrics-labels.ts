@@ -71,6 +71,11 @@ export class SeriesBounds {
     return { removedKeys, removedDomains };
   }
 
+  /** The stats keys of the configured rules, by domain (their series read as 0 until counted). */
+  configuredKeys(): ReadonlyMap<string, ReadonlySet<string>> {
+    return this.configured;
+  }
+
   /** The domain label for a request's domain. */
   domain(name: string): string {
     return this.configured.has(name) ? name : UNKNOWN_DOMAIN;

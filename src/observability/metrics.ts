@@ -16,6 +16,7 @@ import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedCounter, scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 import { referenceRuleCounters } from './metrics-reference.js';
+import { ConfiguredCounter, removeSeries } from './metrics-configured.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -96,12 +97,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     registers,
   });
   const labels = ['domain', 'key'] as const;
-  const totalHits = new Counter({ name: 'ratelimit_hits_total', help: 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).', labelNames: labels, registers, collect: () => flush.rules() });
-  const overLimit = new Counter({ name: 'ratelimit_over_limit_total', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers, collect: () => flush.rules() });
-  const nearLimit = new Counter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers, collect: () => flush.rules() });
-  const withinLimit = new Counter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers, collect: () => flush.rules() });
-  const shadowMode = new Counter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers, collect: () => flush.rules() });
-  const quotaMode = new Counter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (its status OVER_LIMIT; the request admitted unless every quota descriptor is over).', labelNames: labels, registers, collect: () => flush.rules() });
+  const configured = () => bounds.configuredKeys();
+  const totalHits = new ConfiguredCounter({ name: 'ratelimit_hits_total', help: 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).', labelNames: labels, registers, collect: () => flush.rules() }, configured);
+  const overLimit = new ConfiguredCounter({ name: 'ratelimit_over_limit_total', help: 'Hits over a rule\'s limit (enforced or not).', labelNames: labels, registers, collect: () => flush.rules() }, configured);
+  const nearLimit = new ConfiguredCounter({ name: 'ratelimit_near_limit_total', help: 'Admitted hits above NEAR_LIMIT_RATIO of a limit.', labelNames: labels, registers, collect: () => flush.rules() }, configured);
+  const withinLimit = new ConfiguredCounter({ name: 'ratelimit_within_limit_total', help: 'Admitted hits.', labelNames: labels, registers, collect: () => flush.rules() }, configured);
+  const shadowMode = new ConfiguredCounter({ name: 'ratelimit_shadow_mode_total', help: 'Hits over a shadow_mode rule (admitted).', labelNames: labels, registers, collect: () => flush.rules() }, configured);
+  const quotaMode = new ConfiguredCounter({ name: 'ratelimit_quota_mode_total', help: 'Hits over a quota_mode rule (its status OVER_LIMIT; the request admitted unless every quota descriptor is over).', labelNames: labels, registers, collect: () => flush.rules() }, configured);
   const delayed = new Counter({ name: 'ratelimit_on_limit_delayed_total', help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.', labelNames: ['domain'] as const, registers });
   const delays = new Histogram({
     name: 'ratelimit_on_limit_delay_seconds',
@@ -272,7 +274,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     setRules(snapshot) {
       forgetSeries();
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);
-      for (const l of removedKeys) for (const c of perRule) c.remove(l);
+      removeSeries(perRule, removedKeys);
       for (const domain of removedDomains) {
         folded.remove({ domain });
         for (const code of CODES) decisions.remove({ domain, code });
@@ -280,7 +282,6 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       for (const d of snapshot.domains) {
         folded.inc({ domain: d.name }, 0);
         for (const code of CODES) decisions.inc({ domain: d.name, code }, 0);
-        for (const key of d.statsKeys) for (const c of perRule) c.inc({ domain: d.name, key }, 0);
       }
       if (currentVersion !== undefined && currentVersion !== snapshot.version) configVersion.remove({ version: currentVersion });
       configVersion.set({ version: snapshot.version }, 1);

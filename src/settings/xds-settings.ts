@@ -95,6 +95,8 @@ export const XDS_SETTINGS = {
     return n;
   }),
   xdsBackoffJitter: bool('XDS_CLIENT_BACKOFF_JITTER', true, 'GRPC_XDS_SOTW: spread the reconnect waits at random.'),
+  xdsKeepaliveTime: duration('XDS_CLIENT_KEEPALIVE_TIME', '30s', 'GRPC_XDS_SOTW: interval of the HTTP/2 pings that check the xDS server still answers; 0 turns them off. A server that finds them too frequent (GOAWAY too_many_pings) gets them half as often from the next connection on.'),
+  xdsKeepaliveTimeout: duration('XDS_CLIENT_KEEPALIVE_TIMEOUT', '10s', 'GRPC_XDS_SOTW: how long a ping may go unanswered before the xDS server is taken for dead and the stream reopened.'),
   xdsMaxMsgSizeInBytes: spec('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', 'integer ≥ 0, or empty', 0, 'GRPC_XDS_SOTW: largest xDS response accepted, bytes; empty or 0: 4 MiB.', (s) => {
     if (s.trim() === '') return 0;
     if (!/^\d+$/.test(s.trim()) || Number(s) > 2 ** 31 - 1) throw new Error(`'${s}' is not a whole number of bytes`);

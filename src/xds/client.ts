@@ -8,15 +8,20 @@
  * - A new stream starts with an empty version_info: whatever the server then sends is applied, so a restarted
  *   server (whose versions start again at "1") is never mistaken for one already seen.
  * - go-control-plane answers a NACK by sending the same version again at once. The same refused content is
- *   NACKed again without being compiled or logged again, after a short wait that grows to REPEAT_MAX_MS, so
- *   a refused set costs a few messages a second, not a core.
+ *   NACKed again without being compiled again; every run of refusals, whatever their kind, is paced and its
+ *   logging bounded (refusals.ts), so a broken server costs a few messages a second, not a core.
+ * - A peer that stops answering HTTP/2 pings (keepaliveMs, then keepaliveTimeoutMs) is taken for dead and the
+ *   stream reopened: a proxy that holds a connection open without forwarding would otherwise hold the client
+ *   forever. A server that finds the pings too frequent (GOAWAY ENHANCE_YOUR_CALM, gRPC's "too_many_pings")
+ *   gets them half as often from the next connection on, as gRPC clients do.
  * - A broken stream is reopened after the backoff (backoff.ts); the rules in force stay in force meanwhile.
  */
 import { createHash } from 'node:crypto';
 import type * as GrpcJs from '@grpc/grpc-js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE, type DiscoveryResponse, type NodeInfo } from './messages.js';
-import { resourcesToFiles, type ResourceFile } from './resources.js';
+import { RefusalRun } from './refusals.js';
+import { resourcesToFilesInSlices, type ResourceFile } from './resources.js';
 
 export type ApplyResult = { ok: true } | { ok: false; errors: readonly string[] };
 
@@ -38,11 +43,17 @@ export interface XdsClientOptions {
   readonly backoff: BackoffOptions;
   /** Largest response accepted, bytes (0: grpc-js's default, 4 MiB). */
   readonly maxMessageBytes: number;
+  /** Largest resource accepted, in the bytes received (its protobuf encoding). */
+  readonly maxResourceBytes: number;
+  /** HTTP/2 ping interval on the connection, and how long an answer may take before the peer is taken for dead. */
+  readonly keepaliveMs: number;
+  readonly keepaliveTimeoutMs: number;
   /** Validates, compiles and swaps in a set (may take a while: the next response waits for it). */
   readonly apply: (files: readonly ResourceFile[], version: string) => ApplyResult | Promise<ApplyResult>;
   readonly log: { info(msg: string, f?: Record<string, unknown>): void; warn(msg: string, f?: Record<string, unknown>): void; error(msg: string, f?: Record<string, unknown>): void };
   readonly readFile: (path: string) => Buffer;
   readonly random?: () => number;
+  readonly now?: () => number;
 }
 
 export type XdsState = 'connecting' | 'connected' | 'disconnected' | 'stopped';
@@ -63,8 +74,9 @@ export interface XdsStatus {
   readonly lastError?: string;
 }
 
-const REPEAT_FIRST_MS = 50;
-const REPEAT_MAX_MS = 500;
+/** Event-loop time decoding a set may take before requests are answered again (a large set decodes in slices). */
+const DECODE_SLICE_MS = 10;
+
 /** Longest error_detail sent in a NACK. */
 const MAX_DETAIL_CHARS = 4096;
 
@@ -75,7 +87,9 @@ export class XdsClient {
   private readonly backoff: Backoff;
   private retryTimer: NodeJS.Timeout | undefined;
   private repeatTimer: NodeJS.Timeout | undefined;
-  private repeatMs = REPEAT_FIRST_MS;
+  private readonly refusals: RefusalRun;
+  /** The ping interval in use: keepaliveMs, doubled after each "too many pings" from the server. */
+  private keepaliveMs: number;
   /** A set being applied; a response arriving meanwhile waits in `pending` (only the latest is kept). */
   private applying = false;
   private pending: { call: GrpcJs.ClientDuplexStream<Buffer, Buffer>; bytes: Buffer } | undefined;
@@ -88,6 +102,8 @@ export class XdsClient {
 
   constructor(private readonly o: XdsClientOptions) {
     this.backoff = new Backoff(o.backoff, o.random);
+    this.refusals = new RefusalRun(o.now ?? Date.now);
+    this.keepaliveMs = o.keepaliveMs;
     this.s = { server: o.serverUrl, nodeId: o.node.id, state: 'disconnected', version: '', appliedAt: '', accepted: 0, refused: 0, repeatedNacks: 0, connects: 0 };
   }
 
@@ -129,6 +145,10 @@ export class XdsClient {
     }
     const options: GrpcJs.ChannelOptions = {};
     if (this.o.maxMessageBytes > 0) options['grpc.max_receive_message_length'] = this.o.maxMessageBytes;
+    if (this.keepaliveMs > 0) {
+      options['grpc.keepalive_time_ms'] = this.keepaliveMs;
+      options['grpc.keepalive_timeout_ms'] = this.o.keepaliveTimeoutMs;
+    }
     if (this.o.tls !== undefined && this.o.tls.serverName !== '') options['grpc.ssl_target_name_override'] = this.o.tls.serverName;
     const client = new grpc.Client(this.o.serverUrl, credentials, options);
     const metadata = new grpc.Metadata();
@@ -153,8 +173,18 @@ export class XdsClient {
     });
     call.on('error', (err: Error) => end(err.message));
     call.on('end', () => end('the server ended the stream'));
-    call.on('status', (st: GrpcJs.StatusObject) => end(`stream closed: ${st.details || st.code}`));
+    call.on('status', (st: GrpcJs.StatusObject) => {
+      if (st.code === grpc.status.RESOURCE_EXHAUSTED && /bandwidth exhausted|too_many_pings/i.test(st.details)) this.slowPings();
+      end(`stream closed: ${st.details || st.code}`);
+    });
     this.send(call, { versionInfo: '', responseNonce: '' });
+  }
+
+  /** The server closed the connection for "too many pings" (grpc-js reports ENHANCE_YOUR_CALM so). */
+  private slowPings(): void {
+    if (this.keepaliveMs <= 0) return;
+    this.keepaliveMs = Math.min(this.keepaliveMs * 2, 2 ** 31 - 1);
+    this.o.log.info('the xDS server finds the keepalive pings too frequent; pinging less often from now on', { server: this.o.serverUrl, keepaliveMs: this.keepaliveMs });
   }
 
   private closeStream(): void {
@@ -217,20 +247,15 @@ export class XdsClient {
     const digest = key.digest('hex');
     if (digest === this.refusedKey) {
       this.s.repeatedNacks++;
-      const wait = this.repeatMs;
-      this.repeatMs = Math.min(REPEAT_MAX_MS, this.repeatMs * 2);
-      clearTimeout(this.repeatTimer);
-      this.repeatTimer = setTimeout(() => this.send(call, { versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: this.s.lastNack?.error ?? '' }), wait);
-      this.repeatTimer.unref();
+      this.nack(call, resp.nonce, this.s.lastNack?.error ?? '');
       return;
     }
-    this.repeatMs = REPEAT_FIRST_MS;
     if (resp.typeUrl !== RATE_LIMIT_CONFIG_TYPE) {
       this.refuse(call, resp, `type ${resp.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`, digest);
       return;
     }
     if (digest !== this.appliedKey) {
-      const { files, errors } = resourcesToFiles(resp.resources);
+      const { files, errors } = await resourcesToFilesInSlices(resp.resources, { maxResourceBytes: this.o.maxResourceBytes }, DECODE_SLICE_MS);
       const result: ApplyResult = errors.length > 0 ? { ok: false, errors } : await this.o.apply(files, resp.versionInfo);
       if (!result.ok) {
         this.refuse(call, resp, result.errors.join('\n'), digest);
@@ -240,6 +265,7 @@ export class XdsClient {
       this.o.log.info('xDS rules applied', { version: resp.versionInfo, resources: resp.resources.length });
     }
     this.refusedKey = undefined;
+    this.refusals.reset();
     this.streamVersion = resp.versionInfo;
     this.s.version = resp.versionInfo;
     this.s.appliedAt = new Date().toISOString();
@@ -252,7 +278,24 @@ export class XdsClient {
     this.refusedKey = digest;
     this.s.refused++;
     this.s.lastNack = { at: new Date().toISOString(), version: resp.versionInfo, nonce: resp.nonce, error: detail };
-    this.o.log.error('xDS rules refused (NACK); keeping the rules in force', { version: resp.versionInfo, inForce: this.s.version, errors: detail.split('\n') });
-    this.send(call, { versionInfo: this.streamVersion, responseNonce: resp.nonce, errorDetail: detail });
+    const verdict = this.refusals.shouldLog(detail);
+    if (verdict.log) {
+      const fields = { version: resp.versionInfo, inForce: this.s.version, errors: detail.split('\n') };
+      this.o.log.error('xDS rules refused (NACK); keeping the rules in force', verdict.unlogged > 0 ? { ...fields, refusalsNotLogged: verdict.unlogged } : fields);
+    }
+    this.nack(call, resp.nonce, detail);
+  }
+
+  /** Sends a NACK, at once or after the wait of the run of refusals it belongs to (refusals.ts). */
+  private nack(call: GrpcJs.ClientDuplexStream<Buffer, Buffer>, nonce: string, detail: string): void {
+    const wait = this.refusals.nextWait();
+    const request = { versionInfo: this.streamVersion, responseNonce: nonce, errorDetail: detail };
+    clearTimeout(this.repeatTimer);
+    if (wait === 0) {
+      this.send(call, request);
+      return;
+    }
+    this.repeatTimer = setTimeout(() => this.send(call, request), wait);
+    this.repeatTimer.unref();
   }
 }

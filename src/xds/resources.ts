@@ -4,6 +4,7 @@
  * a YAML file from CONFIG_DIR (JSON is YAML). An error in a resource thus names the resource, line and field,
  * as an error in a file does.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { decodeStruct, RATE_LIMIT_CONFIG_TYPE, type AnyResource, type JsonValue } from './messages.js';
 import { ProtoReader } from './wire.js';
 
@@ -88,28 +89,50 @@ export function decodeRateLimitConfig(value: Uint8Array): { name: string; rules:
   return { name, rules };
 }
 
+type Converted = { files: ResourceFile[]; errors: string[] };
+
 /**
- * The rules files of one snapshot, in the order the server sent them. A resource of another type, or one that
- * does not decode, is an error naming it (the whole set is then refused).
+ * The rules files of one snapshot, in the order the server sent them. A resource of another type, one larger
+ * than `maxResourceBytes` (counted as received: its protobuf encoding, not the JSON text it is turned into), or
+ * one that does not decode, is an error naming it (the whole set is then refused).
  */
-export function resourcesToFiles(resources: readonly AnyResource[]): { files: ResourceFile[]; errors: string[] } {
-  const files: ResourceFile[] = [];
-  const errors: string[] = [];
+export function resourcesToFiles(resources: readonly AnyResource[], bounds: { readonly maxResourceBytes: number }): Converted {
+  const out: Converted = { files: [], errors: [] };
   const seen = new Map<string, number>();
-  resources.forEach((res, i) => {
-    if (res.typeUrl !== RATE_LIMIT_CONFIG_TYPE) {
-      errors.push(`resources[${i}]: type ${res.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`);
-      return;
-    }
-    try {
-      const { name, rules } = decodeRateLimitConfig(res.value);
-      const base = `xds:${name === '' ? `resources[${i}]` : name}`;
-      const n = (seen.get(base) ?? 0) + 1;
-      seen.set(base, n);
-      files.push({ name: n === 1 ? base : `${base}#${n}`, text: `${JSON.stringify(rules, null, 2)}\n` });
-    } catch (err) {
-      errors.push(`resources[${i}]: ${(err as Error).message}`);
-    }
-  });
-  return { files, errors };
+  resources.forEach((res, i) => convert(res, i, bounds, seen, out));
+  return out;
+}
+
+/** resourcesToFiles, letting the event loop turn whenever converting took `sliceMs` (a resource is never split). */
+export async function resourcesToFilesInSlices(resources: readonly AnyResource[], bounds: { readonly maxResourceBytes: number }, sliceMs: number): Promise<Converted> {
+  const out: Converted = { files: [], errors: [] };
+  const seen = new Map<string, number>();
+  let end = performance.now() + sliceMs;
+  for (const [i, res] of resources.entries()) {
+    convert(res, i, bounds, seen, out);
+    if (performance.now() < end) continue;
+    await nextTurn();
+    end = performance.now() + sliceMs;
+  }
+  return out;
+}
+
+function convert(res: AnyResource, i: number, bounds: { readonly maxResourceBytes: number }, seen: Map<string, number>, out: Converted): void {
+  if (res.typeUrl !== RATE_LIMIT_CONFIG_TYPE) {
+    out.errors.push(`resources[${i}]: type ${res.typeUrl || '(none)'} is not ${RATE_LIMIT_CONFIG_TYPE}`);
+    return;
+  }
+  if (res.value.length > bounds.maxResourceBytes) {
+    out.errors.push(`resources[${i}]: ${res.value.length} bytes, over the ${bounds.maxResourceBytes} bytes a resource may have (CONFIG_MAX_FILE_BYTES)`);
+    return;
+  }
+  try {
+    const { name, rules } = decodeRateLimitConfig(res.value);
+    const base = `xds:${name === '' ? `resources[${i}]` : name}`;
+    const n = (seen.get(base) ?? 0) + 1;
+    seen.set(base, n);
+    out.files.push({ name: n === 1 ? base : `${base}#${n}`, text: `${JSON.stringify(rules, null, 2)}\n` });
+  } catch (err) {
+    out.errors.push(`resources[${i}]: ${(err as Error).message}`);
+  }
 }

@@ -9,6 +9,8 @@ import { decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE
 import { resourcesToFiles } from '../../../src/xds/resources.js';
 import { ProtoReader, ProtoWriter } from '../../../src/xds/wire.js';
 
+const UNBOUNDED = { maxResourceBytes: Number.MAX_SAFE_INTEGER };
+
 const w = () => new ProtoWriter();
 const policy = (unit: number, rpu: number, extra: (p: ProtoWriter) => ProtoWriter = (p) => p) => extra(w().int(1, unit).int(2, rpu)).finish();
 const descriptor = (key: string, value: string, build: (d: ProtoWriter) => ProtoWriter = (d) => d) => build(w().string(1, key).string(2, value)).finish();
@@ -42,7 +44,7 @@ describe('RateLimitConfig resources', () => {
       descriptor('open', '', (d) => d.bytes(3, w().int(3, 1).finish())),
       descriptor('other', '', (d) => d.bytes(3, policy(2, 3, (p) => p.string(4, 'other')))),
     );
-    const { files, errors } = resourcesToFiles([any(res)]);
+    const { files, errors } = resourcesToFiles([any(res)], UNBOUNDED);
     expect(errors).toEqual([]);
     expect(files.map((f) => f.name)).toEqual(['xds:eg/policy']);
     expect(JSON.parse(files[0]!.text)).toEqual({
@@ -60,14 +62,14 @@ describe('RateLimitConfig resources', () => {
   });
 
   it('every limit from xDS counts every charge (count_every_hit), even one that crosses the limit, as envoyproxy/ratelimit counts', () => {
-    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(2, 10)))))]);
+    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(2, 10)))))], UNBOUNDED);
     const compiled = compileConfigFiles(files, { mergeDomains: false });
     expect(compiled.ok).toBe(true);
     if (compiled.ok) expect((compiled.config.describe() as { rules: { limits: unknown[] }[] }[])[0]!.rules[0]!.limits).toEqual([expect.objectContaining({ requests_per_unit: 10, count_every_hit: true })]);
   });
 
   it('a limit without a unit (UNKNOWN) is refused by the compiler with the resource, line and field', () => {
-    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(0, 5)))))]);
+    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(0, 5)))))], UNBOUNDED);
     const compiled = compileConfigFiles(files, { mergeDomains: false });
     expect(compiled.ok).toBe(false);
     if (!compiled.ok) expect(compiled.errors.map(String)).toEqual([expect.stringMatching(/^xds:p:\d+:\d+: descriptors\[0\]\.rate_limit\.unit: missing rate limit unit/)]);
@@ -75,7 +77,7 @@ describe('RateLimitConfig resources', () => {
 
   it('names resources apart (a repeated name gets #2) and refuses other types and malformed bytes without throwing', () => {
     const ok = config('same', 'a');
-    const out = resourcesToFiles([any(ok), any(config('same', 'b')), any(ok, 'type.googleapis.com/envoy.config.cluster.v3.Cluster'), any(Buffer.from([0x1a, 0x05, 0x0a]))]);
+    const out = resourcesToFiles([any(ok), any(config('same', 'b')), any(ok, 'type.googleapis.com/envoy.config.cluster.v3.Cluster'), any(Buffer.from([0x1a, 0x05, 0x0a]))], UNBOUNDED);
     expect(out.files.map((f) => f.name)).toEqual(['xds:same', 'xds:same#2']);
     expect(out.errors).toEqual([
       'resources[2]: type type.googleapis.com/envoy.config.cluster.v3.Cluster is not type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig',
@@ -86,7 +88,7 @@ describe('RateLimitConfig resources', () => {
   it('bounds the nesting of descriptors and metadata', () => {
     let d = descriptor('k', '');
     for (let i = 0; i < 80; i++) d = descriptor('k', '', (x) => x.bytes(4, d));
-    expect(resourcesToFiles([any(config('deep', 'd', d))]).errors).toEqual([expect.stringContaining('nested deeper than 64')]);
+    expect(resourcesToFiles([any(config('deep', 'd', d))], UNBOUNDED).errors).toEqual([expect.stringContaining('nested deeper than 64')]);
   });
 });
 
