@@ -1,6 +1,6 @@
 /**
  * The shipped example (config/ with envoy-ext-authz.yaml's domain "web") through Check, as the README and
- * docs/ext-authz.md describe it: the deny-listed network, sign-ins per address, scrapers by User-Agent.
+ * docs/ext-authz-examples.md describe it: the deny-listed network, sign-ins per address, scrapers by User-Agent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
