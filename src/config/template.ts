@@ -8,7 +8,7 @@
  * may hold raw bytes that were not UTF-8 (lone surrogates U+DC80..U+DCFF, core/bytes.ts) or, over /json,
  * any lone surrogate: a URL gets the bytes percent-encoded, a body gets U+FFFD for them.
  */
-import { encodeEscaped, wellFormed } from '../core/bytes.js';
+import { encodeEscaped, wellFormed } from '../vocab/bytes.js';
 
 
 export const PLACEHOLDERS = ['retry_after', 'limit', 'remaining', 'window', 'name', 'domain', 'descriptor', 'reset_at'] as const;

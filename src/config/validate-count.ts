@@ -14,7 +14,7 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import { join, valueNode, type Field } from './fields.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
-import type { Throttling } from '../throttling/types.js';
+import type { Throttling } from '../vocab/throttling.js';
 import { readBool, type FileContext } from './yaml-nodes.js';
 
 export const COUNTING_ALGORITHMS: readonly AlgorithmName[] = ['fixed_window', 'sliding_window_counter'];

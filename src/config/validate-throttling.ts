@@ -5,7 +5,7 @@
  */
 import { isMap, isScalar } from 'yaml';
 import type { AlgorithmName } from '../algorithms/types.js';
-import { CRITICALITY_CLASSES, PPM, type Criticality, type Shares, type Throttling } from '../throttling/types.js';
+import { CRITICALITY_CLASSES, PPM, type Criticality, type Shares, type Throttling } from '../vocab/throttling.js';
 import { parseWindow } from './duration.js';
 import { join, readFields, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';

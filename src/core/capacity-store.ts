@@ -8,8 +8,8 @@
  * One bucket per resource and replica (not per descriptor value): the grant is the replica's share of the
  * resource, for all the traffic of the rules that name it. Memory: one small object per configured resource.
  */
-import type { Clock } from './clock.js';
-import type { CapacityShares } from './capacity-rule.js';
+import type { Clock } from '../vocab/clock.js';
+import type { CapacityShares } from '../vocab/capacity-rule.js';
 import { applyRest } from '../storage/split-batch.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 

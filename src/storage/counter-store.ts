@@ -1,6 +1,6 @@
 import type { AlgorithmName } from '../algorithms/types.js';
 import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
-import type { CapacityCheck } from '../core/capacity-rule.js';
+import type { CapacityCheck } from '../vocab/capacity-rule.js';
 
 /** The algorithms a refund applies to; leaky_bucket keeps token_bucket's state (giveBackAlgorithm). */
 export type RefundAlgorithm = LeaseAlgorithm | 'leaky_bucket';

@@ -16,8 +16,8 @@ import type { CompiledOnLimit, OnLimitHeader } from '../../config/on-limit-types
 import { escapingFor, renderTemplate, type TemplateValues } from '../../config/template.js';
 import type { LimitCheck, LimitOutcome, Refund } from '../../storage/counter-store.js';
 import type { DecisionObserver } from '../observer.js';
-import type { Timer } from '../timer.js';
-import type { HeaderValue, RateLimitDecision, RateLimitRequest } from '../types.js';
+import type { Timer } from '../../vocab/timer.js';
+import type { HeaderValue, RateLimitDecision, RateLimitRequest } from '../../vocab/types.js';
 
 /** Which limit, of which descriptor, a check is for. */
 export interface CheckOwner {

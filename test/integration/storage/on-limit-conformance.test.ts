@@ -6,7 +6,7 @@
  * A sibling of conformance.test.ts, which checks the algorithms themselves against a reference model.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey, onLimitKey } from '../../../src/core/keys.js';
+import { counterKey, onLimitKey } from '../../../src/vocab/keys.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
 import type { CounterStore, LimitCheck, StoreOnLimit } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
 import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName, type AlgorithmParams } from '../../../src/algorithms/types.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { luaLibraries } from '../../../src/storage/redis/batch-script.js';
 import { startRedis, type RedisServer } from '../../support/redis.js';
 import { Driver, prng } from './support.js';

@@ -21,8 +21,8 @@
  */
 import { getAlgorithm } from '../algorithms/registry.js';
 import { PARAM_BOUNDS, type AlgorithmOutcome, type Evaluation } from '../algorithms/types.js';
-import type { LimitCheck } from '../storage/counter-store.js';
-import { algorithmParams } from '../storage/on-limit-batch.js';
+import type { LimitCheck } from './counter-store.js';
+import { algorithmParams } from './on-limit-batch.js';
 
 /** The limit the aggregate is read at: far above any capacity, so its evaluation always counts. */
 export const AGGREGATE_LIMIT = PARAM_BOUNDS.maxLimit;
