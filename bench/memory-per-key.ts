@@ -10,7 +10,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { AlgorithmName } from '../src/algorithms/types.js';
+import type { AlgorithmName } from '../src/vocab/algorithm-names.js';
 import { counterKey } from '../src/vocab/keys.js';
 import type { LimitCheck } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';

@@ -1,5 +1,5 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { CapacityRuleSpec } from '../vocab/capacity-rule.js';
 import type { Unit } from '../vocab/types.js';

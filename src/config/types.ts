@@ -1,4 +1,4 @@
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
 import type { CapacityRuleSpec } from '../vocab/capacity-rule.js';
 import type { DescriptorEntry, Unit } from '../vocab/types.js';

@@ -11,7 +11,7 @@
  * the hits to stay within the limit or to be decided away from the store: lease, elastic throttling,
  * on_limit delay and degrade.
  */
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import { join, valueNode, type Field } from './fields.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { Throttling } from '../vocab/throttling.js';

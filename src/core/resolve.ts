@@ -5,7 +5,7 @@
  * bans and elastic fields (throttling/plan.ts), on_limit's store part (on-limit/checks.ts) and a lease.
  */
 import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-store.js';
 import type { Criticality } from '../vocab/throttling.js';
 import { COUNTING_ALGORITHMS } from '../config/validate-count.js';

@@ -1,4 +1,4 @@
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
 import type { CapacityCheck } from '../vocab/capacity-rule.js';
 

@@ -20,7 +20,8 @@
  * whether it is kept (counter-store.ts LimitCheck.countOver).
  */
 import { getAlgorithm } from '../algorithms/registry.js';
-import { PARAM_BOUNDS, type AlgorithmOutcome, type Evaluation } from '../algorithms/types.js';
+import { PARAM_BOUNDS } from '../vocab/algorithm-names.js';
+import type { AlgorithmOutcome, Evaluation } from '../algorithms/types.js';
 import type { LimitCheck } from './counter-store.js';
 import { algorithmParams } from './on-limit-batch.js';
 

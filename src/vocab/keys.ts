@@ -18,7 +18,7 @@
  *   algorithm or the window starts a fresh counter.
  */
 import { createHash } from 'node:crypto';
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from './algorithm-names.js';
 import type { DescriptorEntry } from './types.js';
 
 export const MAX_TAG_LENGTH = 512;

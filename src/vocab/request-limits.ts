@@ -14,7 +14,7 @@
  * RESOURCE_EXHAUSTED, HTTP 413). Messages name the setting that raises the limit. Lengths are in bytes of
  * what the string stands for (core/bytes.ts: an escaped raw byte counts 1).
  */
-import { PARAM_BOUNDS } from '../algorithms/types.js';
+import { PARAM_BOUNDS } from './algorithm-names.js';
 import { escapedByteLength } from './bytes.js';
 import { RequestTooLargeError } from './errors.js';
 import type { RateLimitRequest, RequestDescriptor } from './types.js';

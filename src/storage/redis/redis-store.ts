@@ -16,7 +16,7 @@ import { Cluster } from 'ioredis';
 import type { Clock } from '../../vocab/clock.js';
 import { systemClock } from '../../vocab/clock.js';
 import { RateLimitError, StoreError } from '../../vocab/errors.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../vocab/algorithm-names.js';
 import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
 import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';

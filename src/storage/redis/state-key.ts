@@ -2,7 +2,7 @@
  * The Redis key of an algorithm's state, given the key core/keys.ts built for the limit: the one place where a
  * change of a state layout in Redis shows in its key names (lua/algorithms/*.lua describe the layouts).
  */
-import type { AlgorithmName } from '../../algorithms/types.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
 
 /**
  * Redis state layouts this version changed: fixed_window and sliding_window_counter keep binary integers

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterKey } from '../../../src/vocab/keys.js';
-import { ALGORITHM_NAMES } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES } from '../../../src/vocab/algorithm-names.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { rawCommand } from '../../support/redis.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';

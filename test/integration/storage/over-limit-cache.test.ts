@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../../src/vocab/clock.js';
 import { counterKey } from '../../../src/vocab/keys.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
-import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
