@@ -1,5 +1,5 @@
 /**
- * A CounterStore decorator that decides the checks of capacity rules (capacity-rule.ts) in process, from a token
+ * A CounterStore decorator that decides the checks of capacity rules (vocab/capacity-rule.ts) in process, from a token
  * bucket per resource holding this replica's granted share — at most min(grant, requests_per_unit) per window,
  * refilled continuously — and passes the other checks to the store it wraps, keeping the batch contract of
  * counter-store.ts: a request is admitted iff every enforced check allows it; when a local check rejects, the

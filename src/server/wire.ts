@@ -105,7 +105,7 @@ export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
   return {
     overall_code: d.overallCode,
     statuses: d.statuses.map(statusToWire),
-    // Values may hold escaped raw bytes (core/bytes.ts); a protobuf string must be valid UTF-8 for Envoy.
+    // Values may hold escaped raw bytes (vocab/bytes.ts); a protobuf string must be valid UTF-8 for Envoy.
     response_headers_to_add: d.responseHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
     request_headers_to_add: d.requestHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
     ...(d.rawBody ? { raw_body: Buffer.from(d.rawBody) } : {}),

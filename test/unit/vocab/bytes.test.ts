@@ -1,5 +1,5 @@
 /**
- * The surrogate escape for non-UTF-8 bytes (core/bytes.ts): valid UTF-8 decodes as usual, every other
+ * The surrogate escape for non-UTF-8 bytes (vocab/bytes.ts): valid UTF-8 decodes as usual, every other
  * byte keeps its identity, and distinct byte strings never meet (as strings or as counter keys).
  */
 import { describe, expect, it } from 'vitest';
