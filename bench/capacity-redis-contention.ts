@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/capacity-redis-contention.ts [--decisions 6400]
  */
-import { FakeClock } from '../src/core/clock.js';
+import { FakeClock } from '../src/vocab/clock.js';
 import { ask, capacityConfig, startReplica, type Replica } from '../test/support/capacity-redis.js';
 import { startRedis } from '../test/support/redis.js';
 

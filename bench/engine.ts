@@ -8,9 +8,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileConfigFiles } from '../src/config/index.js';
-import { FakeClock } from '../src/core/clock.js';
+import { FakeClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
-import type { RateLimitRequest } from '../src/core/types.js';
+import type { RateLimitRequest } from '../src/vocab/types.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
 
 const args = process.argv.slice(2);

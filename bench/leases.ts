@@ -15,9 +15,9 @@
  */
 import { compileConfigFiles } from '../src/config/index.js';
 import type { CompiledConfig } from '../src/config/types.js';
-import { systemClock } from '../src/core/clock.js';
+import { systemClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
-import type { RateLimitRequest } from '../src/core/types.js';
+import type { RateLimitRequest } from '../src/vocab/types.js';
 import { LeaseManager } from '../src/lease/lease-manager.js';
 import { LeaseStore } from '../src/lease/lease-store.js';
 import { RedisLeaseBackend } from '../src/lease/redis-backend.js';

@@ -1,5 +1,5 @@
 /**
- * Bytes per key of the memory store, measured: N distinct keys (realistic counter keys from core/keys.ts,
+ * Bytes per key of the memory store, measured: N distinct keys (realistic counter keys from vocab/keys.ts,
  * one fixed_window and one token_bucket run), heapUsed and RSS before and after, each after a full GC.
  * heapUsed excludes ArrayBuffer memory (typed arrays), so heap+buffers is the figure to compare.
  * Also prints the store's own byte estimate (stats().bytes) so the accounting can be compared with the heap.
@@ -10,8 +10,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { AlgorithmName } from '../src/algorithms/types.js';
-import { counterKey } from '../src/core/keys.js';
+import type { AlgorithmName } from '../src/vocab/algorithm-names.js';
+import { counterKey } from '../src/vocab/keys.js';
 import type { LimitCheck } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
 

@@ -7,7 +7,7 @@
  *   npx tsx bench/on-limit.ts
  */
 import { compileConfigFiles } from '../src/config/index.js';
-import { FakeClock } from '../src/core/clock.js';
+import { FakeClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
 import type { CounterStore } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';

@@ -9,7 +9,7 @@
  *   npx tsx bench/redis-roundtrips.ts            # 20000 requests per level
  *   REQUESTS=50000 npx tsx bench/redis-roundtrips.ts
  */
-import { counterKey } from '../src/core/keys.js';
+import { counterKey } from '../src/vocab/keys.js';
 import type { LimitCheck } from '../src/storage/counter-store.js';
 import { createRedisStore, type RedisStore } from '../src/storage/redis/redis-store.js';
 import { rawCommand, startCluster, startRedis } from '../test/support/redis.js';

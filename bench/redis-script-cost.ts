@@ -8,7 +8,7 @@
  */
 import { Redis } from 'ioredis';
 import { compileConfigFiles } from '../src/config/index.js';
-import { systemClock } from '../src/core/clock.js';
+import { systemClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
 import { loadBatchScript } from '../src/storage/redis/batch-script.js';
 import { createRedisStore } from '../src/storage/redis/redis-store.js';

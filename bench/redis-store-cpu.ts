@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { compileConfigFiles } from '../src/config/index.js';
-import { systemClock } from '../src/core/clock.js';
+import { systemClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
 import { createRedisStore } from '../src/storage/redis/redis-store.js';
 import { rawCommand, startRedis } from '../test/support/redis.js';

@@ -7,7 +7,7 @@
  *   npx tsx bench/throttling.ts [--requests 20000] [--concurrency 64] [--rounds 3] [--cluster]
  */
 import { compileConfigFiles } from '../src/config/index.js';
-import { systemClock } from '../src/core/clock.js';
+import { systemClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
 import type { CounterStore } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';

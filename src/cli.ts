@@ -13,7 +13,7 @@ import { setHeapGrowingPercent } from './app/heap-growth.js';
 import { runQuery } from './cli/query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from './settings/settings.js';
 import { checkCombination, exposureNotices } from './settings/settings-checks.js';
-import { redactUrl } from './core/redact.js';
+import { redactUrl } from './vocab/redact.js';
 import { VERSION } from './app/version.js';
 
 const USAGE = `usage: ratelimit <command> [options]

@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import type * as Flexible from 'rate-limiter-flexible';
 import { compileConfigFiles } from '../../src/config/index.js';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/vocab/clock.js';
 import { RateLimiter } from '../../src/core/rate-limiter.js';
 import type { CounterStore } from '../../src/storage/counter-store.js';
 import { MemoryStore } from '../../src/storage/memory/memory-store.js';

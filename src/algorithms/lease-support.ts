@@ -2,7 +2,7 @@
  * Which algorithms quota leases (src/lease/, issue #13) can be taken from, and the compiled `lease:` of a
  * limit. Here, below config, storage and the lease room, because all three name them.
  */
-import type { AlgorithmName } from './types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 
 /** fixed_window, sliding_window_counter and token_bucket have units a replica can hold; see src/lease/arithmetic.ts. */
 export const LEASE_ALGORITHMS = ['fixed_window', 'sliding_window_counter', 'token_bucket'] as const;

@@ -7,7 +7,8 @@ import { leakyBucket } from './leaky-bucket.js';
 import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
-import { PARAM_BOUNDS, type Algorithm, type AlgorithmName, type AlgorithmParams } from './types.js';
+import { PARAM_BOUNDS, type AlgorithmName } from '../vocab/algorithm-names.js';
+import type { Algorithm, AlgorithmParams } from './types.js';
 
 const ALGORITHMS: Readonly<Record<AlgorithmName, Algorithm<unknown>>> = Object.freeze({
   fixed_window: fixedWindow,

@@ -6,7 +6,7 @@
 import { SidecarShares } from '../client/sidecar-shares.js';
 import { capacityLimitsOf } from '../config/capacity-rules.js';
 import type { CompiledConfig } from '../config/types.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import { CapacityRuleStore } from '../core/capacity-store.js';
 import type { CounterStore } from '../storage/counter-store.js';
 

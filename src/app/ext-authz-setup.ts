@@ -10,7 +10,7 @@ import { openRegionDatabase, type RegionDatabase } from './geoip.js';
 import { componentLogger, type Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Settings } from '../settings/settings.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 
 export interface ExtAuthzSetup {
   readonly authorizer: Authorizer;

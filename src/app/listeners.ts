@@ -10,7 +10,7 @@ import type { RulesHolder } from './reloader.js';
 import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from '../server/debug-http.js';
 import type { ReloadingServerCredentials } from '../server/tls-credentials.js';
 import type { Settings } from '../settings/settings.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 
 /**
  * GRPC_TLS_*: undefined for plaintext; throws a StartupError naming the setting and file when unusable. The

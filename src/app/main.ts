@@ -2,8 +2,8 @@
  * The composition root (style.md #2): settings → logger, metrics → store → rules → engine → servers.
  * Only this module (and cli.ts, which calls it) reads settings; everything else takes options objects.
  */
-import { systemClock, type Clock } from '../core/clock.js';
-import { clockTimer, type Timer } from '../core/timer.js';
+import { systemClock, type Clock } from '../vocab/clock.js';
+import { clockTimer, type Timer } from '../vocab/timer.js';
 import { RateLimiter } from '../core/rate-limiter.js';
 import { withOversizedLog } from '../core/observer.js';
 import { throttledLog } from '../storage/throttled-log.js';
@@ -25,9 +25,9 @@ import { ServiceHealth } from '../server/service-health.js';
 import { setUpExtAuthz, type ExtAuthzSetup } from './ext-authz-setup.js';
 import { DeadlineMargin } from '../server/deadline-margin.js';
 import { LoopClock } from '../server/loop-clock.js';
-import type { RequestLimits } from '../core/request-limits.js';
+import type { RequestLimits } from '../vocab/request-limits.js';
 import type { Notice, Settings } from '../settings/settings.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 import { buildStore, redisOptions } from './store-factory.js';
 import { createRedisStore, type RedisStore } from '../storage/redis/redis-store.js';
 import { leaseRulesHook } from '../lease/rules-hook.js';

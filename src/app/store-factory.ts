@@ -6,8 +6,8 @@
  *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS),
  *            behind the quota leases (src/lease/: limits with `lease:` decide from units leased to this replica).
  */
-import type { Clock } from '../core/clock.js';
-import { counterKey } from '../core/keys.js';
+import type { Clock } from '../vocab/clock.js';
+import { counterKey } from '../vocab/keys.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Settings } from '../settings/settings.js';
@@ -15,13 +15,13 @@ import type { CounterStore } from '../storage/counter-store.js';
 import { MemoryStore } from '../storage/memory/memory-store.js';
 import { OverLimitCache } from '../storage/over-limit-cache.js';
 import { parseHostPorts } from '../storage/redis/options.js';
-import { redactUrl } from '../core/redact.js';
+import { redactUrl } from '../vocab/redact.js';
 import { createRedisStore, type RedisStore, type RedisStoreOptions } from '../storage/redis/redis-store.js';
 import { ResilientStore } from '../storage/resilient.js';
 import { LeaseManager } from '../lease/lease-manager.js';
 import { LeaseStore } from '../lease/lease-store.js';
 import { RedisLeaseBackend } from '../lease/redis-backend.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 import { throttledLog } from '../storage/throttled-log.js';
 
 export function redisOptions(settings: Settings, clock: Clock, log: Logger): RedisStoreOptions {

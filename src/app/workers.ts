@@ -11,7 +11,7 @@
  */
 import cluster from 'node:cluster';
 import type { Settings } from '../settings/settings.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 
 export function checkWorkers(settings: Settings): void {
   if (settings.workers > 1 && settings.backend === 'memory') {

@@ -8,8 +8,8 @@
  * - the store failed and FAILURE_MODE=closed → status UNAVAILABLE with a 503 that says so.
  * Every header carries explicit append semantics: the first value of a name replaces, later ones add.
  */
-import { wellFormed } from '../core/bytes.js';
-import type { HeaderValue, RateLimitDecision } from '../core/types.js';
+import { wellFormed } from '../vocab/bytes.js';
+import type { HeaderValue, RateLimitDecision } from '../vocab/types.js';
 import type { AnswerHeader, CheckAnswer } from './types.js';
 
 export const GRPC_OK = 0;

@@ -9,7 +9,7 @@
  * - Bad input is thrown (InvalidRequestError, RequestTooLargeError): the server turns it into a gRPC error.
  */
 import type { CompiledConfig } from '../config/types.js';
-import { StoreError } from '../core/errors.js';
+import { StoreError } from '../vocab/errors.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import { ALLOW_EMPTY, GRPC_OK, GRPC_UNAVAILABLE, answerFor, storeFailureAnswer } from './answer.js';
 import { buildDescriptors, type DescriptorOptions } from './descriptors.js';

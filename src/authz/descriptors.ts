@@ -5,7 +5,7 @@
  * leaves the entry out; a descriptor left with no entries is not sent.
  */
 import type { CompiledAuthz, CompiledAuthzAction } from '../config/authz-types.js';
-import type { DescriptorEntry, RequestDescriptor } from '../core/types.js';
+import type { DescriptorEntry, RequestDescriptor } from '../vocab/types.js';
 import { formatIp, maskIp, parseIp, type IpAddress } from './ip.js';
 import { allHeadersMatch, allQueryParametersMatch } from './matchers.js';
 import { normalizePath } from './path.js';

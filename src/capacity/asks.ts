@@ -10,7 +10,7 @@
  *   kept under its key (ids.ts idKey: itself, or its SHA-256 when longer than 1,024 bytes);
  * - a resource named twice or more: the last entry is decided, and every entry of it gets that answer.
  */
-import { InvalidRequestError } from '../core/errors.js';
+import { InvalidRequestError } from '../vocab/errors.js';
 import { idKey, idText } from './ids.js';
 import type * as M from './messages.js';
 

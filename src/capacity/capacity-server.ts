@@ -5,8 +5,8 @@
  * resource's algorithm, record the lease and answer it. As Doorman: one resource per (template, id), created
  * on first use; templates re-read on every decision so a reload applies at once.
  */
-import type { Clock } from '../core/clock.js';
-import { RequestTooLargeError } from '../core/errors.js';
+import type { Clock } from '../vocab/clock.js';
+import { RequestTooLargeError } from '../vocab/errors.js';
 import { decideShare } from './algorithms.js';
 import { capacityAsks, MAX_AMOUNT, serverCapacityAsks, type Ask, type Asks, type ResourceAsk } from './asks.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';

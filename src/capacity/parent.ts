@@ -7,7 +7,7 @@
  * to at most 10 s while the parent cannot be reached. A resource seen for the first time is asked for at once.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import type { Logger } from '../observability/log.js';
 import type { CapacityServer } from './capacity-server.js';
 import { idText } from './ids.js';

@@ -17,8 +17,8 @@
  * Learning mode counts from the resource's marker key: set when the state began (first use, or after Redis
  * lost it: a flush, a failover to an empty replica), so a replica restart keeps the state and no learning.
  */
-import type { Clock } from '../core/clock.js';
-import { RateLimitError, StoreError } from '../core/errors.js';
+import type { Clock } from '../vocab/clock.js';
+import { RateLimitError, StoreError } from '../vocab/errors.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, serverCapacityAsks, type Ask, type Asks } from './asks.js';
 import { answered, leaseMessage, type CapacityServer, type Resource } from './capacity-server.js';

@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { capacityKeys } from '../core/keys.js';
+import { capacityKeys } from '../vocab/keys.js';
 import { BatchCommands, type BatchScript } from '../storage/redis/batch-script.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { syncBands, type Resource } from './capacity-server.js';

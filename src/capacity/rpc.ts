@@ -6,7 +6,7 @@
  * INVALID_ARGUMENT on both (a throwing grpc-js deserializer would answer INTERNAL).
  */
 import * as grpc from '@grpc/grpc-js';
-import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
+import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
 import { toGrpcError } from '../server/grpc-errors.js';
 import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './messages.js';
 import type * as M from './messages.js';

@@ -7,9 +7,9 @@
  */
 import { dirname } from 'node:path';
 import { watchConfigDir } from '../config/watcher.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import type { Logger } from '../observability/log.js';
-import { StartupError } from '../app/startup-error.js';
+import { StartupError } from '../vocab/startup-error.js';
 import { CapacityServer, type CapacityObserver } from './capacity-server.js';
 import type { CapacityConfig } from './config.js';
 import { capacityStats, describeCapacity } from './describe.js';

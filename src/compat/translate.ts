@@ -5,7 +5,7 @@
  * ignored). Pure: settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
-import { redactUrl } from '../core/redact.js';
+import { redactUrl } from '../vocab/redact.js';
 import { REFERENCE_SETTINGS } from './reference-settings.js';
 
 export interface Notice {

@@ -3,7 +3,7 @@
  * entry per limit with `capacity:`, with its ceiling (requests_per_unit) and window. Read from the config's
  * description (the same view /rules serves), after each successful load.
  */
-import type { CapacityFallback } from '../core/capacity-rule.js';
+import type { CapacityFallback } from '../vocab/capacity-rule.js';
 import type { ConfigDescription } from './describe.js';
 import type { CompiledConfig } from './types.js';
 

@@ -6,7 +6,7 @@
 import { formatWindow } from './duration.js';
 import { describeOnLimit } from './on-limit-types.js';
 import type { RawDescriptor } from './raw.js';
-import { describeThrottling, type DescribedThrottling } from '../throttling/describe.js';
+import { describeThrottling, type DescribedThrottling } from './describe-throttling.js';
 import type { CompiledRule } from './types.js';
 import { runAtOnce, type Steps } from './slices.js';
 

@@ -5,7 +5,7 @@
  */
 import type { Node } from 'yaml';
 import { isMap, isScalar } from 'yaml';
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import { parseDuration } from './duration.js';
 import { join, readFields, readMap, valueNode } from './fields.js';
 import type { Field } from './fields.js';

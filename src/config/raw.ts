@@ -1,10 +1,10 @@
 /** The validated, not yet indexed, form of one rules file (output of validate.ts, input of compile.ts). */
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
-import type { CapacityRuleSpec } from '../core/capacity-rule.js';
-import type { Unit } from '../core/types.js';
+import type { CapacityRuleSpec } from '../vocab/capacity-rule.js';
+import type { Unit } from '../vocab/types.js';
 import type { RawAuthz } from './authz-types.js';
-import type { Shares, Throttling } from '../throttling/types.js';
+import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { JsonValue } from './yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 

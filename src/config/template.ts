@@ -5,10 +5,10 @@
  *
  * Rendering is total: any string renders and nothing throws. That matters because Envoy fails open by
  * default: an error answered to a request whose values a client chose is a request never limited. Values
- * may hold raw bytes that were not UTF-8 (lone surrogates U+DC80..U+DCFF, core/bytes.ts) or, over /json,
+ * may hold raw bytes that were not UTF-8 (lone surrogates U+DC80..U+DCFF, vocab/bytes.ts) or, over /json,
  * any lone surrogate: a URL gets the bytes percent-encoded, a body gets U+FFFD for them.
  */
-import { encodeEscaped, wellFormed } from '../core/bytes.js';
+import { encodeEscaped, wellFormed } from '../vocab/bytes.js';
 
 
 export const PLACEHOLDERS = ['retry_after', 'limit', 'remaining', 'window', 'name', 'domain', 'descriptor', 'reset_at'] as const;

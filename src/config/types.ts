@@ -1,10 +1,10 @@
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseSpec } from '../algorithms/lease-support.js';
-import type { CapacityRuleSpec } from '../core/capacity-rule.js';
-import type { DescriptorEntry, Unit } from '../core/types.js';
+import type { CapacityRuleSpec } from '../vocab/capacity-rule.js';
+import type { DescriptorEntry, Unit } from '../vocab/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
-import type { Shares, Throttling } from '../throttling/types.js';
+import type { Shares, Throttling } from '../vocab/throttling.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the

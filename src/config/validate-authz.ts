@@ -5,7 +5,7 @@
  */
 import { isScalar, isSeq } from 'yaml';
 import type { YAMLMap } from 'yaml';
-import { DEFAULT_REQUEST_LIMITS } from '../core/request-limits.js';
+import { DEFAULT_REQUEST_LIMITS } from '../vocab/request-limits.js';
 import type { RawAuthz, RawAuthzAction } from './authz-types.js';
 import { join, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';

@@ -3,10 +3,10 @@
  * replaces) plus our extensions (window, algorithm, burst, several limits on one key, file defaults).
  */
 import type { Node, YAMLMap } from 'yaml';
-import { ALGORITHM_NAMES, isAlgorithmName } from '../algorithms/types.js';
-import type { AlgorithmName } from '../algorithms/types.js';
-import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../core/types.js';
-import type { Unit } from '../core/types.js';
+import { ALGORITHM_NAMES, isAlgorithmName } from '../vocab/algorithm-names.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
+import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../vocab/types.js';
+import type { Unit } from '../vocab/types.js';
 import { paramsError } from '../algorithms/registry.js';
 import { parseWindow } from './duration.js';
 import { readOnLimit } from './on-limit.js';

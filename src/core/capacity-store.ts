@@ -1,5 +1,5 @@
 /**
- * A CounterStore decorator that decides the checks of capacity rules (capacity-rule.ts) in process, from a token
+ * A CounterStore decorator that decides the checks of capacity rules (vocab/capacity-rule.ts) in process, from a token
  * bucket per resource holding this replica's granted share — at most min(grant, requests_per_unit) per window,
  * refilled continuously — and passes the other checks to the store it wraps, keeping the batch contract of
  * counter-store.ts: a request is admitted iff every enforced check allows it; when a local check rejects, the
@@ -8,8 +8,8 @@
  * One bucket per resource and replica (not per descriptor value): the grant is the replica's share of the
  * resource, for all the traffic of the rules that name it. Memory: one small object per configured resource.
  */
-import type { Clock } from './clock.js';
-import type { CapacityShares } from './capacity-rule.js';
+import type { Clock } from '../vocab/clock.js';
+import type { CapacityShares } from '../vocab/capacity-rule.js';
 import { applyRest } from '../storage/split-batch.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 

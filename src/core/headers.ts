@@ -9,7 +9,7 @@
  */
 import type { CompiledLimit } from '../config/types.js';
 import type { LimitOutcome } from '../storage/counter-store.js';
-import type { HeaderValue } from './types.js';
+import type { HeaderValue } from '../vocab/types.js';
 
 export interface HeaderOptions {
   /** Where the IETF RateLimit headers go: every response, rejections only, or nowhere. */

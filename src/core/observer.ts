@@ -1,6 +1,6 @@
 import type { ThrottlingCounts } from '../throttling/report.js';
-import type { OversizedField } from './request-limits.js';
-import type { Criticality } from '../throttling/types.js';
+import type { OversizedField } from '../vocab/request-limits.js';
+import type { Criticality } from '../vocab/throttling.js';
 
 /**
  * What the decision engine reports about each decision, so metrics and logs can be kept without the

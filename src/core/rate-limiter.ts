@@ -14,21 +14,21 @@
  */
 import type { CompiledConfig } from '../config/types.js';
 import type { CounterStore, LimitOutcome } from '../storage/counter-store.js';
-import type { Clock } from './clock.js';
-import { InvalidRequestError } from './errors.js';
+import type { Clock } from '../vocab/clock.js';
+import { InvalidRequestError } from '../vocab/errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
 import { buildResponseHeaders, type HeaderOptions, type AppliedLimit } from './headers.js';
 import { withBackoff } from './on-limit/checks.js';
 import { AtLimit, checkOwners } from './on-limit/respond.js';
-import { clockTimer, type Timer } from './timer.js';
+import { clockTimer, type Timer } from '../vocab/timer.js';
 import { noopObserver, type DecisionObserver } from './observer.js';
-import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
+import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
 import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js';
 import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
 import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
-import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from './types.js';
+import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
 

@@ -5,14 +5,14 @@
  * bans and elastic fields (throttling/plan.ts), on_limit's store part (on-limit/checks.ts) and a lease.
  */
 import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/types.js';
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-store.js';
-import type { Criticality } from '../throttling/types.js';
+import type { Criticality } from '../vocab/throttling.js';
 import { COUNTING_ALGORITHMS } from '../config/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
-import { counterKey, envoyCounterKey } from './keys.js';
+import { counterKey, envoyCounterKey } from '../vocab/keys.js';
 import { storeOnLimit } from './on-limit/checks.js';
-import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from './types.js';
+import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from '../vocab/types.js';
 
 export interface PlanContext {
   readonly keyPrefix: string;

@@ -13,7 +13,7 @@
  * Ours beside them, when quota_mode rules matched: `quotaModeEnabled` and `quotaModeViolations` (the indexes of
  * the quota-mode descriptors over their limit), which the reference does not send.
  */
-import type { RateLimitRequest, RequestDescriptor } from './types.js';
+import type { RateLimitRequest, RequestDescriptor } from '../vocab/types.js';
 
 type Metadata = Readonly<Record<string, unknown>>;
 

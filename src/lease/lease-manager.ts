@@ -8,7 +8,7 @@
  * or is not answered by the request's deadline leaves the request to the ordinary path (and so to the
  * failure mode); its units, if Redis counted them after all, still land in the lease.
  */
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import type { LimitCheck } from '../storage/counter-store.js';
 import { isLeaseAlgorithm } from '../algorithms/lease-support.js';
 import type { ClaimArgs, ClaimReply, GiveBackArgs } from '../storage/redis/lease-scripts.js';

@@ -13,7 +13,7 @@
  *
  * Under a lease, `remaining` is the limit's remaining at the last claim less this replica's use since.
  */
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 import { applyRest } from '../storage/split-batch.js';
 import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager.js';

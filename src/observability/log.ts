@@ -8,7 +8,7 @@
  * depend on pino.
  */
 import pino from 'pino';
-import { redactUrlsIn } from '../core/redact.js';
+import { redactUrlsIn } from '../vocab/redact.js';
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error';
 

@@ -14,7 +14,7 @@ import type { RlqsMetrics } from '../observability/metrics-rlqs.js';
 import type { BidiRoute } from '../server/bidi/bidi-route.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { throttledLog } from '../storage/throttled-log.js';
-import { systemClock } from '../core/clock.js';
+import { systemClock } from '../vocab/clock.js';
 import { QuotaBook } from './book.js';
 import { bucketRule } from './rules.js';
 import { rlqsRoute } from './service.js';

@@ -23,7 +23,7 @@
  * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
  */
 import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
-import { escapedByteLength } from '../core/bytes.js';
+import { escapedByteLength } from '../vocab/bytes.js';
 import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';

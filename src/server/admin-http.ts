@@ -9,9 +9,9 @@
  */
 import * as http from 'node:http';
 import { listenHttp } from './http-listen.js';
-import { RateLimitError } from '../core/errors.js';
+import { RateLimitError } from '../vocab/errors.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
 import type { Registry } from 'prom-client';
 import { decisionToJson, requestFromJson } from './json-api.js';
 

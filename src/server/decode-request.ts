@@ -12,10 +12,10 @@
  * Field numbers are Envoy's (shared/protocol.md §1–2). Unknown fields are skipped; a known field with the
  * wrong wire type, a truncated field, an over-long varint or a group is malformed.
  */
-import { decodeEscaped } from '../core/bytes.js';
-import { InvalidRequestError } from '../core/errors.js';
-import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../core/request-limits.js';
-import type { DescriptorEntry, RateLimitRequest, RequestDescriptor } from '../core/types.js';
+import { decodeEscaped } from '../vocab/bytes.js';
+import { InvalidRequestError } from '../vocab/errors.js';
+import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../vocab/request-limits.js';
+import type { DescriptorEntry, RateLimitRequest, RequestDescriptor } from '../vocab/types.js';
 import { requestDescriptor, unitFromWire } from './wire.js';
 
 const VARINT = 0;

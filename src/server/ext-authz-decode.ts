@@ -10,8 +10,8 @@
  */
 import type { CheckAttributes, HttpAttributes } from '../authz/types.js';
 import { parseIp } from '../authz/ip.js';
-import { wellFormed } from '../core/bytes.js';
-import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
+import { wellFormed } from '../vocab/bytes.js';
+import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
 import { FieldCursor } from './protobuf-fields.js';
 
 export interface CheckRequestLimits {

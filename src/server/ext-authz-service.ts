@@ -6,7 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Authorizer } from '../authz/authorize.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS, type CheckRequestLimits } from './ext-authz-decode.js';
 import { encodeCheckResponse } from './ext-authz-encode.js';
 import { toGrpcError } from './grpc-errors.js';

@@ -4,8 +4,8 @@
  * InvalidRequestError naming where, and unknown fields are skipped. It allocates nothing per field (no closures,
  * no field objects): a Check is decoded on every request.
  */
-import { decodeEscaped } from '../core/bytes.js';
-import { InvalidRequestError } from '../core/errors.js';
+import { decodeEscaped } from '../vocab/bytes.js';
+import { InvalidRequestError } from '../vocab/errors.js';
 
 export const WIRE_VARINT = 0;
 export const WIRE_LEN = 2;

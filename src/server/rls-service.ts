@@ -1,8 +1,8 @@
 /** envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit: wire → engine → wire. */
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../core/request-limits.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
 import { decodeRateLimitRequest } from './decode-request.js';
 import { toGrpcError } from './grpc-errors.js';
 import { Code, GrpcStatusError } from './lean/grpc-wire.js';

@@ -5,9 +5,9 @@
  * only in the HTTP/2 / gRPC machinery.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import type { RequestLimits } from '../core/request-limits.js';
+import type { RequestLimits } from '../vocab/request-limits.js';
 import { callTimingInterceptor, metricMethodName } from './call-timing.js';
 import { CHECK_PATH, checkCall, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
 import { toGrpcError } from './grpc-errors.js';

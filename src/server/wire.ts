@@ -3,8 +3,8 @@
  * longs as strings) and the engine's protocol-free types. Decoding never throws on odd input:
  * anything malformed becomes an InvalidRequestError with a message.
  */
-import { wellFormed } from '../core/bytes.js';
-import { InvalidRequestError } from '../core/errors.js';
+import { wellFormed } from '../vocab/bytes.js';
+import { InvalidRequestError } from '../vocab/errors.js';
 import {
   UNITS,
   type DescriptorEntry,
@@ -14,7 +14,7 @@ import {
   type RateLimitRequest,
   type RequestDescriptor,
   type Unit,
-} from '../core/types.js';
+} from '../vocab/types.js';
 
 export interface WireEntry { key?: string; value?: string }
 export interface WireDescriptor {
@@ -105,7 +105,7 @@ export function responseToWire(d: RateLimitDecision): Record<string, unknown> {
   return {
     overall_code: d.overallCode,
     statuses: d.statuses.map(statusToWire),
-    // Values may hold escaped raw bytes (core/bytes.ts); a protobuf string must be valid UTF-8 for Envoy.
+    // Values may hold escaped raw bytes (vocab/bytes.ts); a protobuf string must be valid UTF-8 for Envoy.
     response_headers_to_add: d.responseHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
     request_headers_to_add: d.requestHeadersToAdd.map((h) => ({ key: wellFormed(h.key), value: wellFormed(h.value) })),
     ...(d.rawBody ? { raw_body: Buffer.from(d.rawBody) } : {}),

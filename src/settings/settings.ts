@@ -3,7 +3,7 @@
  * Only the composition root (main.ts / cli.ts) calls loadSettings(); nothing else reads process.env.
  * The settings table of docs/settings.md is checked against this list by a test.
  */
-import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../core/request-limits.js';
+import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';

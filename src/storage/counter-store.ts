@@ -1,6 +1,6 @@
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LeaseAlgorithm, LeaseSpec } from '../algorithms/lease-support.js';
-import type { CapacityCheck } from '../core/capacity-rule.js';
+import type { CapacityCheck } from '../vocab/capacity-rule.js';
 
 /** The algorithms a refund applies to; leaky_bucket keeps token_bucket's state (giveBackAlgorithm). */
 export type RefundAlgorithm = LeaseAlgorithm | 'leaky_bucket';
@@ -12,7 +12,7 @@ export function giveBackAlgorithm(algorithm: RefundAlgorithm): LeaseAlgorithm {
 
 /** One limit to check (and maybe count) for one request. */
 export interface LimitCheck {
-  /** Storage key of this limit's state, from core/keys.ts; the store uses it as it is. */
+  /** Storage key of this limit's state, from vocab/keys.ts; the store uses it as it is. */
   readonly key: string;
   readonly algorithm: AlgorithmName;
   /** L: requests per window (integer >= 0). */
@@ -79,7 +79,7 @@ export interface LimitCheck {
  *   under degradeKey (a fixed window of the limit's length); degradeMax absent = no bound.
  * - backoffKey: count consecutive rejections of this check's key under backoffKey (kept backoffTtlMs ms),
  *   reported as `rejections`; reset by the first admitted request that counts hits.
- * The keys come from core/keys.ts onLimitKey (same Redis Cluster slot as `key`).
+ * The keys come from vocab/keys.ts onLimitKey (same Redis Cluster slot as `key`).
  */
 export interface StoreOnLimit {
   readonly maxDelayMs?: number;
@@ -154,7 +154,7 @@ export interface StoreHealth {
  * the checks with countOver 'always'.
  *
  * Implementations: memory (embedded default) and Redis. Over limit is a result, never an exception;
- * a store that cannot answer rejects the promise with a StoreError (core/errors.ts).
+ * a store that cannot answer rejects the promise with a StoreError (vocab/errors.ts).
  */
 export interface CounterStore {
   readonly kind: string;

@@ -1,8 +1,8 @@
 /**
  * The one request-deadline guard of the stores (RedisStore for its calls, ResilientStore for its primary).
  */
-import type { Clock } from '../core/clock.js';
-import { StoreError } from '../core/errors.js';
+import type { Clock } from '../vocab/clock.js';
+import { StoreError } from '../vocab/errors.js';
 
 /**
  * Start `work` and settle by the absolute deadline, else reject with STORE_TIMEOUT (the late result is

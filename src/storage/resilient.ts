@@ -16,8 +16,8 @@
  * the call, and the script refuses to run past it (batch.lua ARGV[3]); a commit that still lands after the
  * give-up (within the clock guard) is counted in ratelimit_redis_late_commits_total.
  */
-import type { Clock } from '../core/clock.js';
-import { StoreError } from '../core/errors.js';
+import type { Clock } from '../vocab/clock.js';
+import { StoreError } from '../vocab/errors.js';
 import { withDeadline } from './deadline.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from './counter-store.js';
 

@@ -3,7 +3,7 @@
  * every reconnect attempt fail; logging each would flood the logs and cost more than the requests.
  * The next line written for a message says how many were suppressed since the last one.
  */
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../vocab/clock.js';
 
 /** Where storage code reports problems; the composition root passes its logger. */
 export type LogFn = (message: string, error?: unknown) => void;

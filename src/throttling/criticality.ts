@@ -3,8 +3,8 @@
  * descriptor before matching and counting; the first one (in descriptor and entry order) names the request's
  * class, `critical`, `default` or `sheddable` in any case. Missing or unknown means `default`.
  */
-import type { RateLimitRequest } from '../core/types.js';
-import type { Criticality } from './types.js';
+import type { RateLimitRequest } from '../vocab/types.js';
+import type { Criticality } from '../vocab/throttling.js';
 
 export const DEFAULT_CRITICALITY_KEY = 'criticality';
 

@@ -10,9 +10,9 @@
  * The store reports remaining against A; reportedRemaining turns it back into what the client sees.
  */
 import type { CompiledLimit } from '../config/types.js';
-import { banKey, elasticKey } from '../core/keys.js';
+import { banKey, elasticKey } from '../vocab/keys.js';
 import type { LimitCheck } from '../storage/counter-store.js';
-import { PPM, scalePpm, type Criticality } from './types.js';
+import { PPM, scalePpm, type Criticality } from '../vocab/throttling.js';
 
 export interface PlanContext {
   readonly keyPrefix: string;

@@ -10,9 +10,9 @@
  * The first three only on an admitted request; one header per kind, listing every limit concerned.
  */
 import type { CompiledLimit } from '../config/types.js';
-import type { HeaderValue } from '../core/types.js';
+import type { HeaderValue } from '../vocab/types.js';
 import type { LimitCheck, LimitOutcome } from '../storage/counter-store.js';
-import type { Criticality } from './types.js';
+import type { Criticality } from '../vocab/throttling.js';
 
 export const SOFT_EXCEEDED_HEADER = 'x-ratelimit-soft-exceeded';
 export const SOFT_WARNING_HEADER = 'x-ratelimit-soft-warning';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/vocab/clock.js';
 import { capacityCaller, doormanTool, startDoorman, type CapacityCaller, type DoormanServer } from '../support/capacity-peers.js';
 import { startRedis } from '../support/redis.js';
 import { startTestService, type TestService } from '../support/service.js';

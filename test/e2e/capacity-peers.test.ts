@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCapacityCli } from '../../src/capacity/cli.js';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/vocab/clock.js';
 import { capacityCaller, doormanTool, startDoorman, type CapacityCaller } from '../support/capacity-peers.js';
 import { close, sendStep, type Step } from '../support/capacity-sequences.js';
 import { eventually } from '../support/eventually.js';

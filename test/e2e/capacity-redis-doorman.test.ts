@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/vocab/clock.js';
 import { capacityCaller, doormanTool, startDoorman, type CapacityCaller, type DoormanServer } from '../support/capacity-peers.js';
 import { close, randomSequence, sendStep, type Step } from '../support/capacity-sequences.js';
 import { startRedis } from '../support/redis.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { capacityCaller, type CapacityCaller } from '../support/capacity-peers.js';
 import { eventually } from '../support/eventually.js';
 import { redisPid } from '../support/redis-faults.js';

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { capacityCaller, type CapacityCaller } from '../support/capacity-peers.js';
 import { startRedis } from '../support/redis.js';
 import { startTestService, type TestService } from '../support/service.js';

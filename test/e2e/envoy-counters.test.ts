@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
 import { freePort, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { startService, type RunningService } from '../../src/app/main.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { AuthzTestClient, type HttpRequestSpec } from '../support/authz-client.js';
 import { testSettings } from '../support/service.js';
 

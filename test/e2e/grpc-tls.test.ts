@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startService, StartupError, type RunningService } from '../../src/app/main.js';
 import { createMetrics } from '../../src/observability/metrics.js';

@@ -5,7 +5,7 @@
  * with the gRPC call that follows it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALGORITHM_NAMES } from '../../src/algorithms/types.js';
+import { ALGORITHM_NAMES } from '../../src/vocab/algorithm-names.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient, type WireResponse } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';

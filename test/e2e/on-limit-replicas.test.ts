@@ -3,7 +3,7 @@
  * as synchronised hosts have) see one consecutive-rejection count and one degrade_max budget per key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient, type WireResponse } from '../support/rls-client.js';

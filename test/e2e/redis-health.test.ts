@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { createLogger } from '../../src/observability/log.js';
 import { startService } from '../../src/app/main.js';
 import { createMetrics } from '../../src/observability/metrics.js';

@@ -6,8 +6,8 @@
 import { CapacityServer } from '../../src/capacity/capacity-server.js';
 import { parseCapacityConfig, type CapacityConfig } from '../../src/capacity/config.js';
 import { RedisCapacity, unpackLease, type RedisCapacityOptions } from '../../src/capacity/redis-capacity.js';
-import type { FakeClock } from '../../src/core/clock.js';
-import { capacityKeys } from '../../src/core/keys.js';
+import type { FakeClock } from '../../src/vocab/clock.js';
+import { capacityKeys } from '../../src/vocab/keys.js';
 import { createRedisStore, type RedisStore, type RedisStoreOptions } from '../../src/storage/redis/redis-store.js';
 
 export const PREFIX = 'rl:';

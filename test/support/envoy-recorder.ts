@@ -6,8 +6,8 @@
  */
 import { connect, createServer, type ClientHttp2Session, type Http2Server, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_REQUEST_LIMITS } from '../../src/core/request-limits.js';
-import type { RateLimitRequest } from '../../src/core/types.js';
+import { DEFAULT_REQUEST_LIMITS } from '../../src/vocab/request-limits.js';
+import type { RateLimitRequest } from '../../src/vocab/types.js';
 import { decodeRateLimitRequest } from '../../src/server/decode-request.js';
 
 export interface RecordedCall {

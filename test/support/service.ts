@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeClock } from '../../src/core/clock.js';
-import { FakeTimer } from '../../src/core/timer.js';
+import { FakeClock } from '../../src/vocab/clock.js';
+import { FakeTimer } from '../../src/vocab/timer.js';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { startService, type RunningService } from '../../src/app/main.js';

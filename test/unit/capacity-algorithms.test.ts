@@ -8,7 +8,7 @@ import { decideShare, type ShareView } from '../../src/capacity/algorithms.js';
 import { CapacityServer } from '../../src/capacity/capacity-server.js';
 import { parseCapacityConfig, type AlgorithmKind } from '../../src/capacity/config.js';
 import { LeaseStore } from '../../src/capacity/lease-store.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { prng } from '../support/prng.js';
 
 function server(kind: string, options: { learning?: number; lease?: number; capacity?: number; extra?: string } = {}) {

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { CapacityServer } from '../../src/capacity/capacity-server.js';
 import { parseCapacityConfig } from '../../src/capacity/config.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 
 const BIG = 20_000;
 const SMALL = 10;

@@ -1,7 +1,7 @@
 /** envoyproxy/ratelimit's settings, read under their own names and meanings (issue #8). */
 import { describe, expect, it } from 'vitest';
 import { REFERENCE_SETTINGS } from '../../src/compat/reference-settings.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { createLogger } from '../../src/observability/log.js';
 import { SETTINGS, SettingsError, loadSettings } from '../../src/settings/settings.js';
 import { planClient } from '../../src/storage/redis/options.js';

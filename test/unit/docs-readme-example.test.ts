@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfigDir } from '../../src/config/index.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock } from '../../src/vocab/clock.js';
 import { RateLimiter } from '../../src/core/rate-limiter.js';
-import { FakeTimer } from '../../src/core/timer.js';
+import { FakeTimer } from '../../src/vocab/timer.js';
 import { MemoryStore } from '../../src/storage/memory/memory-store.js';
 
 const README = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');

@@ -4,7 +4,7 @@
  */
 import type { CompiledLimit } from '../../config/types.js';
 import type { LimitOutcome, StoreOnLimit } from '../../storage/counter-store.js';
-import { onLimitKey } from '../keys.js';
+import { onLimitKey } from '../../vocab/keys.js';
 
 /**
  * The store-side on_limit of a check on `key`, or nothing when the limit needs none (plain rejection, or one

@@ -16,8 +16,8 @@ import type { CompiledOnLimit, OnLimitHeader } from '../../config/on-limit-types
 import { escapingFor, renderTemplate, type TemplateValues } from '../../config/template.js';
 import type { LimitCheck, LimitOutcome, Refund } from '../../storage/counter-store.js';
 import type { DecisionObserver } from '../observer.js';
-import type { Timer } from '../timer.js';
-import type { HeaderValue, RateLimitDecision, RateLimitRequest } from '../types.js';
+import type { Timer } from '../../vocab/timer.js';
+import type { HeaderValue, RateLimitDecision, RateLimitRequest } from '../../vocab/types.js';
 
 /** Which limit, of which descriptor, a check is for. */
 export interface CheckOwner {
@@ -160,7 +160,7 @@ function templateValues(input: AtLimitInput, i: number, retryAfter: number): Tem
 
 /**
  * The longest {{descriptor}} inserted, in UTF-16 units: a value may be longer than MAX_VALUE_BYTES (decided all
- * the same, core/request-limits.ts), and a header or a location of tens of kilobytes would pass Envoy's header
+ * the same, vocab/request-limits.ts), and a header or a location of tens of kilobytes would pass Envoy's header
  * size limits. Longer text is cut and ends with '…' (a surrogate pair cut in half renders like any raw byte).
  */
 export const MAX_DESCRIPTOR_TEXT = 1024;

@@ -3,9 +3,9 @@
  * request limits, decode-request.ts) → engine → hand-written encoder → bytes. Errors become statuses through
  * the same mapping as grpc-js (grpc-errors.ts, via the server's toStatus).
  */
-import type { Clock } from '../../core/clock.js';
+import type { Clock } from '../../vocab/clock.js';
 import type { RateLimiter } from '../../core/rate-limiter.js';
-import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../core/request-limits.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
 import { decodeRateLimitRequest } from '../decode-request.js';
 import { encodeRateLimitResponse } from '../encode-response.js';
 import { decisionDeadline } from '../rls-service.js';

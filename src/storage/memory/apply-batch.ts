@@ -15,7 +15,7 @@
  */
 import { getAlgorithm } from '../../algorithms/registry.js';
 import type { AlgorithmOutcome } from '../../algorithms/types.js';
-import { evaluateCheck, type StepResult, type StepWrite } from '../../throttling/store-step.js';
+import { evaluateCheck, type StepResult, type StepWrite } from '../throttling-step.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { algorithmParams, degradeCheck, trackBackoff, withOnLimit } from '../on-limit-batch.js';
 

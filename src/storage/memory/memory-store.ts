@@ -18,7 +18,7 @@
  * (counted in stats().unstored): the request is answered as the first of its key, and nothing stored is
  * lost. An update of a key already stored is always kept. Each step is O(1) amortised: no full scans.
  */
-import { RateLimitError } from '../../core/errors.js';
+import { RateLimitError } from '../../vocab/errors.js';
 import { getAlgorithm } from '../../algorithms/registry.js';
 import { giveBackUnits } from '../../algorithms/give-back.js';
 import { giveBackAlgorithm, type CounterStore, type LimitCheck, type LimitOutcome, type Refund } from '../counter-store.js';

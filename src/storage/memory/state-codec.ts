@@ -6,7 +6,7 @@
  * round trip is exact) and cost nothing extra; reading one builds a fresh object, which the algorithm
  * treats as immutable input. sliding_window_log's log is variable-sized and stays the object it is.
  */
-import type { AlgorithmName } from '../../algorithms/types.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
 import type { FixedWindowState } from '../../algorithms/fixed-window.js';
 import type { MeterState } from '../../algorithms/meter.js';
 import type { SlidingWindowCounterState } from '../../algorithms/sliding-window-counter.js';

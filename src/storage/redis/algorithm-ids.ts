@@ -2,7 +2,7 @@
  * The numbers that stand for the algorithms (and the envoy key format's fixed_window) in the batch script's
  * packed fields: one list, from which batch-script.ts also writes the script's table of names.
  */
-import { ALGORITHM_NAMES } from '../../algorithms/types.js';
+import { ALGORITHM_NAMES } from '../../vocab/algorithm-names.js';
 
 /** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
 export const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';

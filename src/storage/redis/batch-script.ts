@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Command, type Cluster, type Redis } from 'ioredis';
-import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../algorithms/types.js';
+import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../vocab/algorithm-names.js';
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { decodeOnLimitTail, onLimitFields } from './on-limit-args.js';
 import { decodeThrottlingFlags, KeyIndex, THROTTLING_FIELDS, throttlingFields } from './throttling-args.js';

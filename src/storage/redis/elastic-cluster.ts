@@ -15,7 +15,7 @@
  * capacity by at most the borrowed hits in flight at once. On a single node (and in memory) it is exact.
  */
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
-import { AGGREGATE_LIMIT } from '../../throttling/store-step.js';
+import { AGGREGATE_LIMIT } from '../throttling-step.js';
 import { keySlot } from './slot.js';
 
 /** Calls the batch script for checks of one slot: commit false evaluates only. */

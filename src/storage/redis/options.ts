@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import type { ClusterOptions, RedisOptions } from 'ioredis';
-import { redactUrl } from '../../core/redact.js';
+import { redactUrl } from '../../vocab/redact.js';
 
 export type RedisType = 'single' | 'sentinel' | 'cluster';
 

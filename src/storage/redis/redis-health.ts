@@ -10,7 +10,7 @@
  * expiry = Redis now (last TIME + monotonic time since) + time left on the injected clock - guard. Only the
  * time left is taken from the injected clock, so a test's FakeClock and a jumping wall clock both stay right.
  */
-import type { Clock } from '../../core/clock.js';
+import type { Clock } from '../../vocab/clock.js';
 import type { StoreHealth } from '../counter-store.js';
 import type { LogFn } from '../throttled-log.js';
 import { describe, isClientReady, isTimeoutText, type RedisClient } from './connection.js';

@@ -13,10 +13,10 @@
  * while another rejects): exact per limit, best effort across slots.
  */
 import { Cluster } from 'ioredis';
-import type { Clock } from '../../core/clock.js';
-import { systemClock } from '../../core/clock.js';
-import { RateLimitError, StoreError } from '../../core/errors.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../algorithms/types.js';
+import type { Clock } from '../../vocab/clock.js';
+import { systemClock } from '../../vocab/clock.js';
+import { RateLimitError, StoreError } from '../../vocab/errors.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../vocab/algorithm-names.js';
 import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
 import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';

@@ -1,7 +1,7 @@
 /**
  * Redis Cluster hash slot of a key: CRC16 (XMODEM: polynomial 0x1021, initial value 0) of the key's bytes
  * in UTF-8, modulo 16384, where only the hash tag is hashed when the key has one (the text between the
- * first `{` and the next `}`, if that text is not empty). Keys from core/keys.ts always carry a tag, so all
+ * first `{` and the next `}`, if that text is not empty). Keys from vocab/keys.ts always carry a tag, so all
  * keys of one descriptor share a slot and can go to one script call.
  */
 

@@ -1,8 +1,8 @@
 /**
- * The Redis key of an algorithm's state, given the key core/keys.ts built for the limit: the one place where a
+ * The Redis key of an algorithm's state, given the key vocab/keys.ts built for the limit: the one place where a
  * change of a state layout in Redis shows in its key names (lua/algorithms/*.lua describe the layouts).
  */
-import type { AlgorithmName } from '../../algorithms/types.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
 
 /**
  * Redis state layouts this version changed: fixed_window and sliding_window_counter keep binary integers
@@ -15,7 +15,7 @@ import type { AlgorithmName } from '../../algorithms/types.js';
 export const LAYOUT_SUFFIX = ':v2';
 const SUFFIXED: ReadonlySet<string> = new Set<AlgorithmName>(['fixed_window', 'sliding_window_counter']);
 
-/** The Redis key of an algorithm's state under `key` (the key core/keys.ts built): see LAYOUT_SUFFIX. */
+/** The Redis key of an algorithm's state under `key` (the key vocab/keys.ts built): see LAYOUT_SUFFIX. */
 export function stateKey(key: string, algorithm: string): string {
   return SUFFIXED.has(algorithm) ? key + LAYOUT_SUFFIX : key;
 }

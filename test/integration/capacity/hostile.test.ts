@@ -9,8 +9,8 @@ import { parseCapacityConfig, type CapacityConfig } from '../../../src/capacity/
 import type * as M from '../../../src/capacity/messages.js';
 import { RedisCapacity } from '../../../src/capacity/redis-capacity.js';
 import type { CapacityAnswers } from '../../../src/capacity/rpc.js';
-import { FakeClock } from '../../../src/core/clock.js';
-import { InvalidRequestError, RequestTooLargeError } from '../../../src/core/errors.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { InvalidRequestError, RequestTooLargeError } from '../../../src/vocab/errors.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { ByteCaller, decodeResponse, getCapacityBytes, getServerCapacityBytes } from '../../support/capacity-bytes.js';
 import { startRedis } from '../../support/redis.js';

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import calculateSlot from 'cluster-key-slot';
-import { FakeClock } from '../../../src/core/clock.js';
-import { capacityKeys } from '../../../src/core/keys.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { capacityKeys } from '../../../src/vocab/keys.js';
 import { PREFIX, ask, capacityConfig, copyOf, leasesInRedis, startReplica, type Replica } from '../../support/capacity-redis.js';
 import { startRedisStore, closeRedisStores, type RedisStoreHandle } from '../../support/redis-stores.js';
 

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CapacityServer } from '../../../src/capacity/capacity-server.js';
-import { FakeClock } from '../../../src/core/clock.js';
-import { capacityKeys } from '../../../src/core/keys.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { capacityKeys } from '../../../src/vocab/keys.js';
 import { PREFIX, ask, capacityConfig, copyOf, leasesInRedis, startReplica, sumInRedis, type Replica } from '../../support/capacity-redis.js';
 import { prng } from '../../support/prng.js';
 import { startRedis } from '../../support/redis.js';

@@ -5,8 +5,8 @@
  * that requests spanning two slots never over-admit a shared limit.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey } from '../../../src/core/keys.js';
-import { ALGORITHM_NAMES } from '../../../src/algorithms/types.js';
+import { counterKey } from '../../../src/vocab/keys.js';
+import { ALGORITHM_NAMES } from '../../../src/vocab/algorithm-names.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { rawCommand } from '../../support/redis.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';

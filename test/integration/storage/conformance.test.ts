@@ -13,9 +13,9 @@
  * own time says it should; the algorithms decide by the times in their state, not by expiry.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey } from '../../../src/core/keys.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { getAlgorithm, paramsError } from '../../../src/algorithms/registry.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { keySlot } from '../../../src/storage/redis/slot.js';

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileConfigFiles } from '../../../src/config/index.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { RateLimiter } from '../../../src/core/rate-limiter.js';
-import { FakeTimer } from '../../../src/core/timer.js';
-import type { RateLimitRequest } from '../../../src/core/types.js';
+import { FakeTimer } from '../../../src/vocab/timer.js';
+import type { RateLimitRequest } from '../../../src/vocab/types.js';
 import { closeRedisStores, startRedisStore, type RedisShape, type RedisStoreHandle } from '../../support/redis-stores.js';
 
 // One slot every 2 s on both; Redis keeps the debt for that long in real time (PX), plenty for a loaded machine.

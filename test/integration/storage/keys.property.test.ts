@@ -5,9 +5,9 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
-import { counterKey, counterTag, MAX_TAG_LENGTH } from '../../../src/core/keys.js';
-import type { DescriptorEntry } from '../../../src/core/types.js';
-import { ALGORITHM_NAMES } from '../../../src/algorithms/types.js';
+import { counterKey, counterTag, MAX_TAG_LENGTH } from '../../../src/vocab/keys.js';
+import type { DescriptorEntry } from '../../../src/vocab/types.js';
+import { ALGORITHM_NAMES } from '../../../src/vocab/algorithm-names.js';
 import { hashedPart, keySlot } from '../../../src/storage/redis/slot.js';
 import { prng, type Prng } from '../../support/prng.js';
 import { freePort, rawCommand, RedisProcess } from '../../support/redis.js';

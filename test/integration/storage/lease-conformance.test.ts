@@ -10,7 +10,7 @@
  * the exact operation and time but may not replay step for step.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey } from '../../../src/core/keys.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
 import { LEASE_ALGORITHMS, type LeaseAlgorithm } from '../../../src/algorithms/lease-support.js';
 import { claimUnits, giveBackUnits } from '../../../src/lease/arithmetic.js';

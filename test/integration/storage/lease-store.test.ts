@@ -5,8 +5,8 @@
  * middle of a lease. Time is a fake clock; Redis is real.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
-import { counterKey } from '../../../src/core/keys.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { LeaseManager } from '../../../src/lease/lease-manager.js';
 import { LeaseStore } from '../../../src/lease/lease-store.js';
 import { RedisLeaseBackend } from '../../../src/lease/redis-backend.js';

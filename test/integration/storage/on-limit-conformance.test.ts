@@ -6,8 +6,8 @@
  * A sibling of conformance.test.ts, which checks the algorithms themselves against a reference model.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey, onLimitKey } from '../../../src/core/keys.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { counterKey, onLimitKey } from '../../../src/vocab/keys.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { CounterStore, LimitCheck, StoreOnLimit } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';

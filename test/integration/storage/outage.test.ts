@@ -4,8 +4,8 @@
  * served by Redis again within 1 s of its return.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../src/core/clock.js';
-import { counterKey } from '../../../src/core/keys.js';
+import { systemClock } from '../../../src/vocab/clock.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';

@@ -3,9 +3,9 @@
  * real MemoryStore (exactness on random traces, every algorithm) and a real Redis (requests saved).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
-import { counterKey } from '../../../src/core/keys.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { counterKey } from '../../../src/vocab/keys.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';

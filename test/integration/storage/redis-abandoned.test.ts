@@ -7,7 +7,7 @@
  * (an ACL user without +time) calls cannot expire; such late commits are then counted in lateCommits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { ResilientStore } from '../../../src/storage/resilient.js';

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { BatchCommands, decodeBatchReply, encodeBatch, loadBatchScript } from '../../../src/storage/redis/batch-script.js';
 import { stateKey } from '../../../src/storage/redis/state-key.js';
-import type { AlgorithmName } from '../../../src/algorithms/types.js';
+import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import { RequestBatcher, type BatchLimits, type ScriptRequest } from '../../../src/storage/redis/request-batcher.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 

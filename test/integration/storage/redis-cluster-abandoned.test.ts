@@ -5,7 +5,7 @@
  * otherwise. Every node is paused (CLIENT PAUSE ALL) while the first phase is in flight.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { rawCommand, startCluster, type ClusterSetup } from '../../support/redis.js';

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { envoyCounterKey } from '../../../src/core/keys.js';
+import { envoyCounterKey } from '../../../src/vocab/keys.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { counterKey } from '../../../src/core/keys.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
 

@@ -3,7 +3,7 @@
  */
 import type { RedisOptions } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { backoff, parseHostPorts, parseRedisUrl, planClient } from '../../../src/storage/redis/options.js';
 import { throttledLog } from '../../../src/storage/throttled-log.js';
 

@@ -4,7 +4,7 @@
  * or reject with a StoreError, never throw an uncaught exception (vitest fails the run on one).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RateLimitError } from '../../../src/core/errors.js';
+import type { RateLimitError } from '../../../src/vocab/errors.js';
 import { MAX_BATCH_CHECKS } from '../../../src/storage/redis/batch-script.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { startRedisStore, type RedisShape, type RedisStoreHandle } from '../../support/redis-stores.js';

@@ -4,8 +4,8 @@
  * fast with a StoreError (never hangs, never crashes).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StoreError } from '../../../src/core/errors.js';
-import { counterKey } from '../../../src/core/keys.js';
+import { StoreError } from '../../../src/vocab/errors.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';
 import { freePort, rawCommand, RedisProcess, startRedis, startSentinel, type RedisServer, type SentinelSetup } from '../../support/redis.js';
 

@@ -3,7 +3,7 @@
  * the server name, verification can be skipped on request, and mutual TLS sends the client certificate.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterKey } from '../../../src/core/keys.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { createRedisStore, type RedisStoreOptions } from '../../../src/storage/redis/redis-store.js';
 import { freePort, RedisProcess } from '../../support/redis.js';
 import { makeTestPki, type TestPki } from '../../support/tls.js';

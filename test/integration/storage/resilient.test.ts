@@ -3,10 +3,10 @@
  * real (a stopped server, CLIENT PAUSE), not simulated.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock, systemClock } from '../../../src/core/clock.js';
-import { StoreError } from '../../../src/core/errors.js';
-import { counterKey } from '../../../src/core/keys.js';
-import type { AlgorithmName } from '../../../src/algorithms/types.js';
+import { FakeClock, systemClock } from '../../../src/vocab/clock.js';
+import { StoreError } from '../../../src/vocab/errors.js';
+import { counterKey } from '../../../src/vocab/keys.js';
+import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { createRedisStore, type RedisStore } from '../../../src/storage/redis/redis-store.js';

@@ -5,9 +5,9 @@
  * so no real TTL has to run out).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../../src/core/clock.js';
-import { counterKey } from '../../../src/core/keys.js';
-import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { counterKey } from '../../../src/vocab/keys.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { CounterStore, LimitCheck } from '../../../src/storage/counter-store.js';
 
 export interface StoreHandle {

@@ -2,14 +2,14 @@
  * Conformance of the throttling step (ban, elastic) on random traces (seeded, so a failure replays):
  * - a reference model written here from the contract in counter-store.ts (LimitCheck.elastic / .ban) over the
  *   pure algorithms,
- * - the MemoryStore (src/throttling/store-step.ts),
+ * - the MemoryStore (src/storage/throttling-step.ts),
  * - Redis standalone and Redis Cluster (lua/throttling/step.lua inside batch.lua).
  * Keys of one trace share one hash tag, so on Cluster the aggregate is in the checks' slot and the Lua step
  * reads it itself; some checks carry a pre-read aggregate `use`, or 'ask', instead (the Cluster cross-slot path).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
-import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import type { CounterStore, LimitCheck, LimitOutcome } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { closeRedisStores, startRedisStore, type RedisStoreHandle } from '../../support/redis-stores.js';
@@ -88,7 +88,7 @@ function randomBatch(random: Prng, specs: readonly Spec[], tag: string): LimitCh
     const s = random.pick(specs);
     const limit = random.int(0, 6);
     const windowed = !s.algorithm.endsWith('bucket');
-    // the engine counts a sliding_window_log rule's aggregate with sliding_window_counter (plan.ts)
+    // the engine counts a sliding_window_log rule's aggregate with sliding_window_counter (throttling/plan.ts)
     const aggregate: AlgorithmName = s.algorithm === 'sliding_window_log' && random.chance(0.7) ? 'sliding_window_counter' : s.algorithm;
     const check: LimitCheck = {
       key: s.key, algorithm: s.algorithm, limit, windowMs: s.windowMs, burst: random.int(1, 6),

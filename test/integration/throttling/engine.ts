@@ -1,9 +1,9 @@
 /** The real engine (RateLimiter) over a given store and rules, with a FakeClock, for the throttling suites. */
 import { compileConfigFiles } from '../../../src/config/index.js';
 import type { CompiledConfig } from '../../../src/config/types.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { RateLimiter } from '../../../src/core/rate-limiter.js';
-import type { RateLimitDecision } from '../../../src/core/types.js';
+import type { RateLimitDecision } from '../../../src/vocab/types.js';
 import type { CounterStore } from '../../../src/storage/counter-store.js';
 
 /** An instant 1 s into an hour (and a day), so fixed windows do not roll over unless the test moves the clock. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fixedWindow } from '../../../src/algorithms/fixed-window.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { Driver } from './support.js';
 
 const MINUTE = 60_000;

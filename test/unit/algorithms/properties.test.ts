@@ -8,8 +8,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getAlgorithm } from '../../../src/algorithms/registry.js';
-import { ALGORITHM_NAMES, type AlgorithmName, type AlgorithmParams } from '../../../src/algorithms/types.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { ALGORITHM_NAMES, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
+import type { AlgorithmParams } from '../../../src/algorithms/types.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { referenceModel } from './reference-models.js';
 import { Driver, prng, wellFormed } from './support.js';
 

@@ -2,7 +2,8 @@
  * Brute-force reference models for the property tests: the definitions of DESIGN.md §4 written the
  * obvious way (full hit lists, BigInt tokens), independent of the exact-integer tricks under test.
  */
-import type { AlgorithmName, AlgorithmParams } from '../../../src/algorithms/types.js';
+import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';
+import type { AlgorithmParams } from '../../../src/algorithms/types.js';
 
 export interface Model {
   /** allowed and the quota left as the state stands, at `now`, for `hits`; commits when allowed and hits > 0. */

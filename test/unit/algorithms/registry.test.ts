@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getAlgorithm, paramsError } from '../../../src/algorithms/registry.js';
-import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/algorithms/types.js';
+import { ALGORITHM_NAMES, PARAM_BOUNDS, type AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 
 describe('algorithm registry', () => {
   it('has a module for every name, answering to that name', () => {

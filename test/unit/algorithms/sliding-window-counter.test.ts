@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { firstAtMost, slidingWindowCounter } from '../../../src/algorithms/sliding-window-counter.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { Driver } from './support.js';
 
 const W = 60_000;

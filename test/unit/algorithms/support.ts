@@ -1,5 +1,5 @@
 /** Test helpers for the algorithm suites: a seeded PRNG and a driver that commits like a store does. */
-import type { FakeClock } from '../../../src/core/clock.js';
+import type { FakeClock } from '../../../src/vocab/clock.js';
 import type { Algorithm, AlgorithmOutcome, AlgorithmParams } from '../../../src/algorithms/types.js';
 
 /** mulberry32: a tiny deterministic PRNG, so property tests replay the same traces on every run. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { tokenBucket } from '../../../src/algorithms/token-bucket.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { Driver } from './support.js';
 
 const T0 = 1_700_000_000_000;

@@ -8,10 +8,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfigDir } from '../../../src/config/index.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { RateLimiter } from '../../../src/core/rate-limiter.js';
-import { FakeTimer } from '../../../src/core/timer.js';
-import type { RateLimitDecision } from '../../../src/core/types.js';
+import { FakeTimer } from '../../../src/vocab/timer.js';
+import type { RateLimitDecision } from '../../../src/vocab/types.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,7 +1,7 @@
 /** Helpers for the config tests: compile fixtures and summarise lookups as short, readable strings. */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { DescriptorEntry } from '../../../src/core/types.js';
+import type { DescriptorEntry } from '../../../src/vocab/types.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import type { CompiledConfig, CompiledDomain, CompiledLimit, RuleMatch } from '../../../src/config/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEscaped, wellFormed } from '../../../src/core/bytes.js';
+import { decodeEscaped, wellFormed } from '../../../src/vocab/bytes.js';
 import { escapingFor, jsonBodyProblem, parseTemplate, percentEncode, renderTemplate, type Escaping, type Template, type TemplateValues } from '../../../src/config/template.js';
 import { prng } from '../../support/prng.js';
 

@@ -9,9 +9,9 @@ import { SidecarShares } from '../../../src/client/sidecar-shares.js';
 import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import { CapacityRuleStore } from '../../../src/core/capacity-store.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { RateLimiter } from '../../../src/core/rate-limiter.js';
-import type { RateLimitRequest } from '../../../src/core/types.js';
+import type { RateLimitRequest } from '../../../src/vocab/types.js';
 import type { CounterStore, LimitCheck } from '../../../src/storage/counter-store.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 

@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { compileConfigFiles } from '../../../src/config/index.js';
-import { FakeClock } from '../../../src/core/clock.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 import { RateLimiter } from '../../../src/core/rate-limiter.js';
-import { FakeTimer } from '../../../src/core/timer.js';
-import type { RateLimitDecision, RateLimitRequest } from '../../../src/core/types.js';
+import { FakeTimer } from '../../../src/vocab/timer.js';
+import type { RateLimitDecision, RateLimitRequest } from '../../../src/vocab/types.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 
 const RULES = `domain: e

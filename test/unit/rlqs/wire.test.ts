@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeUsageReports, encodeResponse } from '../../../src/rlqs/wire.js';
-import { InvalidRequestError } from '../../../src/core/errors.js';
+import { InvalidRequestError } from '../../../src/vocab/errors.js';
 import { prng } from '../../support/prng.js';
 import { decodeResponse, encodeReports } from '../../support/rlqs.js';
 

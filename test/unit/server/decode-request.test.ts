@@ -5,8 +5,8 @@
  */
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/core/errors.js';
-import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/core/request-limits.js';
+import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/vocab/errors.js';
+import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/vocab/request-limits.js';
 import { decodeRateLimitRequest } from '../../../src/server/decode-request.js';
 import { requestFromJson } from '../../../src/server/json-api.js';
 import { loadProtos } from '../../../src/server/protos.js';

@@ -3,8 +3,8 @@
  * proto-loader/protobufjs), on random seeded decisions: both byte strings must decode to the same message.
  */
 import { describe, expect, it } from 'vitest';
-import { wellFormed } from '../../../src/core/bytes.js';
-import { UNITS, type DescriptorStatus, type RateLimitDecision } from '../../../src/core/types.js';
+import { wellFormed } from '../../../src/vocab/bytes.js';
+import { UNITS, type DescriptorStatus, type RateLimitDecision } from '../../../src/vocab/types.js';
 import { encodeRateLimitResponse } from '../../../src/server/encode-response.js';
 import { loadProtos } from '../../../src/server/protos.js';
 import { responseToWire } from '../../../src/server/wire.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AlgorithmName } from '../../../src/algorithms/types.js';
+import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import { check, MINUTE, T0 } from './checks.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 

@@ -5,7 +5,7 @@ import { parsePercent } from '../../../src/config/validate-throttling.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { classify } from '../../../src/throttling/criticality.js';
 import { planCheck, reportedRemaining } from '../../../src/throttling/plan.js';
-import { formatPpm, scalePpm } from '../../../src/throttling/types.js';
+import { formatPpm, scalePpm } from '../../../src/vocab/throttling.js';
 import { prng } from '../../support/prng.js';
 
 const base = (algorithm: LimitCheck['algorithm'], limit: number, burst = limit): LimitCheck => ({ key: 'k', algorithm, limit, windowMs: 60_000, burst, hits: 1, enforce: true });

@@ -9,7 +9,7 @@ One request is its KEYS and its fields; lua/requests.lua puts several requests i
 decide_request(K, k0, nk, fields, redis_ms) for each: the request's KEYS[i] is K[k0 + i] (i <= nk), nothing
 is copied per request.
 
-KEYS[i]   the state key of check i (built by src/core/keys.ts and storage/redis/state-key.ts; this script never
+KEYS[i]   the state key of check i (built by src/vocab/keys.ts and storage/redis/state-key.ts; this script never
           builds key names), for i = 1 .. n; KEYS after the n-th are the extra keys the checks' throttling and
           on_limit fields name by index (ban, aggregate, degrade and backoff keys).
           On Redis Cluster all KEYS of one call share one hash slot (the store groups checks by slot).

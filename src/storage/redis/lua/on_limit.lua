@@ -5,9 +5,9 @@ algorithm fragments; defines the table ON_LIMIT.
 
 Per-check ARGV fields (after the check's other fields; `base` is the index before the first of them):
   +1 max_delay  ms a bucket request may wait for its reserved slot (0 = no delay; the meter applies it)
-  +2 degrade_key  key of the degraded-hits counter ('' = the rule does not degrade); built by core/keys.ts
+  +2 degrade_key  key of the degraded-hits counter ('' = the rule does not degrade); built by vocab/keys.ts
   +3 degrade_max  most degraded hits per window (-1 = no bound, nothing counted)
-  +4 backoff_key  key of the consecutive-rejection count ('' = no exponential backoff); core/keys.ts
+  +4 backoff_key  key of the consecutive-rejection count ('' = no exponential backoff); vocab/keys.ts
   +5 backoff_ttl  ms the count is kept after a rejection
 The on_limit keys are not in KEYS (KEYS[i] is check i's state): they carry the hash tag of KEYS[i], so they
 share its Redis Cluster slot.

@@ -2,7 +2,7 @@
 envoy_fixed_window: fixed_window on envoyproxy/ratelimit's counters (REDIS_KEY_FORMAT=envoy), so that the
 reference and this service, sharing one Redis during a rolling update, count into the same keys.
 
-Key (built by src/core/keys.ts envoyCounterKey, never here): <prefix><domain>_<key>_<value>..._<window start s>,
+Key (built by src/vocab/keys.ts envoyCounterKey, never here): <prefix><domain>_<key>_<value>..._<window start s>,
 so one key holds one window. State: the reference's plain integer counter ("7"), which it writes with
 INCRBY hits + EXPIRE <unit seconds (+ jitter)>.
 

@@ -1,7 +1,7 @@
 --[[
 throttling/step.lua: one check of the batch with its throttling fields (ban, elastic). Inserted into
 batch.lua by src/storage/redis/batch-script.ts before the algorithm fragments run; the same steps, in the
-same order, as src/throttling/store-step.ts (checked on random traces against it). Soft limits and
+same order, as src/storage/throttling-step.ts (checked on random traces against it). Soft limits and
 criticality shares need nothing here: the caller passes their admission ceiling as the check's limit/burst.
 
 THROTTLING.FIELDS per-check ARGV values, right after the six of batch.lua (offsets from that block's end):

@@ -1,6 +1,6 @@
 /** One place masks URL passwords, for settings and for free text (errors, stacks, log messages). */
 import { describe, expect, it } from 'vitest';
-import { redactUrl, redactUrlsIn } from '../../../src/core/redact.js';
+import { redactUrl, redactUrlsIn } from '../../../src/vocab/redact.js';
 
 describe('redactUrl', () => {
   it('masks everything up to the last @, keeping the user name', () => {

@@ -6,15 +6,15 @@
  * refused: Envoy fails open by default, so an error answer would leave the request unlimited. Such input is
  * decided like any other, and reported (observer onOversized: a metric and a rate-limited log line):
  * - a value longer than MAX_VALUE_BYTES is matched whole and counted under a SHA-256 of the whole identity
- *   (core/keys.ts hashes every long counter tag), so distinct long values keep distinct counters;
+ *   (vocab/keys.ts hashes every long counter tag), so distinct long values keep distinct counters;
  * - a hits_addend above MAX_HITS_ADDEND counts as PARAM_BOUNDS.maxHits (2^32 - 1): more than any limit, so the
  *   request is over every limit it meets, and a limit that counts every charge charges that much.
  * What Envoy's own configuration fixes (descriptor and entry counts, key lengths, the domain) and what cannot be
  * decoded at all (a message over MAX_REQUEST_BYTES) is still refused: too big → RequestTooLargeError (gRPC
  * RESOURCE_EXHAUSTED, HTTP 413). Messages name the setting that raises the limit. Lengths are in bytes of
- * what the string stands for (core/bytes.ts: an escaped raw byte counts 1).
+ * what the string stands for (vocab/bytes.ts: an escaped raw byte counts 1).
  */
-import { PARAM_BOUNDS } from '../algorithms/types.js';
+import { PARAM_BOUNDS } from './algorithm-names.js';
 import { escapedByteLength } from './bytes.js';
 import { RequestTooLargeError } from './errors.js';
 import type { RateLimitRequest, RequestDescriptor } from './types.js';

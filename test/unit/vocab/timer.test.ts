@@ -3,8 +3,8 @@
  * setTimeout (no timer left behind a cancelled call) and both reject with the signal's reason.
  */
 import { describe, expect, it } from 'vitest';
-import { FakeClock, systemClock } from '../../../src/core/clock.js';
-import { clockTimer, FakeTimer } from '../../../src/core/timer.js';
+import { FakeClock, systemClock } from '../../../src/vocab/clock.js';
+import { clockTimer, FakeTimer } from '../../../src/vocab/timer.js';
 
 describe('Timer.waitUntil with an abort signal', () => {
   it('clockTimer: an abort clears the timeout at once and rejects with the reason', async () => {

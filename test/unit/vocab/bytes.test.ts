@@ -1,10 +1,10 @@
 /**
- * The surrogate escape for non-UTF-8 bytes (core/bytes.ts): valid UTF-8 decodes as usual, every other
+ * The surrogate escape for non-UTF-8 bytes (vocab/bytes.ts): valid UTF-8 decodes as usual, every other
  * byte keeps its identity, and distinct byte strings never meet (as strings or as counter keys).
  */
 import { describe, expect, it } from 'vitest';
-import { decodeEscaped, encodeEscaped, escapedByteLength, wellFormed } from '../../../src/core/bytes.js';
-import { counterKey } from '../../../src/core/keys.js';
+import { decodeEscaped, encodeEscaped, escapedByteLength, wellFormed } from '../../../src/vocab/bytes.js';
+import { counterKey } from '../../../src/vocab/keys.js';
 import { prng } from '../../support/prng.js';
 
 const bytes = (...b: number[]) => Uint8Array.from(b);

@@ -1,7 +1,8 @@
 /**
  * The vocabulary of throttling (docs/throttling.md): how a limit behaves above L (hard, soft, elastic), the
  * rate-based ban, and the criticality shares. Config compiles to these; the engine turns them into the integer
- * fields of a store check (plan.ts); the stores act on those integers only (store-step.ts, lua/throttling).
+ * fields of a store check (throttling/plan.ts); the stores act on those integers only (storage/throttling-step.ts,
+ * storage/redis/lua/throttling).
  *
  * Percentages are kept as integer parts per million (80% = 800 000) so every ceiling is exact integer arithmetic.
  */

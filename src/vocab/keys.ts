@@ -8,7 +8,7 @@
  *   (`%<hex code point>.`), lone UTF-16 surrogates included. Escaping is injective, so distinct
  *   (domain, entries) never give the same key.
  * - Keyed by bytes: a value that arrived as bytes which are not UTF-8 holds each such byte as a lone
- *   surrogate U+DC80..U+DCFF (core/bytes.ts), escaped here as `%dc80.`..`%dcff.`; so values that differ only
+ *   surrogate U+DC80..U+DCFF (vocab/bytes.ts), escaped here as `%dc80.`..`%dcff.`; so values that differ only
  *   in such bytes keep distinct keys (a lossy decode to U+FFFD would merge them).
  * - Redis Cluster: the part between the braces is the hash tag, so every key of one descriptor lands on
  *   one slot (no `}` can occur inside it, since braces are escaped).
@@ -18,7 +18,7 @@
  *   algorithm or the window starts a fresh counter.
  */
 import { createHash } from 'node:crypto';
-import type { AlgorithmName } from '../algorithms/types.js';
+import type { AlgorithmName } from './algorithm-names.js';
 import type { DescriptorEntry } from './types.js';
 
 export const MAX_TAG_LENGTH = 512;

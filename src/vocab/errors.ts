@@ -24,7 +24,7 @@ export class InvalidRequestError extends RateLimitError {
   }
 }
 
-/** A well-formed request beyond one of the request limits (core/request-limits.ts). */
+/** A well-formed request beyond one of the request limits (vocab/request-limits.ts). */
 export class RequestTooLargeError extends RateLimitError {
   constructor(message: string) {
     super('REQUEST_TOO_LARGE', message);

@@ -2,7 +2,7 @@
  * One check of a batch with its throttling fields (ban, elastic), in TypeScript: what the memory store does,
  * and the model the Lua half (src/storage/redis/lua/throttling/step.lua) is checked against on random traces
  * (test/integration/storage/throttling-conformance.test.ts). Soft limits and criticality shares need nothing
- * here: the engine passes their admission ceiling as the check's `limit`/`burst` (plan.ts).
+ * here: the engine passes their admission ceiling as the check's `limit`/`burst` (throttling/plan.ts).
  *
  * Order, identical in Lua:
  * 1. ban: a live ban (stored end > now) rejects at once: remaining 0, resetMs = end − now; nothing else is read.
@@ -20,9 +20,10 @@
  * whether it is kept (counter-store.ts LimitCheck.countOver).
  */
 import { getAlgorithm } from '../algorithms/registry.js';
-import { PARAM_BOUNDS, type AlgorithmOutcome, type Evaluation } from '../algorithms/types.js';
-import type { LimitCheck } from '../storage/counter-store.js';
-import { algorithmParams } from '../storage/on-limit-batch.js';
+import { PARAM_BOUNDS } from '../vocab/algorithm-names.js';
+import type { AlgorithmOutcome, Evaluation } from '../algorithms/types.js';
+import type { LimitCheck } from './counter-store.js';
+import { algorithmParams } from './on-limit-batch.js';
 
 /** The limit the aggregate is read at: far above any capacity, so its evaluation always counts. */
 export const AGGREGATE_LIMIT = PARAM_BOUNDS.maxLimit;
