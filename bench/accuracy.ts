@@ -14,6 +14,7 @@ import { slidingWindowCounter, type SlidingWindowCounterState } from '../src/alg
 import { slidingWindowLog, type SlidingWindowLogState } from '../src/algorithms/sliding-window-log.js';
 import type { AlgorithmParams } from '../src/algorithms/types.js';
 import { prng } from '../test/unit/algorithms/support.js';
+import { benchArgs } from './lib/args.js';
 
 interface Options {
   keys: number;
@@ -23,24 +24,14 @@ interface Options {
   seed: number;
 }
 
-function parseArgs(argv: readonly string[]): Options {
-  const o: Options = { keys: 1_000, windows: 20, limit: 100, windowMs: 60_000, seed: 1 };
-  const names: Record<string, keyof Options> = {
-    '--keys': 'keys',
-    '--windows': 'windows',
-    '--limit': 'limit',
-    '--window-ms': 'windowMs',
-    '--seed': 'seed',
+function readOptions(argv: readonly string[]): Options {
+  const args = benchArgs('bench/accuracy.ts', { keys: 'string', windows: 'string', limit: 'string', 'window-ms': 'string', seed: 'string' }, argv);
+  const positive = (name: 'keys' | 'windows' | 'limit' | 'window-ms' | 'seed', dflt: number): number => {
+    const value = args.num(name, dflt);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`bench/accuracy.ts: --${name} wants a whole number of at least 1, got ${value}`);
+    return value;
   };
-  for (let i = 0; i < argv.length; i += 2) {
-    const field = names[argv[i]!];
-    const value = Number(argv[i + 1]);
-    if (field === undefined || !Number.isInteger(value) || value < 1) {
-      throw new Error(`usage: npx tsx bench/accuracy.ts [--keys N] [--windows N] [--limit N] [--window-ms N] [--seed N]`);
-    }
-    o[field] = value;
-  }
-  return o;
+  return { keys: positive('keys', 1_000), windows: positive('windows', 20), limit: positive('limit', 100), windowMs: positive('window-ms', 60_000), seed: positive('seed', 1) };
 }
 
 /** Request times (ms, sorted) of one key over `duration` ms starting at `start`. */
@@ -126,7 +117,7 @@ function replay(times: readonly number[], params: AlgorithmParams, tally: Tally)
 const pct = (n: number, of: number): string => `${((100 * n) / Math.max(1, of)).toFixed(4)}%`;
 
 function main(): void {
-  const o = parseArgs(process.argv.slice(2));
+  const o = readOptions(process.argv.slice(2));
   const params: AlgorithmParams = { limit: o.limit, windowMs: o.windowMs, burst: o.limit };
   const start = 1_700_000_000_000 - (1_700_000_000_000 % o.windowMs);
   console.log(`command: npx tsx bench/accuracy.ts ${process.argv.slice(2).join(' ')}`.trimEnd());

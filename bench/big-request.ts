@@ -14,14 +14,11 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { encodeRequest, RawRlsClient, RLS_PATH } from '../test/support/raw-rls.js';
 import { spawnService } from '../test/support/service-process.js';
+import { benchArgs, envPairs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const descriptors = Number(opt('descriptors', '320000'));
-const extraEnv = Object.fromEntries(opt('env', '').split(',').filter((kv) => kv.includes('=')).map((kv) => kv.split('=', 2) as [string, string]));
+const args = benchArgs('bench/big-request.ts', { descriptors: 'string', env: 'string' });
+const descriptors = args.num('descriptors', 320000);
+const extraEnv = envPairs(args.str('env', '').split(','));
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-big-'));
 writeFileSync(join(dir, 'x.yaml'), 'domain: x\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n');

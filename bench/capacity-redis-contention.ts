@@ -10,9 +10,9 @@
 import { FakeClock } from '../src/vocab/clock.js';
 import { ask, capacityConfig, startReplica, type Replica } from '../test/support/capacity-redis.js';
 import { startRedis } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 
-const i = process.argv.indexOf('--decisions');
-const DECISIONS = i >= 0 ? Number(process.argv[i + 1]) : 6400;
+const DECISIONS = benchArgs('bench/capacity-redis-contention.ts', { decisions: 'string' }).num('decisions', 6400);
 const LOOPS = 64;
 
 const redis = await startRedis();

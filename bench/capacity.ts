@@ -14,30 +14,26 @@
  *
  *   npx tsx bench/capacity.ts [--requests 20000] [--warmup 2000] [--rounds 2] [--clients 10,1000,10000] [--backend memory] [--doorman off]
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { methodCodec } from '../src/capacity/messages.js';
 import { capacityCaller, doormanTool, startDoorman } from '../test/support/capacity-peers.js';
+import { benchArgs } from './lib/args.js';
 import { startCapacityOnRedis } from './lib/capacity-redis.js';
+import { h2load } from './lib/h2load.js';
 import { cpuSeconds, startOurs, type Target } from './lib/servers.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const run = promisify(execFile);
-const arg = (name: string, dflt: string): string => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? dflt) : dflt;
-};
-const REQUESTS = Number(arg('requests', '20000'));
-const ROUNDS = Number(arg('rounds', '2'));
-const WARMUP = Number(arg('warmup', '2000'));
-const CLIENTS = arg('clients', '10,1000,10000').split(',').map(Number);
+const args = benchArgs('bench/capacity.ts', { requests: 'string', rounds: 'string', warmup: 'string', clients: 'string', backend: 'string', doorman: 'string' });
+const REQUESTS = args.num('requests', 20000);
+const ROUNDS = args.num('rounds', 2);
+const WARMUP = args.num('warmup', 2000);
+const CLIENTS = args.str('clients', '10,1000,10000').split(',').map(Number);
 /** Our service's stores to measure: memory (the 'ours' columns), redis (one replica), redis2 (two replicas). */
-const BACKENDS = arg('backend', 'memory').split(',');
+const BACKENDS = args.str('backend', 'memory').split(',');
 const REDIS_TARGETS = BACKENDS.filter((b) => b === 'redis' || b === 'redis2');
-const WITH_DOORMAN = arg('doorman', 'on') !== 'off';
+const WITH_DOORMAN = args.str('doorman', 'on') !== 'off';
 
 const config = (capacity: number) => `resources:
   - identifier_glob: "*"
@@ -71,16 +67,9 @@ async function loadAll(addresses: string[], pids: (number | undefined)[], redisP
 
 async function load(address: string, pid: number | undefined, dir: string, requests = REQUESTS, client = 'c0'): Promise<{ rps: number; cpuUs: number; ok: number; command: string }> {
   const body = methodCodec('GetCapacity').encodeRequest({ client_id: client, resource: [{ resource_id: 'bench', priority: 1, wants: 1000, has: { expiry_time: 1, refresh_interval: 60, capacity: 0 } }] });
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(body.length, 1);
-  const file = join(dir, `body-${client}.bin`);
-  writeFileSync(file, Buffer.concat([head, body]));
-  const args = ['-n', String(requests), '-c', '4', '-m', '16', '-d', file, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://${address}/doorman.Capacity/GetCapacity`];
   const cpu0 = cpuSeconds(pid);
-  const { stdout } = await run('h2load', args, { maxBuffer: 1 << 24 });
+  const { rps, ok, command } = await h2load({ address, body, path: '/doorman.Capacity/GetCapacity', requests, clients: 4, streams: 16, timeoutMs: null, dir });
   const cpu = cpuSeconds(pid) - cpu0;
-  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN);
-  const ok = Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0);
   // h2load sees HTTP statuses only: one call checks that the answer is a grant, not a gRPC error.
   const caller = capacityCaller(address);
   try {
@@ -88,7 +77,7 @@ async function load(address: string, pid: number | undefined, dir: string, reque
   } finally {
     caller.close();
   }
-  return { rps, cpuUs: (cpu / requests) * 1e6, ok, command: `h2load ${args.filter((a) => a !== file).join(' ')}` };
+  return { rps, cpuUs: (cpu / requests) * 1e6, ok, command };
 }
 
 async function main(): Promise<void> {

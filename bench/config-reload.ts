@@ -11,14 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfigDir, loadConfigDirInWorker } from '../src/config/index.js';
 import type { CompileResult } from '../src/config/index.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const items = arg('--items', 40_000);
-const runs = arg('--runs', 3);
+const args = benchArgs('bench/config-reload.ts', { items: 'string', runs: 'string' });
+const items = args.num('items', 40_000);
+const runs = args.num('runs', 3);
 
 const large = mkdtempSync(join(tmpdir(), 'bench-rules-'));
 const list = Array.from({ length: items }, (_, i) => String(i % 1000)).join(',');

@@ -17,16 +17,13 @@ import * as grpc from '@grpc/grpc-js';
 import { rawCommand, startRedis } from '../test/support/redis.js';
 import { RlsTestClient } from '../test/support/rls-client.js';
 import { spawnService } from '../test/support/service-process.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return Number(i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def);
-};
-const calls = opt('calls', '1000');
-const intervalMs = opt('interval', '2');
-const deadlineMs = opt('deadline', '20');
-const marginMs = opt('margin', '2');
+const args = benchArgs('bench/deadlines.ts', { calls: 'string', interval: 'string', deadline: 'string', margin: 'string' });
+const calls = args.num('calls', 1000);
+const intervalMs = args.num('interval', 2);
+const deadlineMs = args.num('deadline', 20);
+const marginMs = args.num('margin', 2);
 
 const redis = await startRedis();
 const redisPid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))![1]);

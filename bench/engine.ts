@@ -12,10 +12,10 @@ import { FakeClock } from '../src/vocab/clock.js';
 import { RateLimiter } from '../src/core/rate-limiter.js';
 import type { RateLimitRequest } from '../src/vocab/types.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const i = args.indexOf('--requests');
-const n = i >= 0 ? Number(args[i + 1]) : 500_000;
+const args = benchArgs('bench/engine.ts', { requests: 'string' });
+const n = args.num('requests', 500_000);
 
 const text = readFileSync(join(import.meta.dirname, '../config/example.yaml'), 'utf8');
 const compiled = compileConfigFiles([{ name: 'example.yaml', text }], { mergeDomains: false });
@@ -45,7 +45,7 @@ const scenarios: [string, (k: number) => RateLimitRequest][] = [
 ];
 
 console.log(`# engine only, memory store, ${n} decisions per scenario, node ${process.version}`);
-console.log(`# command: npx tsx bench/engine.ts ${args.join(' ')}`.trimEnd());
+console.log(`# command: npx tsx bench/engine.ts ${args.argv.join(' ')}`.trimEnd());
 for (const [name, make] of scenarios) {
   for (let k = 0; k < 20_000; k++) await limiter.decide(make(k)); // warm up
   const t0 = process.hrtime.bigint();

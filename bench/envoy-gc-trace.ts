@@ -10,34 +10,29 @@
  *       [--node-options '--max-semi-space-size=16'] [--env HEAP_GROWING_PERCENT=0] [--clients 16 --streams 4]
  *   npx tsx bench/envoy-gc-trace.ts --smoke      # seconds: the same code paths, tiny counts
  */
-import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { rlsBootstrap } from '../test/support/envoy-bootstrap.js';
 import { envoyBinary, startEnvoy } from '../test/support/envoy.js';
-import { freePort, startRedis } from '../test/support/redis.js';
-import { percentile } from './lib/h2load.js';
-import { IMAGE_CLI, START_ENV, START_NODE_OPTIONS, ensureBuilt } from './lib/image.js';
+import { startRedis } from '../test/support/redis.js';
+import { benchArgs, envPairs } from './lib/args.js';
+import { h2load } from './lib/h2load.js';
+import { START_NODE_OPTIONS } from './lib/image.js';
+import { startOurs, type Target } from './lib/servers.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const run = promisify(execFile);
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const BACKEND = opt('backend', 'redis');
-const smoke = args.includes('--smoke');
-const ROUNDS = Number(opt('rounds', smoke ? '1' : '3'));
-const REQUESTS = Number(opt('requests', smoke ? '300' : '20000'));
-const NODE_OPTIONS = opt('node-options', START_NODE_OPTIONS);
-const CLIENTS = opt('clients', '16');
-const STREAMS = opt('streams', '4');
-const EXTRA_ENV = Object.fromEntries(opt('env', '').split(',').filter((kv) => kv.includes('=')).map((kv) => kv.split('=') as [string, string]));
+const args = benchArgs('bench/envoy-gc-trace.ts', { backend: 'string', smoke: 'flag', rounds: 'string', requests: 'string', 'node-options': 'string', clients: 'string', streams: 'string', env: 'string' });
+const BACKEND = args.str('backend', 'redis');
+const smoke = args.flag('smoke');
+const ROUNDS = args.num('rounds', smoke ? 1 : 3);
+const REQUESTS = args.num('requests', smoke ? 300 : 20000);
+const NODE_OPTIONS = args.str('node-options', START_NODE_OPTIONS);
+const CLIENTS = args.num('clients', 16);
+const STREAMS = args.num('streams', 4);
+const EXTRA_ENV = envPairs(args.str('env', '').split(','));
 
 /** One `--trace-gc-nvp` line: its name=value fields (numbers where they are), and `at`: ms since V8 started. */
 function fields(line: string): Map<string, number> {
@@ -51,51 +46,44 @@ const gaps = (list: Map<string, number>[]) => list.slice(1).map((f, i) => f.get(
 
 async function main(): Promise<void> {
   if (!envoyBinary()) throw new Error('no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install');
-  ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'rl-gc-trace-'));
   writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: generic_key\n    value: bench\n    rate_limit: {unit: second, requests_per_unit: 100000000}\n');
   const upstream = createServer((_req, res) => res.end('ok\n'));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const redis = BACKEND === 'redis' ? await startRedis() : undefined;
   const traceFile = join(dir, 'gc.txt');
-  const [grpc, http] = [await freePort(), await freePort()];
-  const env = { ...process.env, ...START_ENV, ...EXTRA_ENV, NODE_OPTIONS: '', CONFIG_DIR: dir, CONFIG_WATCH: 'false', BACKEND, ...(redis ? { REDIS_URL: redis.url } : {}), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http) };
-  const child = spawn(process.execPath, [...NODE_OPTIONS.split(' ').filter((o) => o !== ''), '--trace-gc-nvp', IMAGE_CLI, 'serve'], { env, stdio: ['ignore', openSync(traceFile, 'w'), 'ignore'] });
-  const exited = new Promise((r) => child.once('exit', r));
+  const trace = openSync(traceFile, 'w');
   const rows: string[][] = [];
+  let service: Target | undefined;
   let envoy: Awaited<ReturnType<typeof startEnvoy>> | undefined;
   try {
-    const ready = () => fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.ok, () => false);
+    const env = { NODE_OPTIONS, ...EXTRA_ENV, CONFIG_DIR: dir, BACKEND, ...(redis ? { REDIS_URL: redis.url } : {}) };
+    service = await startOurs('ours', env, { flags: ['--trace-gc-nvp'], stdout: trace });
+    const ready = () => fetch(`http://${service!.httpAddress}/readyz`).then((r) => r.ok, () => false);
     for (let i = 0; !(await ready()); i++) {
-      if (i === 200 || child.exitCode !== null) throw new Error(`the service did not become ready (exit code ${child.exitCode}): node ${NODE_OPTIONS}`);
+      if (i === 200) throw new Error(`the service did not become ready: node ${NODE_OPTIONS}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     envoy = await startEnvoy(rlsBootstrap({
-      service: { address: '127.0.0.1', port: grpc },
+      service: { address: '127.0.0.1', port: Number(service.address.split(':')[1]) },
       upstream: { address: '127.0.0.1', port: (upstream.address() as AddressInfo).port },
       domain: 'bench',
       routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'bench' } }] }] }],
       filter: { timeout: '1s' },
     }));
     const port = await envoy.listenerPort('ingress');
-    const load = async () => {
-      const log = join(dir, 'h2load.log');
-      const { stdout } = await run('h2load', ['-n', String(REQUESTS), '-c', CLIENTS, '-m', STREAMS, '--log-file', log, `http://127.0.0.1:${port}/`], { maxBuffer: 1 << 24 });
-      const times = readFileSync(log, 'utf8').split('\n').filter((l) => l !== '').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
-      rmSync(log, { force: true });
-      return { rps: Number(/([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN), times };
-    };
+    const load = () => h2load({ address: `127.0.0.1:${port}`, requests: REQUESTS, clients: CLIENTS, streams: STREAMS, dir });
     await load(); // warm-up: JIT, connections
     const from = readFileSync(traceFile, 'utf8').split('\n').length - 1;
     for (let round = 1; round <= ROUNDS; round++) {
       const r = await load();
-      rows.push([String(round), fmt(r.rps), fmt(percentile(r.times, 0.5), 2), fmt(percentile(r.times, 0.99), 2), fmt(percentile(r.times, 0.999), 2), fmt(r.times.at(-1) ?? NaN, 1)]);
+      rows.push([String(round), fmt(r.rps), fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.p999, 2), fmt(r.times.at(-1) ?? NaN, 1)]);
     }
     summarize(readFileSync(traceFile, 'utf8').split('\n').slice(from), rows);
   } finally {
     await envoy?.stop();
-    child.kill('SIGTERM');
-    await exited;
+    await service?.stop();
+    closeSync(trace);
     await redis?.stop();
     upstream.close();
     rmSync(dir, { recursive: true, force: true });

@@ -11,31 +11,26 @@
  *   npx tsx bench/envoy.ts --smoke            # seconds: the same code paths, tiny counts
  *   options: --rounds N --requests N --clients N --streams N
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { rlsBootstrap } from '../test/support/envoy-bootstrap.js';
 import { envoyBinary, startEnvoy, type EnvoyProcess } from '../test/support/envoy.js';
 import { freePort, startRedis, type RedisServer } from '../test/support/redis.js';
-import { percentile } from './lib/h2load.js';
+import { benchArgs } from './lib/args.js';
+import { h2load, haveH2load, type LoadResult } from './lib/h2load.js';
 import { cpuSeconds, startOurs, type Target } from './lib/servers.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const run = promisify(execFile);
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const smoke = args.includes('--smoke');
-const ROUNDS = Number(opt('rounds', smoke ? '1' : '3'));
-const REQUESTS = Number(opt('requests', smoke ? '300' : '20000'));
-const CLIENTS = Number(opt('clients', smoke ? '4' : '16'));
-const STREAMS = Number(opt('streams', '4'));
+const args = benchArgs('bench/envoy.ts', { smoke: 'flag', rounds: 'string', requests: 'string', clients: 'string', streams: 'string' });
+const smoke = args.flag('smoke');
+const ROUNDS = args.num('rounds', smoke ? 1 : 3);
+const REQUESTS = args.num('requests', smoke ? 300 : 20000);
+const CLIENTS = args.num('clients', smoke ? 4 : 16);
+const STREAMS = args.num('streams', 4);
 const REFERENCE = process.env.ENVOY_RATELIMIT_DIR ?? join(import.meta.dirname, '../../shared/tools/envoy-ratelimit');
 const RULES = 'domain: bench\ndescriptors:\n  - key: generic_key\n    value: bench\n    rate_limit: {unit: second, requests_per_unit: 100000000}\n';
 
@@ -48,13 +43,9 @@ interface Variant {
   rounds: { rps: number; p50: number; p99: number; p999: number; envoyUs: number; serviceUs: number }[];
 }
 
-/** h2load against one Envoy: GET / over h2c, per-request times from its log file. */
-async function load(port: number, dir: string): Promise<{ rps: number; times: number[]; ok: number; sent: number }> {
-  const logFile = join(dir, `h2load-${port}.log`);
-  const { stdout } = await run('h2load', ['-n', String(REQUESTS), '-c', String(CLIENTS), '-m', String(STREAMS), '--log-file', logFile, `http://127.0.0.1:${port}/`], { maxBuffer: 1 << 24 });
-  const times = readFileSync(logFile, 'utf8').split('\n').filter((l) => l !== '').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
-  rmSync(logFile, { force: true });
-  return { rps: Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN), times, ok: Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0), sent: Number(/requests: (\d+) total/.exec(stdout)?.[1] ?? 0) };
+/** h2load against one Envoy: GET / over h2c. */
+function load(port: number, dir: string): Promise<LoadResult> {
+  return h2load({ address: `127.0.0.1:${port}`, requests: REQUESTS, clients: CLIENTS, streams: STREAMS, dir });
 }
 
 /** envoyproxy/ratelimit on `redis`, rules from `dir`; its pid is the Go binary's (start.sh is its parent). */
@@ -81,9 +72,7 @@ async function startReference(dir: string, redis: RedisServer): Promise<Target> 
 
 async function main(): Promise<void> {
   if (!envoyBinary()) throw new Error('no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install');
-  await run('h2load', ['--version']).catch(() => {
-    throw new Error('h2load not found (Debian: apt-get install nghttp2-client)');
-  });
+  if (!(await haveH2load())) throw new Error('h2load not found (Debian: apt-get install nghttp2-client)');
   const dir = mkdtempSync(join(tmpdir(), 'rl-bench-envoy-'));
   writeFileSync(join(dir, 'bench.yaml'), RULES);
   const upstream = createServer((_req, res) => res.end('ok\n'));
@@ -122,9 +111,9 @@ async function main(): Promise<void> {
         if (r.ok !== r.sent) notes.push(`${v.name}, round ${round + 1}: ${r.sent - r.ok} of ${r.sent} answers were not HTTP 2xx`);
         v.rounds.push({
           rps: r.rps,
-          p50: percentile(r.times, 0.5),
-          p99: percentile(r.times, 0.99),
-          p999: percentile(r.times, 0.999),
+          p50: r.p50,
+          p99: r.p99,
+          p999: r.p999,
           envoyUs: ((cpuSeconds(envoyPid) - before.envoy) / r.sent) * 1e6,
           serviceUs: ((cpuSeconds(v.service?.pid) - before.service) / r.sent) * 1e6,
         });

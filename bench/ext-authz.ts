@@ -15,15 +15,12 @@ import { createMetrics } from '../src/observability/metrics.js';
 import { AuthzTestClient, envoyCheckRequest } from '../test/support/authz-client.js';
 import { RlsTestClient } from '../test/support/rls-client.js';
 import { testSettings } from '../test/support/service.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i < 0 ? def : Number(args[i + 1]);
-};
-const rounds = opt('rounds', 6);
-const calls = opt('calls', 2000);
-const concurrency = opt('concurrency', 16);
+const args = benchArgs('bench/ext-authz.ts', { rounds: 'string', calls: 'string', concurrency: 'string' });
+const rounds = args.num('rounds', 6);
+const calls = args.num('calls', 2000);
+const concurrency = args.num('concurrency', 16);
 
 const RULES = `domain: edge
 authz:

@@ -13,6 +13,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './lib/args.js';
 import { auditNotes, auditTable, holds, writeTable, type AuditLine } from './lib/failopen/report.js';
 import { ROWS, runRow, type AuditRow } from './lib/failopen/rows.js';
 
@@ -42,13 +43,11 @@ export async function runAudit(o: AuditOptions): Promise<AuditLine[]> {
   return lines;
 }
 
-async function main(args: string[]): Promise<void> {
-  const opt = (name: string) => {
-    const i = args.indexOf(`--${name}`);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const quick = args.includes('--quick');
-  const parallel = args.includes('--parallel');
+async function main(argv: string[]): Promise<void> {
+  const args = benchArgs('bench/failopen-audit.ts', { quick: 'flag', parallel: 'flag', rows: 'string', json: 'string', write: 'flag' }, argv);
+  const opt = (name: 'rows' | 'json') => (args.has(name) ? args.str(name, '') : undefined);
+  const quick = args.flag('quick');
+  const parallel = args.flag('parallel');
   const rows = opt('rows')?.split(',');
   const t0 = Date.now();
   const lines = await runAudit({ quick, parallel, ...(rows ? { rows } : {}), onLine: (l) => process.stderr.write(`${l.row.id}: ours ${l.ours.noDecision}/${l.ours.overLimit}, reference ${l.reference.noDecision}/${l.reference.overLimit}\n`) });
@@ -60,7 +59,7 @@ async function main(args: string[]): Promise<void> {
   console.log(failing.length === 0 ? '\nevery row: this service at or below the reference' : `\nabove the reference: ${failing.map((l) => l.row.id).join(', ')}`);
   const json = opt('json');
   if (json !== undefined) writeFileSync(json, JSON.stringify({ date: new Date().toISOString(), quick, lines: lines.map((l) => ({ id: l.row.id, event: l.row.event, ours: l.ours, reference: l.reference })) }, null, 2));
-  if (args.includes('--write')) writeTable(fileURLToPath(new URL('../docs/reliability.md', import.meta.url)), table, command);
+  if (args.flag('write')) writeTable(fileURLToPath(new URL('../docs/reliability.md', import.meta.url)), table, command);
   process.exitCode = failing.length === 0 ? 0 : 1;
 }
 

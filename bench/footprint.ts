@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { envoyBinary } from '../test/support/envoy.js';
 import { encodeRequest } from '../test/support/raw-rls.js';
 import { freePort, startRedis, type RedisServer } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 import { idleCpuPercent, rssMiB, startAndTime, type Started } from './lib/footprint.js';
 import { h2load, haveH2load } from './lib/h2load.js';
 import { treeCpuSeconds } from './lib/proc-cpu.js';
@@ -29,19 +30,19 @@ import { REFERENCE_START, haveReference } from './lib/reference.js';
 import { IMAGE_CLI, START_ENV, START_NODE_OPTIONS, ensureBuilt } from './lib/image.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const smoke = args.includes('--smoke');
-const STARTS = Number(opt('starts', smoke ? '1' : '5'));
-const IDLE_S = Number(opt('idle-seconds', smoke ? '2' : '30'));
-const REQUESTS = Number(opt('requests', smoke ? '1000' : '20000'));
-const jsonPath = opt('json', smoke ? join(tmpdir(), `ratelimit-footprint-${process.pid}.json`) : 'bench-footprint.json');
-const variants = args.includes('--semi-space-curve')
-  ? opt('semi-space-curve', '8,16,32,64').split(',').map((n) => `--max-semi-space-size=${n.trim()}`)
-  : [opt('node-options', START_NODE_OPTIONS)];
+// --footprint: how `npm run bench` chose this script.
+const args = benchArgs('npm run bench -- --footprint', {
+  footprint: 'flag', smoke: 'flag', starts: 'string', 'idle-seconds': 'string', requests: 'string', json: 'string', 'semi-space-curve': 'optional',
+  'node-options': 'string', cli: 'string', 'no-envoy': 'flag',
+});
+const smoke = args.flag('smoke');
+const STARTS = args.num('starts', smoke ? 1 : 5);
+const IDLE_S = args.num('idle-seconds', smoke ? 2 : 30);
+const REQUESTS = args.num('requests', smoke ? 1000 : 20000);
+const jsonPath = args.str('json', smoke ? join(tmpdir(), `ratelimit-footprint-${process.pid}.json`) : 'bench-footprint.json');
+const variants = args.has('semi-space-curve')
+  ? (args.str('semi-space-curve', '') || '8,16,32,64').split(',').map((n) => `--max-semi-space-size=${n.trim()}`)
+  : [args.str('node-options', START_NODE_OPTIONS)];
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
 const CLI = IMAGE_CLI;
@@ -49,7 +50,7 @@ const CLI = IMAGE_CLI;
  * --cli a.js,b.js: other builds measured beside dist/cli.js (e.g. before and after a change), with the same V8
  * options, or with their own as `a.js|--max-semi-space-size=64`.
  */
-const CLIS = [CLI, ...opt('cli', '').split(',').filter((c) => c !== '')];
+const CLIS = [CLI, ...args.str('cli', '').split(',').filter((c) => c !== '')];
 const BODY = encodeRequest('bench', [{ entries: [['user', 'alice']] }]);
 
 ensureBuilt();
@@ -139,16 +140,16 @@ for (const [label, f] of figures) {
     isRef ? '' : [ratio(st, ref === undefined ? undefined : median(ref.startup)), ratio(median(f.startupCpu), ref === undefined ? undefined : median(ref.startupCpu)), ratio(f.idle, ref?.idle), ratio(f.rest, ref?.rest), ratio(f.after, ref?.after)].join(' / ')]);
 }
 const loads = [...figures.values()].flatMap((f) => f.startupLoad);
-console.log(`# npm run bench -- ${args.join(' ')}`.trimEnd());
+console.log(`# npm run bench -- ${args.argv.join(' ')}`.trimEnd());
 console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; load average (1 min) during the starts ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}, at rest ${fmt([...figures.values()][0]?.loadIdle ?? NaN, 2)}, after the load ${fmt(Math.max(...[...figures.values()].map((f) => f.loadAfter ?? NaN)), 2)}`);
 console.log(`\n## Footprint (start-up: median of ${STARTS}, alternated; CPU at rest over ${IDLE_S} s; RSS after h2load -c50 -m10 -n ${fmt(REQUESTS)}, 1 descriptor)\n`);
 console.log(table(['server', 'start-up ms (each)', 'CPU ms by then', 'CPU at rest, % of a core', 'RSS at rest MiB', 'RSS after load MiB', 'load req/s', 'CPU µs/req under load', 'ratio to the reference: start-up / its CPU / idle CPU / RSS rest / RSS after'], rows));
 for (const n of notes) console.log(`- ${n}`);
-writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2));
+writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args: args.argv, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2));
 console.log(`(JSON: ${jsonPath})`);
 
 // The tail users see through Envoy, beside the reference (bench/envoy.ts prints its own table and commands).
-if (args.includes('--no-envoy')) {
+if (args.flag('no-envoy')) {
   // skipped on request
 } else if (envoyBinary() === undefined) {
   console.log('\n## Through Envoy\n\n- no Envoy found (ENVOY_BIN, PATH or npm run envoy:install): not measured');

@@ -12,28 +12,23 @@
  * With --backend redis it starts its own redis-server on a free port (never the one on 6379).
  * The machine has 2 cores shared by server, client (and Redis): compare figures from one run, not across machines.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { encodeRequest, RawRlsClient } from '../test/support/raw-rls.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { spawnService, type ServiceProcess } from '../test/support/service-process.js';
+import { benchArgs } from './lib/args.js';
+import { h2load } from './lib/h2load.js';
 import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
 
-const run = promisify(execFile);
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const backend = opt('backend', 'memory');
-const requests = Number(opt('requests', '200000'));
-const connections = Number(opt('connections', '4'));
-const streams = Number(opt('streams', '64'));
-const scenarioSet = opt('scenarios', 'default');
-const rounds = Number(opt('rounds', '1'));
+const args = benchArgs('bench/grpc-load.ts', { backend: 'string', requests: 'string', connections: 'string', streams: 'string', scenarios: 'string', rounds: 'string' });
+const backend = args.str('backend', 'memory');
+const requests = args.num('requests', 200000);
+const connections = args.num('connections', 4);
+const streams = args.num('streams', 64);
+const scenarioSet = args.str('scenarios', 'default');
+const rounds = args.num('rounds', 1);
 
 const RULES = `domain: bench
 descriptors:
@@ -46,24 +41,6 @@ descriptors:
       - {unit: second, requests_per_unit: 1000000000, algorithm: token_bucket}
       - {unit: day, requests_per_unit: 4000000000, algorithm: sliding_window_counter}
 ${THROTTLING_DESCRIPTORS}`;
-
-function grpcFrame(message: Uint8Array): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(message.length, 1);
-  return Buffer.concat([head, Buffer.from(message)]);
-}
-
-async function h2load(address: string, bodyFile: string): Promise<{ rps: number; meanMs: number; maxMs: number; ok: number; line: string }> {
-  const cmd = ['-n', String(requests), '-c', String(connections), '-m', String(streams), '-d', bodyFile,
-    '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-H', 'grpc-timeout: 20m',
-    `http://${address}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`];
-  const { stdout } = await run('h2load', cmd, { maxBuffer: 1 << 24 });
-  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN);
-  const t = /time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(stdout);
-  const ms = (v: string, u: string) => Number(v) * (u === 'us' ? 0.001 : u === 's' ? 1000 : 1);
-  const ok = Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0);
-  return { rps, meanMs: t ? ms(t[5]!, t[6]!) : NaN, maxMs: t ? ms(t[3]!, t[4]!) : NaN, ok, line: `h2load ${cmd.join(' ')}` };
-}
 
 async function latency(address: string, n: number): Promise<{ p50: number; p99: number; p999: number }> {
   const client = new RawRlsClient(address);
@@ -102,15 +79,13 @@ try {
     ['2 descriptors, 3 limits (fixed, token_bucket, sliding_window_counter)', encodeRequest('bench', [{ entries: [['user', 'bob']] }, { entries: [['api', 'k']] }])],
   ];
   console.log(`# gRPC load, backend=${backend}, ${requests} requests, ${connections} connections x ${streams} streams, node ${process.version}`);
-  console.log(`# command: npx tsx bench/grpc-load.ts ${args.join(' ')}`.trimEnd());
+  console.log(`# command: npx tsx bench/grpc-load.ts ${args.argv.join(' ')}`.trimEnd());
   console.log('| scenario | req/s | mean ms | max ms | HTTP 200 |');
   console.log('|---|---|---|---|---|');
   let firstLine = '';
   for (const [name, body] of scenarios) {
-    const file = join(dir, 'body.bin');
-    writeFileSync(file, grpcFrame(body));
-    const r = await h2load(server.grpcAddress, file);
-    firstLine ||= r.line;
+    const r = await h2load({ address: server.grpcAddress, body, requests, clients: connections, streams, timeoutMs: 20, dir });
+    firstLine ||= r.command;
     console.log(`| ${name} | ${Math.round(r.rps)} | ${r.meanMs.toFixed(2)} | ${r.maxMs.toFixed(1)} | ${r.ok} |`);
   }
   const lat = await latency(server.grpcAddress, 5000);

@@ -14,17 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeRequest } from '../test/support/raw-rls.js';
-import { freePort, startRedis } from '../test/support/redis.js';
-import { rssMiB, startAndTime } from './lib/footprint.js';
+import { startRedis } from '../test/support/redis.js';
+import { benchArgs, envPairs } from './lib/args.js';
+import { rssMiB } from './lib/footprint.js';
 import { h2load } from './lib/h2load.js';
 import { treeCpuSeconds } from './lib/proc-cpu.js';
-import { START_ENV, START_NODE_OPTIONS } from './lib/redis-section.js';
+import { IMAGE_CLI, START_ENV, START_NODE_OPTIONS, ensureBuilt } from './lib/image.js';
+import { startOurs } from './lib/servers.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
+const args = benchArgs('bench/memory-breakdown.ts', { rounds: 'string', requests: 'string', 'node-options': 'string', env: 'string', gc: 'flag' });
 /**
  * Loaded into the service (`node -r`): on SIGUSR2 it appends one JSON line to $MEMORY_PROBE_OUT with
  * process.memoryUsage(), V8's heap spaces, the GCs so far and RSS by kind of mapping, then, with --expose-gc, the
@@ -71,12 +69,13 @@ process.on('SIGUSR2', () => {
 `;
 const PROBE = join(tmpdir(), 'ratelimit-memory-probe.cjs');
 writeFileSync(PROBE, PROBE_SOURCE);
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const RULES = fileURLToPath(new URL('./rules', import.meta.url));
-const flags = [...opt('node-options', START_NODE_OPTIONS).split(' ').filter((a) => a !== ''), ...(args.includes('--gc') ? ['--expose-gc'] : []), '-r', PROBE];
-const extraEnv = Object.fromEntries(opt('env', '').split(',').filter((kv) => kv.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: npm run build');
-execFileSync(process.execPath, [...flags, CLI], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: RULES }, stdio: 'ignore' });
+const NODE_OPTIONS = args.str('node-options', START_NODE_OPTIONS);
+// -r is refused in NODE_OPTIONS: these go on the command line
+const flags = [...(args.flag('gc') ? ['--expose-gc'] : []), '-r', PROBE];
+const extraEnv = envPairs(args.str('env', '').split(','));
+ensureBuilt();
+execFileSync(process.execPath, [...flags, IMAGE_CLI], { env: { ...process.env, NODE_OPTIONS, RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: RULES }, stdio: 'ignore' });
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-memory-'));
 const out = join(dir, 'probe.jsonl');
@@ -85,9 +84,8 @@ const redis = await startRedis();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const lines = () => (existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter((l) => l !== '') : []);
 try {
-  const port = await freePort();
-  const env = { ...process.env, ...START_ENV, ...extraEnv, NODE_OPTIONS: '', MEMORY_PROBE_OUT: out, CONFIG_DIR: RULES, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()) };
-  const server = await startAndTime(process.execPath, [...flags, CLI, 'serve'], env, port, BODY);
+  const service = await startOurs('ours', { NODE_OPTIONS, ...extraEnv, MEMORY_PROBE_OUT: out, CONFIG_DIR: RULES, BACKEND: 'redis', REDIS_URL: redis.url }, { flags });
+  const server = { pid: service.pid!, stop: () => service.stop() };
   const read = async (title: string) => {
     const before = lines().length;
     const rss = rssMiB(server.pid);
@@ -97,12 +95,12 @@ try {
     console.log(`\n## ${title}: RSS ${rss.toFixed(1)} MiB (from /proc, before the probe)`);
     for (const l of lines().slice(before)) console.log(JSON.stringify(JSON.parse(l), null, 1).replace(/\n\s*/g, ' '));
   };
-  console.log(`# node ${flags.join(' ')} dist/cli.js serve ${JSON.stringify({ ...START_ENV, ...extraEnv })}`);
+  console.log(`# node ${flags.join(' ')} dist/cli.js serve ${JSON.stringify({ NODE_OPTIONS, ...START_ENV, ...extraEnv })}`);
   await sleep(2000);
   await read('at rest');
-  for (let r = 0; r < Number(opt('rounds', '2')); r++) {
+  for (let r = 0; r < args.num('rounds', 2); r++) {
     const cpu0 = treeCpuSeconds(server.pid);
-    const res = await h2load({ address: `127.0.0.1:${port}`, body: BODY, requests: Number(opt('requests', '20000')), clients: 50, streams: 10, dir });
+    const res = await h2load({ address: service.address, body: BODY, requests: args.num('requests', 20000), clients: 50, streams: 10, dir });
     const cpuUs = ((treeCpuSeconds(server.pid) - cpu0) * 1e6) / res.ok;
     await read(`after load ${r + 1} (${res.ok} of ${res.sent} OK, ${Math.round(res.rps)} req/s, ${cpuUs.toFixed(0)} µs CPU per request)`);
   }

@@ -14,13 +14,12 @@ import type { AlgorithmName } from '../src/vocab/algorithm-names.js';
 import { counterKey } from '../src/vocab/keys.js';
 import type { LimitCheck } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1]! : def;
-};
-const bounded = args.includes('--defaults');
+// --child N: one measurement in a process of its own (how the parent runs each).
+const args = benchArgs('bench/memory-per-key.ts', { keys: 'string', algorithm: 'string', defaults: 'flag', child: 'string' });
+const arg = (name: 'keys' | 'algorithm' | 'child', def: string): string => args.str(name, def);
+const bounded = args.flag('defaults');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) {
   console.error('run with node --expose-gc --import tsx bench/memory-per-key.ts');
@@ -68,11 +67,11 @@ async function measure(n: number, algorithm: AlgorithmName): Promise<void> {
   await store.close();
 }
 
-if (arg('--child', '') !== '') {
-  await measure(Number(arg('--child', '')), arg('--algorithm', 'fixed_window') as AlgorithmName);
+if (args.has('child')) {
+  await measure(args.num('child', 0), arg('algorithm', 'fixed_window') as AlgorithmName);
 } else {
-  const sizes = arg('--keys', '200000,1000000').split(',').map(Number);
-  const algorithms = arg('--algorithm', 'fixed_window,token_bucket').split(',');
+  const sizes = arg('keys', '200000,1000000').split(',').map(Number);
+  const algorithms = arg('algorithm', 'fixed_window,token_bucket').split(',');
   const self = fileURLToPath(import.meta.url);
   for (const algorithm of algorithms) {
     for (const n of sizes) {

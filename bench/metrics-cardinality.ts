@@ -11,16 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RawRlsClient } from '../test/support/raw-rls.js';
 import { spawnService } from '../test/support/service-process.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const domains = Number(opt('domains', '5000'));
-const users = Number(opt('users', '5000'));
-const maxDetailed = opt('max-detailed', '1000');
-const concurrency = Number(opt('concurrency', '32'));
+const args = benchArgs('bench/metrics-cardinality.ts', { domains: 'string', users: 'string', 'max-detailed': 'string', concurrency: 'string' });
+const domains = args.num('domains', 5000);
+const users = args.num('users', 5000);
+const maxDetailed = args.str('max-detailed', '1000');
+const concurrency = args.num('concurrency', 32);
 
 const RULES = `domain: web
 descriptors:
@@ -61,7 +58,7 @@ async function send(n: number, make: (i: number) => Promise<unknown>): Promise<n
 
 try {
   console.log(`# metrics cardinality, memory store, node ${process.version}, METRICS_MAX_DETAILED_SERIES=${maxDetailed}`);
-  console.log(`# command: npx tsx bench/metrics-cardinality.ts ${args.join(' ')}`.trimEnd());
+  console.log(`# command: npx tsx bench/metrics-cardinality.ts ${args.argv.join(' ')}`.trimEnd());
   const row = (label: string, s: Awaited<ReturnType<typeof scrape>>) =>
     console.log(`${label.padEnd(44)} ${String(s.series).padStart(7)} series ${String(s.bytes).padStart(9)} bytes  longest line ${String(s.longest).padStart(5)}  domain values ${String(s.domainValues).padStart(5)}  key values ${String(s.keyValues).padStart(5)}  rss ${s.rssMiB} MiB`);
   row('at start', await scrape());

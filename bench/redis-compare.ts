@@ -11,14 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeRequest } from '../test/support/raw-rls.js';
+import { benchArgs, envPairs } from './lib/args.js';
 import { redisSection } from './lib/redis-section.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const env = Object.fromEntries(args.flatMap((a, i) => (args[i - 1] === '--env' ? [a.split('=', 2) as [string, string]] : [])));
+const args = benchArgs('bench/redis-compare.ts', {
+  requests: 'string', clients: 'string', streams: 'string', rounds: 'string', rate: 'string', 'rate-seconds': 'string', 'node-options': 'list', env: 'list',
+});
+const env = envPairs(args.list('env'));
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-redis-'));
 try {
   const section = await redisSection({
@@ -27,17 +26,17 @@ try {
       '1 descriptor': encodeRequest('bench', [{ entries: [['user', 'alice']] }]),
       '3 descriptors': encodeRequest('bench', [{ entries: [['user', 'alice']] }, { entries: [['ip', '10.0.0.1']] }, { entries: [['path', '/api']] }]),
     },
-    requests: Number(opt('requests', '30000')),
-    clients: Number(opt('clients', '50')),
-    streams: Number(opt('streams', '10')),
-    rounds: Number(opt('rounds', '3')),
-    rate: Number(opt('rate', '2000')),
-    rateSeconds: Number(opt('rate-seconds', '10')),
-    nodeOptionVariants: args.flatMap((a, i) => (args[i - 1] === '--node-options' ? [a] : [])),
+    requests: args.num('requests', 30000),
+    clients: args.num('clients', 50),
+    streams: args.num('streams', 10),
+    rounds: args.num('rounds', 3),
+    rate: args.num('rate', 2000),
+    rateSeconds: args.num('rate-seconds', 10),
+    nodeOptionVariants: args.list('node-options'),
     dir,
     env,
   });
-  console.log(`# npx tsx bench/redis-compare.ts ${args.join(' ')}`.trimEnd());
+  console.log(`# npx tsx bench/redis-compare.ts ${args.argv.join(' ')}`.trimEnd());
   console.log(section.text);
   for (const n of section.notes) console.log(`- ${n}`);
 } finally {

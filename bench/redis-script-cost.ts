@@ -14,9 +14,9 @@ import { loadBatchScript } from '../src/storage/redis/batch-script.js';
 import { createRedisStore } from '../src/storage/redis/redis-store.js';
 import { readFileSync } from 'node:fs';
 import { rawCommand, startRedis } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const CALLS = Number(args[args.indexOf('--calls') + 1] ?? 20_000) || 20_000;
+const CALLS = benchArgs('bench/redis-script-cost.ts', { calls: 'string' }).num('calls', 20_000);
 const redis = await startRedis();
 const lua = loadBatchScript().lua;
 

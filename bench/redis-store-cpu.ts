@@ -15,16 +15,13 @@ import { createRedisStore } from '../src/storage/redis/redis-store.js';
 import { rawCommand, startRedis } from '../test/support/redis.js';
 import { redisPid } from './lib/reference.js';
 import { treeCpuSeconds } from './lib/proc-cpu.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const REQUESTS = opt('requests', 40_000);
-const INFLIGHT = opt('inflight', 500);
-const ROUNDS = opt('rounds', 3);
-const ONLY = opt('descriptors', 0); // 1 or 3: that request alone
+const args = benchArgs('bench/redis-store-cpu.ts', { requests: 'string', inflight: 'string', rounds: 'string', descriptors: 'string' });
+const REQUESTS = args.num('requests', 40_000);
+const INFLIGHT = args.num('inflight', 500);
+const ROUNDS = args.num('rounds', 3);
+const ONLY = args.num('descriptors', 0); // 1 or 3: that request alone
 
 const rules = readFileSync(new URL('./rules/bench.yaml', import.meta.url), 'utf8');
 const compiled = compileConfigFiles([{ name: 'bench.yaml', text: rules }], { mergeDomains: false });

@@ -26,24 +26,23 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { envoyBinary } from '../test/support/envoy.js';
 import { rawCommand, startRedis, type RedisServer } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 import { measure, type Path, type RunResult } from './lib/rlqs-run.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const args = process.argv.slice(2).filter((a) => a !== '--rlqs');
-const opt = (name: string, def: string): number => {
-  const i = args.indexOf(`--${name}`);
-  const text = i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-  const n = Number(text);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`bench/rlqs.ts: --${name} must be a positive number, got "${text}"`);
+// --rlqs: how `npm run bench` chose this script.
+const args = benchArgs('bench/rlqs.ts', { rounds: 'string', seconds: 'string', rate: 'string', limit: 'string', 'idle-seconds': 'string', backend: 'string', rlqs: 'flag' });
+const opt = (name: 'rounds' | 'seconds' | 'rate' | 'limit' | 'idle-seconds', def: number): number => {
+  const n = args.num(name, def);
+  if (n <= 0) throw new Error(`bench/rlqs.ts: --${name} must be a positive number, got "${n}"`);
   return n;
 };
-const SECONDS = Math.min(opt('seconds', '10'), 120);
-const RATE = Math.min(opt('rate', '40'), 2000);
-const LIMIT = Math.round(opt('limit', '20'));
-const ROUNDS = Math.min(Math.round(opt('rounds', '2')), 10);
-const IDLE_S = Math.min(opt('idle-seconds', String(SECONDS)), 120);
-const backendAt = args.indexOf('--backend');
-const BACKEND = backendAt >= 0 ? args[backendAt + 1] : 'memory';
+const SECONDS = Math.min(opt('seconds', 10), 120);
+const RATE = Math.min(opt('rate', 40), 2000);
+const LIMIT = Math.round(opt('limit', 20));
+const ROUNDS = Math.min(Math.round(opt('rounds', 2)), 10);
+const IDLE_S = Math.min(opt('idle-seconds', SECONDS), 120);
+const BACKEND = args.str('backend', 'memory');
 if (BACKEND !== 'memory' && BACKEND !== 'redis') throw new Error(`bench/rlqs.ts: --backend must be memory or redis, got "${BACKEND}"`);
 if (SECONDS < 2) throw new Error('bench/rlqs.ts: --seconds must be at least 2 (the first second is reported apart)');
 
@@ -106,7 +105,7 @@ async function main(): Promise<void> {
   const row = (label: string, f: (r: RunResult) => number, digits: number) => [label, ...PATHS.map((p) => cell(p, f, digits))];
   const la = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
   process.stdout.write(
-    `# npx tsx bench/rlqs.ts ${args.join(' ')}`.trimEnd() +
+    `# npx tsx bench/rlqs.ts ${args.argv.filter((a) => a !== '--rlqs').join(' ')}`.trimEnd() +
       `\n# ${started.toISOString()}; Envoy ${binary.version} ×2 (--concurrency 1); service BACKEND=${BACKEND}; rule {name: all} ${LIMIT}/s; ` +
       `${RATE}/s (${RATE / 2}/s per Envoy) for ${SECONDS} s; ${ROUNDS} round(s) alternated, medians (range)\n` +
       `# load average ${la(load0)} at the start, ${la(load1)} at the end\n\n` +

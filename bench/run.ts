@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeRequest } from '../test/support/raw-rls.js';
 import { startRedis } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 import { bytesPerKey } from './lib/bytes-per-key.js';
 import { compareEngines } from './lib/engine-compare.js';
 import { h2load, haveH2load, type LoadResult } from './lib/h2load.js';
@@ -31,34 +32,35 @@ import { counter, cpuSeconds, external, startNoop, startOurs, type Target } from
 import { fmt, median, ratioText, table } from './lib/stats.js';
 import { redisSection, type RedisSection } from './lib/redis-section.js';
 
-const args = process.argv.slice(2);
-if (args.includes('--audit')) {
+const argv = process.argv.slice(2);
+if (argv.includes('--audit')) {
   // the fail-open audit (bench/failopen-audit.ts) instead of the benchmarks, with the same options
   const { auditMain } = await import('./failopen-audit.js');
-  await auditMain(args.filter((a) => a !== '--audit'));
-} else if (args.includes('--footprint')) {
+  await auditMain(argv.filter((a) => a !== '--audit'));
+} else if (argv.includes('--footprint')) {
   await import('./footprint.js');
   process.exit(process.exitCode ?? 0);
-} else if (args.includes('--rlqs')) {
+} else if (argv.includes('--rlqs')) {
   await import('./rlqs.js');
   process.exit(process.exitCode ?? 0);
 }
-const flag = (name: string) => args.includes(`--${name}`);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
+const args = benchArgs('npm run bench', {
+  smoke: 'flag', rounds: 'string', requests: 'string', clients: 'string', streams: 'string', rate: 'string', 'rate-seconds': 'string', keys: 'string',
+  against: 'string', 'against-pid': 'string', json: 'string', 'only-redis': 'flag', 'young-gen': 'flag',
+  'side-requests': 'string', 'side-clients': 'string', 'side-streams': 'string', 'side-rate': 'string',
+}, argv);
+const flag = (name: 'smoke' | 'only-redis' | 'young-gen') => args.flag(name);
 const smoke = flag('smoke');
-const ROUNDS = Number(opt('rounds', smoke ? '1' : '3'));
-const REQUESTS = Number(opt('requests', smoke ? '2000' : '60000'));
-const CLIENTS = Number(opt('clients', '8'));
-const STREAMS = Number(opt('streams', '16'));
-const RATE = Number(opt('rate', smoke ? '500' : '5000'));
-const RATE_SECONDS = Number(opt('rate-seconds', smoke ? '1' : '10'));
-const KEYS_FOR_BYTES = Number(opt('keys', smoke ? '20000' : '1000000'));
-const against = args.includes('--against') ? opt('against', '') : undefined;
-const againstPid = args.includes('--against-pid') ? Number(opt('against-pid', '')) : undefined;
-const jsonPath = opt('json', smoke ? join(tmpdir(), 'ratelimit-bench-smoke.json') : 'bench-results.json');
+const ROUNDS = args.num('rounds', smoke ? 1 : 3);
+const REQUESTS = args.num('requests', smoke ? 2000 : 60000);
+const CLIENTS = args.num('clients', 8);
+const STREAMS = args.num('streams', 16);
+const RATE = args.num('rate', smoke ? 500 : 5000);
+const RATE_SECONDS = args.num('rate-seconds', smoke ? 1 : 10);
+const KEYS_FOR_BYTES = args.num('keys', smoke ? 20000 : 1000000);
+const against = args.has('against') ? args.str('against', '') : undefined;
+const againstPid = args.has('against-pid') ? args.num('against-pid', Number.NaN) : undefined;
+const jsonPath = args.str('json', smoke ? join(tmpdir(), 'ratelimit-bench-smoke.json') : 'bench-results.json');
 const RULES_DIR = fileURLToPath(new URL('./rules', import.meta.url));
 const ONLY_REDIS = flag('only-redis');
 
@@ -99,11 +101,11 @@ try {
     side = await redisSection({
       rulesDir: RULES_DIR,
       bodies: BODIES,
-      requests: Number(opt('side-requests', smoke ? '2000' : '30000')),
-      clients: Number(opt('side-clients', '50')),
-      streams: Number(opt('side-streams', '10')),
+      requests: args.num('side-requests', smoke ? 2000 : 30000),
+      clients: args.num('side-clients', 50),
+      streams: args.num('side-streams', 10),
       rounds: ROUNDS,
-      rate: Number(opt('side-rate', smoke ? '400' : '2000')),
+      rate: args.num('side-rate', smoke ? 400 : 2000),
       rateSeconds: RATE_SECONDS,
       nodeOptionVariants: flag('young-gen') ? [''] : [],
       dir,
@@ -178,7 +180,7 @@ try {
 }
 
 const ms = (xs: number[]) => (xs.length === 0 ? '' : median(xs).toFixed(2));
-console.log(`# npm run bench -- ${args.join(' ')}`.trimEnd());
+console.log(`# npm run bench -- ${argv.join(' ')}`.trimEnd());
 console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; ${ROUNDS} round(s) alternated`);
 if (side !== undefined) {
   console.log(`\n## Redis, side by side with envoyproxy/ratelimit\n\n${side.text}`);
@@ -192,5 +194,5 @@ console.log(
   ),
 );
 for (const n of notes) console.log(`- ${n}`);
-writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args, node: process.version, cpus: cpus().map((c) => c.model), rows, notes, redisSideBySide: side ?? null }, null, 2));
+writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args: argv, node: process.version, cpus: cpus().map((c) => c.model), rows, notes, redisSideBySide: side ?? null }, null, 2));
 console.log(`(JSON: ${jsonPath})`);

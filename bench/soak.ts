@@ -21,12 +21,10 @@ import { prng } from '../test/support/prng.js';
 import { gauge, scrapeMetrics, total, type Samples } from '../test/support/scrape.js';
 import { spawnService } from '../test/support/service-process.js';
 import { EXACT_RULES } from '../test/support/traffic-scenario.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
+const args = benchArgs('bench/soak.ts', { duration: 'string', interval: 'string', backend: 'string', faults: 'string', rate: 'string', connections: 'string', seed: 'string' });
+const opt = (name: 'duration' | 'interval' | 'backend' | 'faults' | 'seed', def: string) => args.str(name, def);
 function duration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
   if (!m) throw new Error(`'${text}' is not a duration (e.g. 30s, 10m)`);
@@ -36,8 +34,8 @@ const durationMs = duration(opt('duration', '10m'));
 const intervalMs = duration(opt('interval', '10s'));
 const backend = opt('backend', 'redis');
 const faultsOn = opt('faults', 'on') === 'on' && backend === 'redis';
-const rate = Number(opt('rate', '300'));
-const connections = Number(opt('connections', '4'));
+const rate = args.num('rate', 300);
+const connections = args.num('connections', 4);
 const seed = opt('seed', String(Date.now()));
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -55,7 +53,7 @@ service.child.stderr?.on('data', (c: Buffer) => (stderrTail = (stderrTail + c.to
 service.child.once('exit', (code, signal) => (died = signal ? `signal ${signal}` : `code ${code}`));
 
 console.log(`soak: ${durationMs / 1000} s, backend ${backend}, faults ${faultsOn ? 'on' : 'off'}, ${rate} calls/s on ${connections} connections, seed ${seed}`);
-console.log(`command: npx tsx bench/soak.ts ${args.join(' ')}`);
+console.log(`command: npx tsx bench/soak.ts ${args.argv.join(' ')}`);
 console.log('    t   req/s  errors (this interval)                    late client/service  fallbacks  CPU %  RSS MiB  heap MiB  loop p99 ms');
 
 const pool = new RawClientPool(service.grpcAddress, connections);

@@ -13,16 +13,13 @@ import type { CounterStore } from '../src/storage/counter-store.js';
 import { MemoryStore } from '../src/storage/memory/memory-store.js';
 import { createRedisStore } from '../src/storage/redis/redis-store.js';
 import { startCluster, startRedis } from '../test/support/redis.js';
+import { benchArgs } from './lib/args.js';
 import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : def;
-};
-const REQUESTS = Number(opt('requests', '20000'));
-const CONCURRENCY = Number(opt('concurrency', '64'));
-const ROUNDS = Number(opt('rounds', '3'));
+const args = benchArgs('bench/throttling.ts', { requests: 'string', concurrency: 'string', rounds: 'string', cluster: 'flag' });
+const REQUESTS = args.num('requests', 20000);
+const CONCURRENCY = args.num('concurrency', 64);
+const ROUNDS = args.num('rounds', 3);
 
 const RULES = `domain: bench
 descriptors:
@@ -74,7 +71,7 @@ async function run(name: string, store: CounterStore): Promise<void> {
 }
 
 console.log(`# throttling throughput, ${REQUESTS} requests × ${ROUNDS} rounds per scenario, ${CONCURRENCY} in flight, node ${process.version}`);
-console.log(`# command: npx tsx bench/throttling.ts ${args.join(' ')}`.trimEnd());
+console.log(`# command: npx tsx bench/throttling.ts ${args.argv.join(' ')}`.trimEnd());
 const memory = new MemoryStore({ maxKeys: 100_000 });
 await run('memory', memory);
 await memory.close();
@@ -87,7 +84,7 @@ try {
   await single.close();
   await redis.stop();
 }
-if (args.includes('--cluster')) {
+if (args.flag('cluster')) {
   const cluster = await startCluster();
   const store = createRedisStore({ url: `redis://${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}`, type: 'cluster', clusterNodes: cluster.nodes });
   try {

@@ -15,15 +15,12 @@ import { join } from 'node:path';
 import { RlsTestClient } from '../test/support/rls-client.js';
 import { spawnService } from '../test/support/service-process.js';
 import { makeTestPki } from '../test/support/tls.js';
+import { benchArgs } from './lib/args.js';
 
-const args = process.argv.slice(2);
-const opt = (name: string, def: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 && args[i + 1] !== undefined ? Number(args[i + 1]) : def;
-};
-const CALLS = opt('calls', 2000);
-const CONCURRENT_CALLS = opt('concurrent-calls', 20_000);
-const IN_FLIGHT = opt('in-flight', 64);
+const args = benchArgs('bench/transport.ts', { calls: 'string', 'concurrent-calls': 'string', 'in-flight': 'string' });
+const CALLS = args.num('calls', 2000);
+const CONCURRENT_CALLS = args.num('concurrent-calls', 20_000);
+const IN_FLIGHT = args.num('in-flight', 64);
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-transport-'));
 writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 1000000000}\n');

@@ -1,6 +1,6 @@
 /**
  * The settings and metrics tables of docs/settings.md and docs/metrics.md, generated from their single
- * declarations (src/settings/settings.ts, src/observability/metrics.ts). test/unit/readme.test.ts fails when a page's copy differs;
+ * declarations (src/settings/settings.ts, src/observability/metrics.ts). test/docs/readme.test.ts fails when a page's copy differs;
  * refresh both pages in place with
  *   npx tsx scripts/docs-tables.ts --write
  */

@@ -1,6 +1,6 @@
 /**
  * Prints the tables of docs/switching.md from src/compat/reference-settings.ts: every setting, endpoint,
- * metric and command of envoyproxy/ratelimit and what it is here. test/unit/switching-doc.test.ts fails when
+ * metric and command of envoyproxy/ratelimit and what it is here. test/docs/switching-doc.test.ts fails when
  * the page's copy differs; refresh it with
  *   npx tsx scripts/switching-table.ts
  */

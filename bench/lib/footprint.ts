@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
-import { frame } from './h2load.js';
+import { grpcFrame } from '../../test/support/raw-h2.js';
 import { rssBytes, treeCpuSeconds } from './proc-cpu.js';
 
 export interface Started {
@@ -53,7 +53,7 @@ export function decide(port: number, body: Uint8Array, timeoutMs = 1000): Promis
       finish(msg[6]);
     });
     req.on('close', () => finish(undefined));
-    req.end(frame(body));
+    req.end(grpcFrame(body));
   });
 }
 

@@ -15,11 +15,22 @@ export interface Target {
   stop(): Promise<void>;
 }
 
-export async function startOurs(name: string, env: Record<string, string>): Promise<Target & { process: ServiceProcess }> {
+/** What a benchmark changes in how the image runs the service. */
+export interface ImageRun {
+  /** Flags on node's command line (those NODE_OPTIONS refuses: --cpu-prof, --trace-gc-nvp, -r). */
+  readonly flags?: readonly string[];
+  /** Another build's cli.js (default: the image's, built first when src/ is newer). */
+  readonly cli?: string;
+  /** A file descriptor for the process's stdout (where V8 writes its traces). */
+  readonly stdout?: number;
+}
+
+export async function startOurs(name: string, env: Record<string, string>, how: ImageRun = {}): Promise<Target & { process: ServiceProcess }> {
   // As the image runs it (dist/cli.js, its NODE_OPTIONS unless `env` gives others, MALLOC_ARENA_MAX), with the
   // defaults (spawnService: no reload watcher, logs at info: the start line is read).
-  ensureBuilt();
-  const p = await spawnService({ NODE_OPTIONS: START_NODE_OPTIONS, ...START_ENV, ...env }, 20_000, [IMAGE_CLI, 'serve']);
+  const cli = how.cli ?? IMAGE_CLI;
+  if (cli === IMAGE_CLI) ensureBuilt();
+  const p = await spawnService({ NODE_OPTIONS: START_NODE_OPTIONS, ...START_ENV, ...env }, 20_000, [...(how.flags ?? []), cli, 'serve'], how.stdout);
   return { name, address: p.grpcAddress, httpAddress: p.httpAddress, ...(p.child.pid === undefined ? {} : { pid: p.child.pid }), process: p, stop: () => p.stop() };
 }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
 import { REFERENCE_START } from '../../bench/lib/reference.js';
+import { latencyProblems, tableRow } from '../support/bench-table.js';
 
 const run = promisify(execFile);
 
@@ -27,8 +28,16 @@ it('npm run bench -- --smoke prints the table and writes the JSON', async () => 
     const h2load = !result.notes.some((n) => n.startsWith('h2load not found'));
     if (h2load) {
       const lean = result.rows.find((r) => r.scenario === 'this service, memory store, lean transport')!;
-      expect(lean.rps[0]).toBeGreaterThan(0);
-      expect(lean.ratios[0]).toBeGreaterThan(0);
+      // 2,000 calls on loopback: hundreds to tens of thousands a second, the ratio to the no-op server near 1
+      expect(lean.rps[0]).toBeGreaterThanOrEqual(50);
+      expect(lean.rps[0]).toBeLessThan(200_000);
+      expect(lean.ratios[0]).toBeGreaterThan(0.05);
+      expect(lean.ratios[0]).toBeLessThan(50);
+      // scenario | descriptors | req/s | p50 | p99 | p99.9 | server CPU µs/req | ...
+      const [, rps, p50, p99, p999, cpuUs] = tableRow(stdout, 'this service, memory store, lean transport')!;
+      expect(rps).toBeCloseTo(lean.rps[0]!, -1);
+      expect(latencyProblems('lean, 1 descriptor', [p50!, p99!, p999!], 5000)).toEqual([]);
+      expect(cpuUs, 'server CPU µs per request').toBeGreaterThan(0);
       expect(result.notes.some((n) => /Redis round trips per request .*: \d/.test(n))).toBe(true);
       expect(result.notes.filter((n) => n.includes('not HTTP 200'))).toEqual([]);
       // issue #20: the Redis side by side with envoyproxy/ratelimit, when the reference binary is there

@@ -45,7 +45,7 @@ describe('capacity service: its own request bound, through the real service', ()
     const resource = Array.from({ length: 5000 }, (_, i) => ({ resource_id: `server-resource-${i}`, priority: 1, wants: 7 }));
     const answer = await caller.call<Answer>('GetCapacity', { client_id: 'all-of-them', resource }, 20_000);
     expect(answer.response).toHaveLength(5000);
-    expect(answer.response.every((r, i) => r.resource_id === `server-resource-${i}` && r.gets.capacity === 7)).toBe(true);
+    expect(answer.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual(resource.map((r) => [r.resource_id, 7]));
     const metrics = await (await fetch(`${ours.httpBase}/metrics`)).text();
     expect(metrics).toMatch(/^ratelimit_capacity_resources 5000$/m);
     const described = (await (await fetch(`${ours.httpBase}/capacity`)).json()) as { resources_total: number; resources: unknown[] };

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
+import { latencyProblems, tableRow } from '../support/bench-table.js';
 import { describeEnvoy } from '../support/envoy.js';
 
 const run = promisify(execFile);
@@ -24,11 +25,19 @@ describeEnvoy('bench/envoy.ts --smoke', () => {
     const reference = existsSync(join(ROOT, '../shared/tools/envoy-ratelimit/ratelimit'));
     const names = ['(a) no rate-limit filter', '(b) this service, memory', '(c) this service, Redis', ...(reference ? ['(d) envoyproxy/ratelimit, Redis'] : [])];
     for (const name of names) {
-      const row = stdout.split('\n').find((l) => l.startsWith(`| ${name} |`));
+      // variant | req/s | p50 | p99 | p99.9 | added p50 / p99 | Envoy CPU µs/req | service CPU µs/req
+      const row = tableRow(stdout, name);
       expect(row, name).toBeDefined();
-      const cells = row!.split('|').map((c) => c.trim());
-      expect(Number(cells[2]!.replace(/,/g, '')), `${name} req/s`).toBeGreaterThan(0);
+      const [rps, p50, p99, p999, , envoyUs] = row!;
+      // 300 calls on loopback: a few hundred to some tens of thousands a second, never NaN or zero
+      expect(rps, `${name} req/s`).toBeGreaterThanOrEqual(50);
+      expect(rps, `${name} req/s`).toBeLessThan(200_000);
+      // every call answered within the rate-limit filter's 1 s timeout plus Envoy's own time
+      expect(latencyProblems(name, [p50!, p99!, p999!], 2000)).toEqual([]);
+      expect(envoyUs, `${name}: Envoy CPU µs per request`).toBeGreaterThan(0);
     }
+    expect(stdout).toMatch(/h2load 300 requests per round, 4 clients × 4 streams, 1 round\(s\)/);
     expect(stdout).not.toMatch(/were not HTTP 2xx/);
+    expect(stdout).not.toMatch(/Envoy counted \d+ answers that were not OK/);
   }, 180_000);
 });

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
+import { latencyProblems, tableRow } from '../support/bench-table.js';
 import { describeEnvoy } from '../support/envoy.js';
 
 const run = promisify(execFile);
@@ -19,9 +20,16 @@ describeEnvoy('bench/envoy-gc-trace.ts --smoke', () => {
       ctx.skip();
     }
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/envoy-gc-trace.ts', '--smoke', '--backend', 'memory'], { cwd: ROOT, timeout: 170_000, maxBuffer: 1 << 22 });
-    const round = stdout.split('\n').find((l) => l.startsWith('| 1 |'));
-    expect(Number(round?.split('|')[2]?.trim().replace(/,/g, ''))).toBeGreaterThan(0);
-    const scavenges = stdout.split('\n').find((l) => l.startsWith('| scavenge (young) |'));
-    expect(scavenges).toBeDefined();
+    // round | req/s | p50 | p99 | p99.9 | max
+    const [rps, p50, p99, p999, max] = tableRow(stdout, '1') ?? [];
+    expect(rps, 'req/s').toBeGreaterThanOrEqual(50);
+    expect(rps, 'req/s').toBeLessThan(200_000);
+    expect(latencyProblems('round 1', [p50!, p99!, p999!], 2000)).toEqual([]);
+    expect(max, 'max ms (one decimal printed)').toBeGreaterThanOrEqual(p999! - 0.05);
+    expect(stdout).toMatch(/1 × 300 requests, 16 clients × 4 streams/);
+    // collection | count | per 20,000 requests | ...: a whole count, and the rate is that count scaled
+    const [count, per20k] = tableRow(stdout, 'scavenge (young)') ?? [];
+    expect(Number.isInteger(count), `scavenges counted: ${count}`).toBe(true);
+    expect(per20k).toBeCloseTo((count! * 20_000) / 300, 0);
   }, 180_000);
 });

@@ -8,6 +8,7 @@
  */
 import { createServer as createHttp2Server, type ServerHttp2Stream } from 'node:http2';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { grpcFrame } from './raw-h2.js';
 
 const ADS_PATH = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
 
@@ -15,12 +16,6 @@ export interface AnsweringXds {
   /** DiscoveryRequests received so far, with when each arrived (ms, performance.now()). */
   readonly requests: { readonly at: number; readonly bytes: Buffer }[];
   close(): Promise<void>;
-}
-
-function frame(message: Buffer): Buffer {
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(message.length, 1);
-  return Buffer.concat([head, message]);
 }
 
 export async function startAnsweringXds(port: number, reply: (n: number) => Buffer): Promise<AnsweringXds> {
@@ -43,7 +38,7 @@ export async function startAnsweringXds(port: number, reply: (n: number) => Buff
         const len = buf.readUInt32BE(1);
         requests.push({ at: performance.now(), bytes: buf.subarray(5, 5 + len) });
         buf = buf.subarray(5 + len);
-        if (!stream.closed) stream.write(frame(reply(requests.length)));
+        if (!stream.closed) stream.write(grpcFrame(reply(requests.length)));
       }
     });
   });

@@ -229,7 +229,8 @@ describe('a grant is always a finite number ≥ 0', () => {
       const clock = new FakeClock(1_700_000_000_000);
       const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => 'x', stateSinceMs: clock.nowMs(), capacityOf: () => capacity });
       const got = srv.getCapacity({ client_id: 'a', resource: [{ resource_id: 'r', priority: 1, wants: 7 }] }).response[0]!.gets.capacity;
-      expect(Number.isFinite(got) && got >= 0, `${kind} on ${capacity}: ${got}`).toBe(true);
+      expect(Number.isFinite(got), `${kind} on ${capacity}: ${got} is finite`).toBe(true);
+      expect(got, `${kind} on ${capacity}`).toBeGreaterThanOrEqual(0);
       expect(Number.isFinite(srv.find('r')!.store.sumHas)).toBe(true);
     }
   });

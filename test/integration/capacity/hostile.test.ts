@@ -76,7 +76,7 @@ for (const backend of ['memory', 'redis'] as const) {
           }
         }
         const res = server.find('mix')!;
-        expect(Number.isFinite(res.store.sumHas) && Number.isFinite(res.store.sumWants)).toBe(true);
+        expect({ sumHas: Number.isFinite(res.store.sumHas), sumWants: Number.isFinite(res.store.sumWants) }, `sumHas ${res.store.sumHas}, sumWants ${res.store.sumWants}`).toEqual({ sumHas: true, sumWants: true });
       });
     }
 

@@ -68,7 +68,7 @@ describe('on_limit templates', () => {
       for (let i = 0; i < len; i++) value += String.fromCharCode(r.pick([r.int(0, 0x7f), r.int(0x80, 0xffff), r.int(0xd800, 0xdfff)]));
       for (const e of escapings) {
         const out = renderTemplate(t, { ...VALUES, descriptor: value }, e);
-        expect(out.startsWith('a') && out.endsWith('b')).toBe(true);
+        expect(out).toMatch(/^a[^]*b$/);
         if (e === 'json') expect(JSON.parse(`"${out.slice(1, -1)}"`)).toBe(wellFormed(value));
         if (e === 'header') expect(out).toMatch(/^[\x20-\x7e]*$/);
         if (e === 'url') expect(out).toMatch(/^[A-Za-z0-9\-._~!'()*%]*$/);

@@ -110,7 +110,8 @@ describeKustomize('manifests', () => {
           const where = `${o.metadata.name}/${c.name}`;
           const sc = { ...pod.securityContext, ...c.securityContext };
           expect(sc.runAsNonRoot, where).toBe(true);
-          expect(Number.isInteger(sc.runAsUser) && sc.runAsUser! > 0, `${where}: runAsUser is a non-zero integer`).toBe(true);
+          expect(Number.isInteger(sc.runAsUser), `${where}: runAsUser ${sc.runAsUser} is an integer`).toBe(true);
+          expect(sc.runAsUser, `${where}: runAsUser`).toBeGreaterThan(0);
           expect(sc.seccompProfile?.type, where).toBe('RuntimeDefault');
           expect(c.securityContext?.readOnlyRootFilesystem, where).toBe(true);
           expect(c.securityContext?.allowPrivilegeEscalation, where).toBe(false);
