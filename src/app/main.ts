@@ -1,8 +1,9 @@
 /**
- * The composition root (style.md #2), in phases: settings → logger, metrics → rules → store → engine →
- * servers, each in a file of its own (start-*.ts). Every phase registers on one teardown stack how to stop
- * what it starts; a failed start closes what had started, newest first. Only this module (and cli.ts, which
- * calls it) reads settings; everything else takes options objects.
+ * The composition root, in phases: settings → logger, metrics → rules → store → engine → servers (with the
+ * services the gRPC port carries), each in a file of its own (start-*.ts). Every phase registers on one
+ * teardown stack how to stop what it starts; a failed start closes what had started, newest first; a
+ * graceful stop drains, ends the serving, then closes the rest. Only this module (and cli.ts, which calls
+ * it) reads settings; everything else takes options objects.
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Timer } from '../core/timer.js';
