@@ -1,0 +1,57 @@
+/**
+ * The gRPC port: RateLimitService, ext_authz, health, RLQS's stream and (with CAPACITY_CONFIG) the capacity
+ * service, on the transport GRPC_TRANSPORT names. A port that cannot be bound is a StartupError naming it.
+ */
+import type { RlqsSetup } from '../rlqs/setup.js';
+import type { ConnectionGuard } from '../server/guard/connection-guard.js';
+import type { LoopClock } from '../server/loop-clock.js';
+import { startTransport, type RunningTransport } from '../server/transport.js';
+import type { StartContext } from './start-context.js';
+import type { StartedEngine } from './start-engine.js';
+import type { StartedServices } from './start-services.js';
+import { StartupError } from '../vocab/startup-error.js';
+
+export interface GrpcParts {
+  readonly loopClock: LoopClock;
+  readonly guard: ConnectionGuard;
+  readonly rlqs: RlqsSetup;
+  readonly onError: (protocol: string) => (err: unknown, status: string) => void;
+}
+
+export function startGrpc({ settings, clock, metrics }: StartContext, { limiter, margin, health, requestLimits }: StartedEngine, { extAuthz, capacity, credentials }: StartedServices, parts: GrpcParts): Promise<RunningTransport> {
+  const { loopClock, guard, rlqs, onError } = parts;
+  return startTransport({
+    transport: settings.grpcTransport,
+    host: settings.grpcHost,
+    port: settings.grpcPort,
+    limiter,
+    clock,
+    authz: {
+      authorizer: extAuthz.authorizer,
+      clock,
+      deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
+      defaultTimeoutMs: settings.redisCommandTimeoutMs,
+      maxWaitMs: settings.decisionMaxWaitMs,
+      limits: { maxHeaders: settings.authzMaxHeaders },
+      onError: onError('ext_authz'),
+    },
+    health,
+    ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
+    bidi: new Map([[rlqs.path, rlqs.route]]),
+    requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
+    deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
+    defaultTimeoutMs: settings.redisCommandTimeoutMs,
+    maxWaitMs: settings.decisionMaxWaitMs,
+    ...(credentials === undefined ? {} : { credentials }),
+    socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
+    onError: onError('rls'),
+    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+    onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
+    onSendDelay: (ms) => margin.recordSend(ms),
+    unseenWaitMs: () => loopClock.unseenWaitMs(),
+    connections: { guard, maxConcurrentStreams: settings.grpcMaxStreamsPerConnection, maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb },
+  }).catch((err: unknown) => {
+    const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
+    throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);
+  });
+}
