@@ -231,7 +231,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         onError: grpcErrorsOf('ext_authz'),
       },
       health,
-      ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
+      ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService], extraOnError: grpcErrorsOf('capacity') }),
       bidi: new Map([[rlqs.path, rlqs.route]]),
       requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
       deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),

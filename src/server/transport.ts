@@ -53,6 +53,8 @@ export interface TransportOptions {
   readonly authz?: ExtAuthzServiceOptions;
   /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */
   readonly extraUnary?: ReadonlyMap<string, (request: Buffer) => Promise<Uint8Array>>;
+  /** Where the extraUnary methods' errors go (default onError). */
+  readonly extraOnError?: (err: unknown, status: string) => void;
   /** The same methods as grpc-js services (the grpc-js transport registers these instead). */
   readonly extraServices?: readonly { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }[];
   /** Bidirectional-streaming methods by path (the Rate Limit Quota Service, src/rlqs/), served on both transports. */
@@ -85,7 +87,9 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
   for (const [path, route] of o.extraUnary ?? []) routes.unary.set(path, (bytes) => route(bytes));
   for (const [path, route] of o.bidi ?? []) routes.bidi.set(path, route);
-  const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
+  const extraNames = new Set([...(o.extraUnary?.keys() ?? [])].map(metricMethodName));
+  const onError = (method: string): ((err: unknown, status: string) => void) =>
+    method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : extraNames.has(method) ? (o.extraOnError ?? o.onError) : o.onError;
   return startLeanServer({
     ...common,
     routes,
