@@ -212,11 +212,10 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
     if (settings.capacityConfig !== '') {
       // BACKEND=redis: the capacity leases get their own connection (closed with the capacity service).
       capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
-      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) }, onError: grpcErrorsOf('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
+      capacity = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report: { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) }, ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     }
     credentials = await grpcCredentials(settings, log);
     grpcServer = await startTransport({
-      transport: settings.grpcTransport,
       host: settings.grpcHost,
       port: settings.grpcPort,
       limiter,
@@ -231,7 +230,7 @@ export async function startService(settings: Settings, deps: { clock?: Clock; ti
         onError: grpcErrorsOf('ext_authz'),
       },
       health,
-      ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService], extraOnError: grpcErrorsOf('capacity') }),
+      ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraOnError: grpcErrorsOf('capacity') }),
       bidi: new Map([[rlqs.path, rlqs.route]]),
       requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
       deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),

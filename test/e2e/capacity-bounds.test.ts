@@ -1,7 +1,6 @@
 /**
- * The capacity service's own request bound through the real service (main.ts wiring, run on both gRPC
- * transports): what Doorman's clients send, a server asking for thousands of resources at once, long ids, is
- * answered; past CAPACITY_MAX_REQUEST_BYTES a request is RESOURCE_EXHAUSTED naming the setting; RLS keeps its
+ * The capacity service's own request bound through the real service (main.ts wiring): what Doorman's clients
+ * send, a server asking for thousands of resources at once, long ids, is answered; past CAPACITY_MAX_REQUEST_BYTES a request is RESOURCE_EXHAUSTED naming the setting; RLS keeps its
  * own bounds. Also the resources gauge, the bounded GET /capacity, and a refusal logged as the capacity
  * service's, not ShouldRateLimit's.
  */
