@@ -117,7 +117,6 @@ try {
     const targets: { key: string; target: Target; scenario: string; baseline?: string }[] = [
       { key: 'noop', target: noop, scenario: 'no-op RateLimitService (grpc-js, proto-loader)' },
       { key: 'mem-lean', target: await startOurs('ours', { ...env, GRPC_TRANSPORT: 'lean' }), scenario: 'this service, memory store, lean transport', baseline: 'noop' },
-      { key: 'mem-grpcjs', target: await startOurs('ours', { ...env, GRPC_TRANSPORT: 'grpc-js' }), scenario: 'this service, memory store, grpc-js transport', baseline: 'noop' },
       { key: 'redis-lean', target: await startOurs('ours', { ...env, BACKEND: 'redis', REDIS_URL: redis.url }), scenario: 'this service, Redis store, lean transport', baseline: against !== undefined ? 'against' : 'noop' },
     ];
     if (against !== undefined) targets.push({ key: 'against', target: external(against, againstPid), scenario: `RLS server at ${against} (--against)` });

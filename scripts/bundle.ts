@@ -55,7 +55,7 @@ const relocate: Plugin = {
 };
 
 /**
- * Packages that only some configurations use (grpc-js for GRPC_TRANSPORT=grpc-js and the clients, proto-loader,
+ * Packages that only some configurations use (grpc-js for TLS credentials and the clients, proto-loader,
  * re2js for regex matchers, maxmind for GeoIP, ioredis for BACKEND=redis): our modules import a stand-in with
  * the same export names, whose properties load the package on first use. Nothing changes but when the package
  * is evaluated: the first `grpc.status`, `new Redis(...)` or `RE2JS.compile(...)`.

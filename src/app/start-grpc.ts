@@ -21,7 +21,6 @@ export interface GrpcParts {
 export function startGrpc({ settings, clock, metrics }: StartContext, { limiter, margin, health, requestLimits }: StartedEngine, { extAuthz, capacity, credentials }: StartedServices, parts: GrpcParts): Promise<RunningTransport> {
   const { loopClock, guard, rlqs, onError } = parts;
   return startTransport({
-    transport: settings.grpcTransport,
     host: settings.grpcHost,
     port: settings.grpcPort,
     limiter,
@@ -36,7 +35,7 @@ export function startGrpc({ settings, clock, metrics }: StartContext, { limiter,
       onError: onError('ext_authz'),
     },
     health,
-    ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraServices: [capacity.grpcService] }),
+    ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraOnError: onError('capacity') }),
     bidi: new Map([[rlqs.path, rlqs.route]]),
     requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
     deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),

@@ -57,7 +57,7 @@ export async function startServers(ctx: StartContext, rules: StartedRules, { cou
   health.limitWatches(settings.grpcMaxWatchStreams, () => metrics.grpcGuard.inc({ action: 'watch_refused' }));
   metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
 
-  const services = await startServices(ctx, rules, engine, grpcErrorsOf);
+  const services = await startServices(ctx, rules, engine);
   const grpc = await startGrpc(ctx, engine, services, { loopClock, guard, rlqs, onError: grpcErrorsOf });
   const closeGrpc = teardown.defer('gRPC server', () => grpc.close(graceMs()));
   const { capacity } = services;

@@ -20,7 +20,7 @@ export interface StartedServices {
   readonly credentials: ReloadingServerCredentials | undefined;
 }
 
-export async function startServices(ctx: StartContext, rules: StartedRules, { limiter }: StartedEngine, onError: (protocol: string) => (err: unknown, status: string) => void): Promise<StartedServices> {
+export async function startServices(ctx: StartContext, rules: StartedRules, { limiter }: StartedEngine): Promise<StartedServices> {
   const { settings, clock, log, metrics, teardown } = ctx;
   const extAuthz = await setUpExtAuthz(settings, { limiter, config: () => rules.holder.config, metrics, log });
   teardown.defer('ext_authz', () => extAuthz.close());
@@ -30,7 +30,7 @@ export async function startServices(ctx: StartContext, rules: StartedRules, { li
     const capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
     teardown.defer('capacity Redis', () => capacityRedis?.close());
     const report: CapacityReport = { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) };
-    const started = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report, onError: onError('capacity'), ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
+    const started = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report, ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
     teardown.defer('capacity service', () => started.close());
     capacity = started;
   }

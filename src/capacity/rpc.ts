@@ -1,13 +1,9 @@
 /**
  * doorman.Capacity on the gRPC port: each method as bytes → bytes (decode with the required-field checks,
  * decide, encode; the hand-written codec of wire-decode.ts and wire-encode.ts, which gives protobufjs's
- * objects and bytes without its per-message cost), offered to both transports: as lean routes by path, and
- * as a grpc-js service whose (de)serializers pass bytes through, so that a malformed request is
- * INVALID_ARGUMENT on both (a throwing grpc-js deserializer would answer INTERNAL).
+ * objects and bytes without its per-message cost), as routes by path: a malformed request is INVALID_ARGUMENT.
  */
-import * as grpc from '@grpc/grpc-js';
 import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
-import { toGrpcError } from '../server/grpc-errors.js';
 import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './messages.js';
 import type * as M from './messages.js';
 import { decodeDiscoveryRequest, decodeGetCapacityRequest, decodeGetServerCapacityRequest, decodeReleaseCapacityRequest } from './wire-decode.js';
@@ -77,34 +73,4 @@ export function capacityRoutes(server: CapacityAnswers, maxBytes = Infinity): Ma
     });
   }
   return routes;
-}
-
-/** The same routes as a grpc-js service (definition + handlers). */
-export function capacityGrpcService(routes: ReadonlyMap<string, BytesHandler>, onError?: (err: unknown, status: string) => void): { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation } {
-  const definition: Record<string, grpc.MethodDefinition<Buffer, Uint8Array>> = {};
-  const handlers: grpc.UntypedServiceImplementation = {};
-  for (const [path, handler] of routes) {
-    const name = path.slice(path.lastIndexOf('/') + 1);
-    definition[name] = {
-      path,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (b: Buffer) => b,
-      requestDeserialize: (b: Buffer) => b,
-      responseSerialize: (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
-      responseDeserialize: (b: Buffer) => b,
-    };
-    const unary: grpc.handleUnaryCall<Buffer, Uint8Array> = (call, callback) => {
-      handler(call.request).then(
-        (bytes) => callback(null, bytes),
-        (err: unknown) => {
-          const e = toGrpcError(err);
-          onError?.(err, grpc.status[e.code]);
-          callback(e);
-        },
-      );
-    };
-    handlers[name] = unary as grpc.UntypedHandleCall;
-  }
-  return { definition: definition, handlers };
 }

@@ -16,7 +16,7 @@ import { capacityStats, describeCapacity } from './describe.js';
 import { loadCapacityFile } from './load.js';
 import { ParentLink } from './parent.js';
 import { RedisCapacity } from './redis-capacity.js';
-import { capacityGrpcService, capacityRoutes, type BytesHandler } from './rpc.js';
+import { capacityRoutes, type BytesHandler } from './rpc.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 
 export interface CapacitySettings {
@@ -52,7 +52,6 @@ export interface CapacityReport {
 export interface CapacitySetup {
   readonly server: CapacityServer;
   readonly routes: ReadonlyMap<string, BytesHandler>;
-  readonly grpcService: ReturnType<typeof capacityGrpcService>;
   config(): CapacityConfig;
   /** GET /capacity. */
   describe(): unknown;
@@ -69,7 +68,6 @@ export interface CapacityDeps {
   clock: Clock;
   log: Logger;
   report?: CapacityReport;
-  onError?: (err: unknown, status: string) => void;
   /** BACKEND=redis: the connection the leases are kept on (every replica on it shares one state). */
   redis?: RedisClient;
 }
@@ -133,7 +131,6 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
   return {
     server,
     routes,
-    grpcService: capacityGrpcService(routes, deps.onError),
     config: () => current,
     describe: () => ({ ...(describeCapacity(server, file, clock.nowMs()) as object), ...(parent === undefined ? {} : { parent: parent.describe() }) }),
     setAddress: (a) => {

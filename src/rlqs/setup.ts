@@ -1,7 +1,7 @@
 /**
  * The Rate Limit Quota Service, composed: the book over the live rules, the stream route with its bounds,
- * the metrics and the debug view. main.ts serves `route` at RLQS_PATH on the gRPC port (both transports)
- * and `describe` at GET /rlqs.
+ * the metrics and the debug view. main.ts serves `route` at RLQS_PATH on the gRPC port and
+ * `describe` at GET /rlqs.
  *
  * The book runs on real (monotonic) time whatever clock the engine is given: Envoy's token buckets refill in
  * real time, and demand is measured between real reports.

@@ -10,7 +10,7 @@
  *   late our give-up timer fires. Its p99 is taken over time, not over samples: a loop stalled 30 ms in
  *   every 200 ms yields one sample in ~15, but catches ~15 % of the timers that fall due; weighting each
  *   sample by the time it covers gives the lateness a timer that falls due at a random moment sees;
- * - send delay: from handing the answer to grpc-js until the write completed (recorded by call-timing.ts).
+ * - send delay: from handing the answer to node:http2 until the write completed (recorded by lean/lean-call.ts).
  *
  * Both are taken per window (WINDOW_MS) and the margin uses the largest of the last WINDOWS windows, so it
  * rises within one window when the machine gets busy and decays a few seconds after it calms down.

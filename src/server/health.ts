@@ -5,12 +5,11 @@
  * as soon as refresh() sees one. Unknown names: Check → NOT_FOUND, Watch → SERVICE_UNKNOWN.
  */
 import { Code, GrpcStatusError } from './lean/grpc-wire.js';
-import * as grpc from '@grpc/grpc-js';
 
 export type Status = 'SERVING' | 'NOT_SERVING';
 export type ServingStatus = Status | 'SERVICE_UNKNOWN';
 
-/** A Watch call's sending half, whatever the transport (grpc-js stream or lean sink). */
+/** A Watch call's sending half (the lean route's sink, lean/health-routes.ts). */
 export interface HealthWatcher {
   write(message: { status: ServingStatus }): unknown;
   end(): unknown;
@@ -129,32 +128,5 @@ export class HealthState {
       clearInterval(this.poll);
       this.poll = undefined;
     }
-  }
-
-  handlers(): grpc.UntypedServiceImplementation {
-    const check: grpc.handleUnaryCall<{ service: string }, unknown> = (call, callback) => {
-      const s = this.of(call.request.service);
-      if (s === 'SERVICE_UNKNOWN') callback({ code: grpc.status.NOT_FOUND, details: `unknown service '${call.request.service}'` });
-      else callback(null, { status: s });
-    };
-    const watch: grpc.handleServerStreamingCall<{ service: string }, unknown> = (call) => {
-      // Unknown names stay SERVICE_UNKNOWN; known ones get every change.
-      let stop: () => void;
-      try {
-        stop = this.watch(call.request.service, call);
-      } catch (err) {
-        const e = err as GrpcStatusError;
-        call.emit('error', { code: e.code, details: e.message });
-        return;
-      }
-      call.on('cancelled', stop);
-      call.on('close', stop);
-    };
-    const list: grpc.handleUnaryCall<unknown, unknown> = (_call, callback) => {
-      const statuses: Record<string, unknown> = {};
-      for (const [name, status] of this.current) statuses[name] = { status };
-      callback(null, { statuses });
-    };
-    return { Check: check, Watch: watch, List: list };
   }
 }

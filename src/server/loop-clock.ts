@@ -1,9 +1,9 @@
 /**
  * How long the call being handled now may have waited unseen before this process read it.
  *
- * gRPC carries a relative timeout (`grpc-timeout`), which grpc-js turns into a deadline when it reads the
+ * gRPC carries a relative timeout (`grpc-timeout`), which the server turns into a deadline when it reads the
  * call's headers. While the event loop is busy (a burst of calls, GC, a slow reload), a call's bytes wait in
- * the socket, and that wait is invisible: the client's deadline is earlier than the one grpc-js computes.
+ * the socket, and that wait is invisible: the client's deadline is earlier than the one the server computes.
  * A timer that ticks every TICK_MS records when the loop last ran its timers; a call read now arrived no
  * earlier than that turn (its bytes would have been read in it), so `now - lastTick - TICK_MS` bounds the
  * unseen wait. The answer deadline and the late-answer count are both moved earlier by it.

@@ -19,12 +19,6 @@ const LOADER_OPTIONS: protoLoader.Options = {
 
 export interface LoadedProtos {
   readonly rls: grpc.ServiceDefinition;
-  /**
-   * The RLS service as the server registers it: the request is handed over as raw bytes, decoded by
-   * decode-request.ts (a throwing grpc-js deserializer would answer INTERNAL, not INVALID_ARGUMENT); the
-   * response is handed over already encoded (encode-response.ts).
-   */
-  readonly rlsServer: grpc.ServiceDefinition;
   readonly health: grpc.ServiceDefinition;
 }
 
@@ -46,7 +40,6 @@ export function loadProtos(): LoadedProtos {
   const rls = service(defs, 'envoy.service.ratelimit.v3.RateLimitService');
   cached = {
     rls,
-    rlsServer: { ShouldRateLimit: { ...rls.ShouldRateLimit!, requestDeserialize: (bytes: Buffer) => bytes, responseSerialize: (bytes: Buffer) => bytes } },
     health: service(defs, 'grpc.health.v1.Health'),
   };
   return cached;

@@ -1,34 +1,29 @@
 /**
- * The gRPC port, served by one of two transports (GRPC_TRANSPORT): `lean` (node:http2 with a route table,
- * lean/lean-server.ts) or `grpc-js` (grpc-server.ts). Both serve ShouldRateLimit, ext_authz Check (when given)
- * and grpc.health.v1 on the same listener, with the same decode, engine, error mapping, deadline handling and call metrics; they differ
- * only in the HTTP/2 / gRPC machinery.
+ * The gRPC port: gRPC on node:http2 with a route table (lean/lean-server.ts). It serves ShouldRateLimit,
+ * ext_authz Check (when given), grpc.health.v1, more unary methods by path (doorman.Capacity) and bidirectional
+ * streams (RLQS) on one listener, with one decode, engine, error mapping, deadline handling and call metrics.
+ * grpc-js is a client library here (the capacity client, the xDS client, `ratelimit query`); its server
+ * credentials class carries TLS (tls-credentials.ts).
  */
 import * as grpc from '@grpc/grpc-js';
 import type { Clock } from '../vocab/clock.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
 import type { RequestLimits } from '../vocab/request-limits.js';
-import { callTimingInterceptor, metricMethodName } from './call-timing.js';
-import { CHECK_PATH, checkCall, extAuthzHandlers, type ExtAuthzServiceOptions } from './ext-authz-service.js';
+import { metricMethodName } from './call-timing.js';
+import { CHECK_PATH, checkCall, type ExtAuthzServiceOptions } from './ext-authz-service.js';
 import { toGrpcError } from './grpc-errors.js';
 import type { ConnectionGuard } from './guard/connection-guard.js';
-import { startGrpcServer } from './grpc-server.js';
 import type { HealthState } from './health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
 import { addHealthRoutes } from './lean/health-routes.js';
 import { startLeanServer } from './lean/lean-server.js';
 import { leanRlsRoute, RLS_PATH } from './lean/rls-route.js';
 import { routeTable } from './lean/routes.js';
-import { rlsHandlers } from './rls-service.js';
 import type { BidiRoute } from './bidi/bidi-route.js';
-import { bidiGrpcService } from './bidi/bidi-grpc-js.js';
 
-export const TRANSPORTS = ['lean', 'grpc-js'] as const;
 const CHECK_NAME = metricMethodName(CHECK_PATH);
-export type Transport = (typeof TRANSPORTS)[number];
 
 export interface TransportOptions {
-  readonly transport: Transport;
   readonly host: string;
   readonly port: number;
   readonly limiter: RateLimiter;
@@ -53,9 +48,9 @@ export interface TransportOptions {
   readonly authz?: ExtAuthzServiceOptions;
   /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */
   readonly extraUnary?: ReadonlyMap<string, (request: Buffer) => Promise<Uint8Array>>;
-  /** The same methods as grpc-js services (the grpc-js transport registers these instead). */
-  readonly extraServices?: readonly { definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation }[];
-  /** Bidirectional-streaming methods by path (the Rate Limit Quota Service, src/rlqs/), served on both transports. */
+  /** Where the extraUnary methods' errors go (default onError). */
+  readonly extraOnError?: (err: unknown, status: string) => void;
+  /** Bidirectional-streaming methods by path (the Rate Limit Quota Service, src/rlqs/). */
   readonly bidi?: ReadonlyMap<string, BidiRoute>;
 }
 
@@ -68,24 +63,15 @@ export interface RunningTransport {
 export function startTransport(o: TransportOptions): Promise<RunningTransport> {
   const common = { host: o.host, port: o.port, ...(o.connections ?? {}), ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
   const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs, ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }) };
-  if (o.transport === 'grpc-js') {
-    return startGrpcServer({
-      ...common,
-      rls: rlsHandlers({ ...rls, onError: o.onError }),
-      ...(o.authz === undefined ? {} : { authz: extAuthzHandlers(o.authz) }),
-      health: o.health,
-      extraServices: [...(o.extraServices ?? []), ...(o.bidi === undefined ? [] : [bidiGrpcService(o.bidi)])],
-      // grpc-js bounds every method alike: the largest of the port's bound and a bidi method's own.
-      serverOptions: { 'grpc.max_receive_message_length': Math.max(o.requestLimits.maxMessageBytes, ...[...(o.bidi?.values() ?? [])].map((r) => r.maxMessageBytes ?? 0)), interceptors: [callTimingInterceptor(o)] },
-    });
-  }
   const routes = routeTable();
   routes.unary.set(RLS_PATH, leanRlsRoute(rls));
   addHealthRoutes(routes, o.health);
   if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
   for (const [path, route] of o.extraUnary ?? []) routes.unary.set(path, (bytes) => route(bytes));
   for (const [path, route] of o.bidi ?? []) routes.bidi.set(path, route);
-  const onError = (method: string): ((err: unknown, status: string) => void) => (method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : o.onError);
+  const extraNames = new Set([...(o.extraUnary?.keys() ?? [])].map(metricMethodName));
+  const onError = (method: string): ((err: unknown, status: string) => void) =>
+    method === CHECK_NAME ? (o.authz?.onError ?? o.onError) : extraNames.has(method) ? (o.extraOnError ?? o.onError) : o.onError;
   return startLeanServer({
     ...common,
     routes,

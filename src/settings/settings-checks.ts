@@ -32,6 +32,10 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
       notices.push({ level: 'warn', setting: redis[0]!, message: `${names} set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used` });
     }
   }
+  if (settings.grpcTransport === 'grpc-js') {
+    // The gRPC port has one transport; a configuration that names the other still starts and serves alike.
+    notices.push({ level: 'warn', setting: 'GRPC_TRANSPORT', message: 'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)' });
+  }
   return { errors, notices };
 }
 

@@ -72,7 +72,7 @@ export const SETTINGS = {
     if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
     return s.trim().replace(/^0(?=\d{3}$)/, '');
   }),
-  grpcTransport: oneOf('GRPC_TRANSPORT', ['lean', 'grpc-js'] as const, 'lean', 'What serves the gRPC port: lean (gRPC on node:http2 with a hand-written codec, the faster) or grpc-js (the @grpc/grpc-js library); both serve ShouldRateLimit and grpc.health.v1 with the same behaviour (docs/performance.md).'),
+  grpcTransport: oneOf('GRPC_TRANSPORT', ['lean', 'grpc-js'] as const, 'lean', 'What serves the gRPC port: lean, gRPC on node:http2 with codecs written for its messages, the only transport. grpc-js is accepted, with a warning at start, and served by lean (docs/development.md, "The gRPC transport").'),
   grpcMaxConnections: int('GRPC_MAX_CONNECTIONS', 1000, 'Most open HTTP/2 connections on the gRPC port; one more is sent GOAWAY (ENHANCE_YOUR_CALM) at once (docs/security.md).', 1),
   grpcMaxStreamsPerConnection: int('GRPC_MAX_STREAMS_PER_CONNECTION', 1000, 'Most concurrent calls on one gRPC connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with RST_STREAM REFUSED_STREAM, and Envoy opens another connection.', 1, 2 ** 31 - 1),
   grpcMaxSessionMemoryMb: int('GRPC_MAX_SESSION_MEMORY_MB', 32, 'Most memory one gRPC connection may buffer (node:http2 maxSessionMemory), MiB; past it new streams are refused.', 1, 1024),
@@ -123,7 +123,7 @@ export const SETTINGS = {
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
   localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
   deadlineMarginMs: int('DEADLINE_MARGIN_MS', 2, 'Least time kept before the caller\'s gRPC deadline; the margin grows with measured event-loop and send delay.'),
-  maxRequestBytes: int('MAX_REQUEST_BYTES', LIMITS.maxMessageBytes, 'Largest request: gRPC message or POST /json body, bytes (RESOURCE_EXHAUSTED / 413 beyond). Quota-stream reports (RLQS) have their own 4 MiB bound; GRPC_TRANSPORT=grpc-js bounds every method alike, so there the gRPC port takes messages up to the larger of the two.', 1, 2 ** 31 - 1),
+  maxRequestBytes: int('MAX_REQUEST_BYTES', LIMITS.maxMessageBytes, 'Largest request: gRPC message or POST /json body, bytes (RESOURCE_EXHAUSTED / 413 beyond). Quota-stream reports (RLQS) have their own 4 MiB bound.', 1, 2 ** 31 - 1),
   maxRequestDescriptors: int('MAX_REQUEST_DESCRIPTORS', LIMITS.maxDescriptors, 'Most descriptors in one request.', 1),
   maxDescriptorEntries: int('MAX_DESCRIPTOR_ENTRIES', LIMITS.maxEntries, 'Most entries in one descriptor.', 1),
   maxKeyBytes: int('MAX_KEY_BYTES', LIMITS.maxKeyBytes, 'Longest descriptor entry key (and domain), bytes.', 1),

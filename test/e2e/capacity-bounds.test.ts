@@ -1,16 +1,18 @@
 /**
- * The capacity service's own request bound through the real service (main.ts wiring, run on both gRPC
- * transports): what Doorman's clients send, a server asking for thousands of resources at once, long ids, is
- * answered; past CAPACITY_MAX_REQUEST_BYTES a request is RESOURCE_EXHAUSTED naming the setting; RLS keeps its
- * own bounds. Also the resources gauge and the bounded GET /capacity.
+ * The capacity service's own request bound through the real service (main.ts wiring): what Doorman's clients
+ * send, a server asking for thousands of resources at once, long ids, is answered; past CAPACITY_MAX_REQUEST_BYTES a request is RESOURCE_EXHAUSTED naming the setting; RLS keeps its
+ * own bounds. Also the resources gauge, the bounded GET /capacity, and a refusal logged as the capacity
+ * service's, not ShouldRateLimit's.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { capacityCaller, type CapacityCaller } from '../support/capacity-peers.js';
+import { eventually } from '../support/eventually.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
 const CONFIG = `resources:
   - identifier_glob: "*"
@@ -62,5 +64,37 @@ describe('capacity service: its own request bound, through the real service', ()
   it('refuses a request over CAPACITY_MAX_REQUEST_BYTES with RESOURCE_EXHAUSTED', async () => {
     const err = await caller.call('GetCapacity', { client_id: 'c'.repeat(MAX + 10), resource: [] }).catch((e: grpc.ServiceError) => e);
     expect((err as grpc.ServiceError).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+  });
+});
+
+describe('capacity service: its refusals are logged as its own', () => {
+  let dir: string;
+  let ours: ServiceProcess;
+  let caller: CapacityCaller;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'capacity-log-'));
+    writeFileSync(join(dir, 'resources.yaml'), CONFIG);
+    mkdirSync(join(dir, 'rules'));
+    // Below MAX_REQUEST_BYTES: the port lets the request through and the capacity route refuses it.
+    ours = await spawnService({ CONFIG_DIR: join(dir, 'rules'), CAPACITY_CONFIG: join(dir, 'resources.yaml'), CAPACITY_MAX_REQUEST_BYTES: '1000' });
+    caller = capacityCaller(ours.grpcAddress);
+  });
+
+  afterAll(async () => {
+    caller?.close();
+    await ours?.stop();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a GetCapacity over CAPACITY_MAX_REQUEST_BYTES is RESOURCE_EXHAUSTED and logged with protocol capacity', async () => {
+    const err = await caller.call('GetCapacity', { client_id: 'c'.repeat(2000), resource: [] }).catch((e: grpc.ServiceError) => e);
+    expect((err as grpc.ServiceError).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    // The log line may reach this process just after the answer: wait for it (bounded).
+    const failedLines = () => ours.stderr().split('\n').filter((l) => l.includes('request failed'));
+    await eventually(() => failedLines().length > 0, { what: "the 'request failed' log line" });
+    const failed = failedLines().map((l) => JSON.parse(l) as { protocol?: string; error?: unknown });
+    expect(failed.map((f) => f.protocol)).toEqual(['capacity']);
+    expect(JSON.stringify(failed[0]!.error)).toContain('CAPACITY_MAX_REQUEST_BYTES');
   });
 });

@@ -1,8 +1,7 @@
 /**
- * Issue 18 item 13: `grpc-timeout` per the gRPC spec (1 to 8 digits and one unit of H M S m u n), the same on
- * both transports (this file runs in the default and the grpc-js project). Malformed values are INTERNAL with
- * one message; well-formed ones of 2^31 ms or more are clamped instead of overflowing a timer (they used to
- * expire at once: grpc-js keeps the timeout in an int32, and Node fires a timer past 2^31 − 1 ms after 1 ms).
+ * Issue 18 item 13: `grpc-timeout` per the gRPC spec (1 to 8 digits and one unit of H M S m u n).
+ * Malformed values are INTERNAL with one message; well-formed ones of 2^31 ms or more are clamped instead of
+ * overflowing a timer (they used to expire at once: grpc-js keeps the timeout in an int32, and Node fires a timer past 2^31 − 1 ms after 1 ms).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { malformedTimeoutMessage } from '../../src/server/lean/grpc-wire.js';
@@ -50,7 +49,7 @@ const TABLE: readonly (readonly [string, number])[] = [
   ['', INTERNAL],
 ];
 
-describe(`grpc-timeout on the ${process.env['GRPC_TRANSPORT'] ?? 'default'} transport`, () => {
+describe('grpc-timeout on the gRPC port', () => {
   it.each(TABLE)('%j answers status %i', async (header, status) => {
     const outcome = await client.call(RLS_PATH, request, 3000, header);
     expect(outcome.grpcStatus, outcome.message).toBe(status);

@@ -137,8 +137,7 @@ describe('RLQS across two replicas on one Redis', () => {
   });
 });
 
-// The transport is the same as above: Cluster's routing of the exchange's commands is checked on lean only.
-describe.skipIf(process.env['GRPC_TRANSPORT'] === 'grpc-js')('RLQS across two replicas on Redis Cluster', () => {
+describe('RLQS across two replicas on Redis Cluster', () => {
   let cluster: ClusterSetup;
   const replicas: TestService[] = [];
   const streams: QuotaStream[] = [];

@@ -5,8 +5,7 @@
  * route limited to 4 are decided for real: exactly 4 admitted, Envoy counts no error and nothing failed
  * open, and the service made no FAILURE_MODE answer. Most requests are sent later in the drain than Envoy's
  * call timeout: a call's deadline must be measured as usual however long ago the signal came. On memory and Redis, with FAILURE_MODE open and closed
- * (a drain answered by the failure mode admits everything, or nothing). Runs on both transports
- * (vitest.config.ts TRANSPORT_TESTS; service-process.ts passes GRPC_TRANSPORT on).
+ * (a drain answered by the failure mode admits everything, or nothing).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

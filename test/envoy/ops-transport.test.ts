@@ -2,8 +2,8 @@
  * The gRPC port with a real Envoy as the peer (issue 19, transport): 250 concurrent client requests multiplexed
  * by Envoy over its HTTP/2 connection, decided exactly; TLS and mutual TLS between Envoy and the service (an
  * Envoy without the client certificate is refused, so the check can fail); a Unix domain socket (`pipe`);
- * Envoy's gRPC health checking of the service's cluster. Runs on both transports (vitest.config.ts
- * TRANSPORT_TESTS; GRPC_TRANSPORT). Envoy's rate-limit counters agree with the service's after each part.
+ * Envoy's gRPC health checking of the service's cluster. Envoy's rate-limit counters agree with the service's
+ * after each part.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';

@@ -10,7 +10,7 @@
  * (HEADERS + RST_STREAM as fast as Envoy reads them, about 300,000 in 8 s on 4 connections) and 2,000 requests
  * a second whose clients hang up 1 ms after sending. Meanwhile a victim sends 30 requests on a route limited to
  * 10 a day: exactly 10 admitted, and Envoy counts no rate-limit error and no fail-open on that route. On memory
- * and Redis; on both transports (vitest.config.ts TRANSPORT_TESTS).
+ * and Redis.
  *
  * Envoy has a bound of its own on that connection: when more than 1,000 of its cancels wait to be written
  * (`http2.outbound_control_flood`) it ends the connection and fails the calls on it. With 8 or more attacking
@@ -115,7 +115,7 @@ async function startStack(backend: Backend): Promise<Stack> {
     const redis = backend === 'redis' ? await startRedis() : undefined;
     if (redis) closers.push(() => redis.stop());
     const service = await spawnService(
-      { ...START_ENV, CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}), ...(process.env['GRPC_TRANSPORT'] ? { GRPC_TRANSPORT: process.env['GRPC_TRANSPORT'] } : {}) },
+      { ...START_ENV, CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}) },
       30_000,
       [START_NODE_OPTIONS, IMAGE_CLI, 'serve'],
     );
@@ -159,7 +159,7 @@ describeEnvoy('reset storms at an Envoy without max_requests_per_connection', ()
       const envoyStats: Record<string, number> = {};
       for (const k of ['upstream_rq_tx_reset', 'upstream_rq_pending_failure_eject', 'upstream_cx_destroy_local_with_active_rq', 'http2.outbound_control_flood', 'upstream_cx_total']) envoyStats[k] = await stack.envoy.stat(`cluster.ratelimit.${k}`);
       console.log(
-        `${event.name} (${backend}, ${process.env['GRPC_TRANSPORT'] ?? 'lean'}): ${JSON.stringify(result)}; victim ${JSON.stringify(app)}, statuses ${statuses.join(' ')}; /open ${JSON.stringify(attack)}; ` +
+        `${event.name} (${backend}): ${JSON.stringify(result)}; victim ${JSON.stringify(app)}, statuses ${statuses.join(' ')}; /open ${JSON.stringify(attack)}; ` +
           `guard ${JSON.stringify(guard)}; Envoy's rate-limit cluster so far ${JSON.stringify(envoyStats)}; event-loop lag max ${metrics.get('ratelimit_nodejs_eventloop_lag_max_seconds')} s`,
       );
       expect(app).toEqual({ ok: 10, overLimit: 20, error: 0, failureModeAllowed: 0 });

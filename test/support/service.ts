@@ -21,9 +21,7 @@ export interface TestService {
 }
 
 export function testSettings(overrides: Partial<Settings> = {}): Settings {
-  // GRPC_TRANSPORT: set per vitest project (vitest.config.ts) so the transport tests run on both.
-  const transport = process.env['GRPC_TRANSPORT'];
-  const { settings } = loadSettings(transport === undefined ? {} : { GRPC_TRANSPORT: transport }, []);
+  const { settings } = loadSettings({}, []);
   return { ...settings, grpcHost: '127.0.0.1', grpcPort: 0, httpHost: '127.0.0.1', httpPort: 0, configWatch: false, logLevel: 'error', shutdownDrainMs: 0, ...overrides };
 }
 

@@ -63,6 +63,21 @@ describe('settings that are wrong together (settings-checks.ts)', () => {
     expect(combination({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'r:6379' })).toEqual({ errors: [], notices: [] });
     expect(combination({ REDIS_COMMAND_TIMEOUT_MS: '50' })).toEqual({ errors: [], notices: [] });
   });
+
+  it('starts a configuration that names GRPC_TRANSPORT=grpc-js, on lean, and says so in one warning', () => {
+    expect(combination({ GRPC_TRANSPORT: 'grpc-js' })).toEqual({
+      errors: [],
+      notices: [
+        {
+          level: 'warn',
+          setting: 'GRPC_TRANSPORT',
+          message: 'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)',
+        },
+      ],
+    });
+    expect(combination({ GRPC_TRANSPORT: 'lean' })).toEqual({ errors: [], notices: [] });
+    expect(() => loadSettings({ GRPC_TRANSPORT: 'grpc' })).toThrow(SettingsError);
+  });
 });
 
 describe('the admin port beyond loopback (exposureNotices)', () => {

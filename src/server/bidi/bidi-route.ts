@@ -1,15 +1,14 @@
 /**
- * A bidirectional-streaming method, served the same way on both transports (lean: bidi-lean.ts, grpc-js:
- * bidi-grpc-js.ts): the route is called once per call with the call's sending half and returns what to do with
- * each message the client sends, with the client's half-close, and with the end of the call.
+ * A bidirectional-streaming method, served by the lean transport (bidi-lean.ts): the route is called once per
+ * call with the call's sending half and returns what to do with each message the client sends, with the
+ * client's half-close, and with the end of the call.
  */
 
 /**
  * Answers a client may leave unread (HTTP/2 flow control holds them here) before its call is ended
- * RESOURCE_EXHAUSTED: bytes on the lean transport, messages on grpc-js (whose stream counts messages).
+ * RESOURCE_EXHAUSTED, bytes.
  */
 export const MAX_UNREAD_BYTES = 1 << 20;
-export const MAX_UNREAD_MESSAGES = 32;
 export const NOT_READING = 'the client is not reading its answers';
 
 export interface BidiCall {

@@ -1,6 +1,6 @@
 /**
- * Bounds on what a client can make the gRPC port hold, on the node:http2 servers of either transport (the
- * lean server's own, and grpc-js's, see grpc-js-http2.ts), so that calls that never finish cannot pile up:
+ * Bounds on what a client can make the gRPC port hold, on its node:http2 server (lean/lean-server.ts), so that
+ * calls that never finish cannot pile up:
  *
  * - connections: at most `maxConnections` HTTP/2 sessions; one more gets GOAWAY (ENHANCE_YOUR_CALM, "too many
  *   connections") at once. (Streams per connection and session memory are HTTP/2 settings, set where each

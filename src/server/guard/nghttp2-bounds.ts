@@ -4,7 +4,7 @@
  * INTERNAL_ERROR, calls in flight included. Behind Envoy that peer is Envoy, cancelling the rate-limit call of
  * every request whose client went away: the bound would cut Envoy off (its calls fail, and with
  * `failure_mode_deny: false` pass unlimited) whenever its clients cancel faster than 33 requests a second.
- * Both servers (the lean transport's and grpc-js's) take the bound out of the way; the connection guard
+ * The gRPC port's server (lean/lean-server.ts) takes the bound out of the way; the connection guard
  * (connection-guard.ts) decides instead, counting only what Envoy never sends.
  */
 import type * as http2 from 'node:http2';

@@ -29,16 +29,16 @@ export class GrpcStatusError extends Error {
 const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
 
 /**
- * The longest deadline either transport keeps, ms: a timer past 2^31 − 1 ms fires at once (Node), and grpc-js
- * keeps its timeout in an int32. A whole number of seconds, so grpc-js can be handed it as `2147483S`.
+ * The longest deadline the gRPC port keeps, ms: a timer past 2^31 − 1 ms fires at once (Node). A whole number
+ * of seconds (`2147483S`).
  */
 export const MAX_GRPC_TIMEOUT_MS = 2_147_483_000;
 
 /**
  * `grpc-timeout` → milliseconds, clamped to MAX_GRPC_TIMEOUT_MS; undefined when absent; NaN when malformed.
  * Well formed is exactly what PROTOCOL-HTTP2.md says: 1 to 8 ASCII digits and one unit of H M S m u n, nothing
- * else (no sign, fraction, space or 9th digit). Both transports answer a malformed one with INTERNAL, as
- * grpc-go and grpc-js do.
+ * else (no sign, fraction, space or 9th digit). A malformed one is answered INTERNAL, as grpc-go and grpc-js
+ * do.
  */
 export function parseGrpcTimeout(value: string | string[] | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -56,7 +56,7 @@ export function parseGrpcTimeout(value: string | string[] | undefined): number |
   return Math.min(digits * unit, MAX_GRPC_TIMEOUT_MS);
 }
 
-/** The status message for a malformed `grpc-timeout`, the same on both transports. */
+/** The status message for a malformed `grpc-timeout`. */
 export function malformedTimeoutMessage(value: unknown): string {
   return `malformed grpc-timeout '${String(value)}': want 1 to 8 digits and a unit (H, M, S, m, u, n)`;
 }

@@ -1,6 +1,6 @@
 /**
- * grpc.health.v1.Health (Check, Watch, List) on the lean transport, over the same HealthState as the
- * grpc-js service (health.ts), with the three messages encoded and decoded here (proto/grpc/health/v1).
+ * grpc.health.v1.Health (Check, Watch, List) on the lean transport, over HealthState (health.ts), with the
+ * three messages encoded and decoded here (proto/grpc/health/v1).
  */
 import type { HealthState, ServingStatus } from '../health.js';
 import { lenFieldSize, ProtoWriter, utf8Length } from '../proto-writer.js';

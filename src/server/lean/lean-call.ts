@@ -205,7 +205,7 @@ export class LeanCall implements CallSignal {
 
   /**
    * The route answered after the deadline timer had already ended the call (e.g. the event loop was blocked
-   * past the deadline): still a late answer, counted as grpc-js's interceptor counts it.
+   * past the deadline): still a late answer.
    */
   private lateAfterExpiry(): void {
     if (this.expired && !this.lateCounted) this.checkLate();

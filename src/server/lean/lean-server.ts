@@ -1,7 +1,7 @@
 /**
- * The lean gRPC transport (GRPC_TRANSPORT=lean): gRPC over node:http2 directly, for the hot unary RPCs,
+ * The lean gRPC transport: gRPC over node:http2 directly, for the hot unary RPCs,
  * without grpc-js's per-call machinery. It serves a route table (routes.ts) on TCP or a Unix socket,
- * plaintext or TLS (the same ReloadingServerCredentials as grpc-js, certificate reloads included).
+ * plaintext or TLS (ReloadingServerCredentials, a grpc-js credentials class, certificate reloads included).
  *
  * What a call gets (lean-call.ts): gRPC framing with one message per unary call, `grpc-timeout` deadlines
  * (DEADLINE_EXCEEDED), cancellation by RST_STREAM (the route's signal aborts), trailers with grpc-status and a

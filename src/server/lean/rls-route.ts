@@ -1,7 +1,7 @@
 /**
  * envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit as a lean route: bytes → decode (with the
  * request limits, decode-request.ts) → engine → hand-written encoder → bytes. Errors become statuses through
- * the same mapping as grpc-js (grpc-errors.ts, via the server's toStatus).
+ * one mapping (grpc-errors.ts, via the server's toStatus).
  */
 import type { Clock } from '../../vocab/clock.js';
 import type { RateLimiter } from '../../core/rate-limiter.js';
