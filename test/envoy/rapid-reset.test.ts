@@ -110,7 +110,7 @@ async function startStack(backend: Backend): Promise<Stack> {
   };
   try {
     const dir = mkdtempSync(join(tmpdir(), 'rl-storm-'));
-    closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+    closers.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
     for (const [name, text] of Object.entries(RULES)) writeFileSync(join(dir, name), text);
     const redis = backend === 'redis' ? await startRedis() : undefined;
     if (redis) closers.push(() => redis.stop());
