@@ -70,7 +70,7 @@ function inWorker(request: WorkerRequest, options: WorkerLoadOptions): Promise<C
     if (m.kind === 'done') clearTimeout(timer);
     inbox.push(m);
   });
-  worker.once('error', (err) => inbox.fail(`loading the rules failed: ${err.message}`));
+  worker.once('error', (err: Error) => inbox.fail(`loading the rules failed: ${err.message}`));
   worker.once('exit', (code) => inbox.fail(`loading the rules failed: the loading thread exited (code ${code})`));
   return runInSlices(fromWorker(inbox, dir, options))
     .catch((err: unknown) => failure(dir, `loading the rules failed: ${err instanceof Error ? err.message : String(err)}`))
