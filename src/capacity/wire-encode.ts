@@ -4,7 +4,7 @@
  * number order, every `required` field written, an optional one only when set (not null or undefined), int64 as
  * protobufjs's fromObject makes it (truncated towards zero; NaN is 0; negatives as 10-byte two's complement).
  */
-import { ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../server/proto-writer.js';
+import { ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../protobuf/writer.js';
 import { idByteLength, writeId } from './ids.js';
 import type * as M from './messages.js';
 

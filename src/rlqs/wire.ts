@@ -22,9 +22,9 @@
  * message whose bucket id is not UTF-8 (a proto3 string) and ends the stream. Such a bucket is decoded (its
  * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
  */
-import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
+import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../protobuf/reader.js';
 import { escapedByteLength } from '../core/bytes.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 

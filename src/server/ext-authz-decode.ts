@@ -12,7 +12,7 @@ import type { CheckAttributes, HttpAttributes } from '../authz/types.js';
 import { parseIp } from '../authz/ip.js';
 import { wellFormed } from '../core/bytes.js';
 import { InvalidRequestError, RequestTooLargeError } from '../core/errors.js';
-import { FieldCursor } from './protobuf-fields.js';
+import { FieldCursor } from '../protobuf/reader.js';
 
 export interface CheckRequestLimits {
   /** Most request headers (and, separately, context extensions) in one CheckRequest (AUTHZ_MAX_HEADERS). */

@@ -44,16 +44,18 @@ describe('architecture', () => {
       // A room beside the engine (style.md #16): its vocabulary is read by config and storage, its seam by core.
       throttling: ['throttling', 'core', 'algorithms', 'storage', 'config'],
       authz: ['authz', 'core', 'config'],
-      server: ['server', 'authz', 'core', 'config'],
+      // The protobuf wire format, read and written for every codec: only the vocabulary below it.
+      protobuf: ['protobuf', 'core'],
+      server: ['server', 'authz', 'core', 'config', 'protobuf'],
       // Logs and metrics name what core, config and the gRPC guard decide; nothing below imports them back.
       observability: ['observability', 'core', 'config', 'server'],
       settings: ['settings', 'core', 'compat', 'observability'],
       compat: ['compat', 'core'],
       cli: ['cli', 'server'],
       // The xDS client: protobuf by hand and the ADS stream; the composition hands it the compiler.
-      xds: ['xds'],
+      xds: ['xds', 'protobuf'],
       // The Rate Limit Quota Service: its stream route plugs into the gRPC port, its rules are the domains' rules.
-      rlqs: ['rlqs', 'server', 'core', 'config', 'observability', 'storage'],
+      rlqs: ['rlqs', 'server', 'core', 'config', 'observability', 'storage', 'protobuf'],
       // app/ is the composition: it may import every room, and only the entry point (src/cli.ts) imports it.
     };
     for (const [id, deps] of graph) {

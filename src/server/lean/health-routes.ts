@@ -3,7 +3,7 @@
  * grpc-js service (health.ts), with the three messages encoded and decoded here (proto/grpc/health/v1).
  */
 import type { HealthState, ServingStatus } from '../health.js';
-import { lenFieldSize, ProtoWriter, utf8Length } from '../proto-writer.js';
+import { lenFieldSize, ProtoWriter, utf8Length } from '../../protobuf/writer.js';
 import { Code, GrpcStatusError } from './grpc-wire.js';
 import type { RouteTable } from './routes.js';
 
