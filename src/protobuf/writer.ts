@@ -1,7 +1,7 @@
 /**
- * A minimal protobuf writer for the few messages this service answers with (encode-response.ts, the lean
- * health service): sizes are computed first, then the bytes are written once into one buffer, so an answer
- * costs one allocation and no intermediate objects. Only the wire types those messages use: varint,
+ * The protobuf writer every encoder of this service uses: sizes are computed first (varintSize, tagSize,
+ * lenFieldSize), then the bytes are written once into one buffer of that size, so a message costs one
+ * allocation and no intermediate objects. Any field number (1 to 2^29 - 1); the wire types varint,
  * length-delimited and fixed64 (double).
  */
 
@@ -16,9 +16,14 @@ export function varintSize(n: number): number {
   return size;
 }
 
-/** Bytes a length-delimited field with `len` bytes of content takes, tag included (field numbers < 16). */
-export function lenFieldSize(len: number): number {
-  return 1 + varintSize(len) + len;
+/** Bytes the tag of field `field` takes (one byte for fields 1 to 15). */
+export function tagSize(field: number): number {
+  return varintSize(field * 8);
+}
+
+/** Bytes a length-delimited field with `len` bytes of content takes, tag included (field 1 to 15 unless given). */
+export function lenFieldSize(len: number, field?: number): number {
+  return (field === undefined ? 1 : tagSize(field)) + varintSize(len) + len;
 }
 
 /** UTF-8 length of a string (fast path for ASCII). */
@@ -45,9 +50,10 @@ export class ProtoWriter {
     buf[this.pos++] = n;
   }
 
-  /** A tag for field numbers below 16. */
   tag(field: number, wireType: number): void {
-    this.buf[this.pos++] = (field << 3) | wireType;
+    const tag = field * 8 + wireType;
+    if (tag < 0x80) this.buf[this.pos++] = tag;
+    else this.varint(tag);
   }
 
   string(field: number, s: string, byteLength: number): void {
