@@ -1,103 +1,275 @@
 /**
- * A minimal protobuf reader for the messages we decode by hand (ext-authz-decode.ts): a cursor over the fields
- * of one message, so that a malformed message (truncated, over-long varint, wrong wire type, a group) becomes an
- * InvalidRequestError naming where, and unknown fields are skipped. It allocates nothing per field (no closures,
- * no field objects): a Check is decoded on every request.
+ * The protobuf reader every decoder of this service uses: a cursor over the fields of one message. Every
+ * length is checked against the message's end, so a malformed message (truncated, an over-long varint, a
+ * length past the end, field number 0 or past 2^29 - 1, an unsupported wire type, a known field with the
+ * wrong wire type) becomes a ProtobufError naming where, which each caller maps to its own error and status.
+ *
+ * Allocation is kept visible, for decoders on the per-request path: `next()` leaves the current field in
+ * the reader's own properties (number, wire type, varint value or content span), and the path named in an
+ * error is built from the parents only when an error needs it. A message costs one reader per nesting level
+ * whatever its number of sub-messages: `sub()` hands out the same child reader each time, so a sub-message is
+ * read to its end (or dropped) before its parent opens the next one.
  */
 import { decodeEscaped } from '../core/bytes.js';
-import { InvalidRequestError } from '../core/errors.js';
 
-export const WIRE_VARINT = 0;
-export const WIRE_LEN = 2;
+export const VARINT = 0;
+export const FIXED64 = 1;
+export const LEN = 2;
+export const START_GROUP = 3;
+export const END_GROUP = 4;
+export const FIXED32 = 5;
 
-export class FieldCursor {
-  private pos: number;
-  /** The current field: number, wire type, and its varint value or its [start, stop) content. */
+/** Nested groups skipped at most (an unknown group inside an unknown group ...): bounds the recursion. */
+const MAX_GROUP_DEPTH = 32;
+/** Tags are below 2^32: field numbers are 1 to 2^29 - 1. */
+const TAG_LIMIT = 4294967296;
+
+/** A malformed message: which message, what is wrong, at which field path and byte. */
+export class ProtobufError extends Error {
+  constructor(
+    readonly messageName: string,
+    readonly reason: string,
+    /** The field path of the sub-message (`descriptors[0].entries[1]`), '' at the top level. */
+    readonly path: string,
+    readonly byte: number,
+  ) {
+    super(`malformed ${messageName}: ${reason} at ${path || 'top level'} (byte ${byte})`);
+    this.name = 'ProtobufError';
+  }
+
+  /** The message without the message's name: `reason at path (byte n)`. */
+  get detail(): string {
+    return `${this.reason} at ${this.path || 'top level'} (byte ${this.byte})`;
+  }
+}
+
+const scratch = new Float64Array(1);
+const scratchBytes = new Uint8Array(scratch.buffer);
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
+export class ProtoReader {
+  /** Where the next field starts. */
+  pos: number;
+  /** The current field: its number and wire type. */
   number = 0;
   wireType = 0;
-  /** Where the current field's tag starts (for error messages). */
+  /** Where the current field's tag starts. */
   at = 0;
+  /** Where the current field's value starts (after its tag). */
+  valueAt = 0;
+  /** A varint field's value as a Number (exact up to 2^53; larger values only compare as large). */
   varint = 0;
+  /** A length-delimited or fixed-width field's content: [start, stop). */
   start = 0;
   stop = 0;
+  /** The reader sub() hands out, made on its first call. */
+  private child: ProtoReader | undefined = undefined;
 
+  /**
+   * A reader over `buf[start, end)`, the message `messageName` (named in errors). With `skipGroups`, groups
+   * (a deprecated wire form) are skipped as unknown fields, their nesting bounded; without, they are malformed.
+   */
   constructor(
-    private readonly buf: Uint8Array,
-    start: number,
-    private readonly end: number,
-    /** The message's name and this cursor's field path, for error messages (`CheckRequest`, `attributes`). */
-    private readonly messageName: string,
-    readonly path: string,
+    /** The bytes read (reset() points the reader at others). */
+    public buf: Uint8Array,
+    readonly messageName: string,
+    private readonly skipGroups = false,
+    start = 0,
+    /** Where this message ends in `buf`. */
+    public end = buf.length,
+    private readonly parent?: ProtoReader,
+    /** This sub-message's field name in its parent, and its index in a repeated field (or -1). */
+    private name = '',
+    private index = -1,
   ) {
     this.pos = start;
   }
 
-  malformed(what: string, at: number): never {
-    throw new InvalidRequestError(`malformed ${this.messageName}: ${what} at ${this.path || 'top level'} (byte ${at})`);
+  /**
+   * Points this (top-level) reader at another message, `buf[start, end)`: a decoder called for every request
+   * keeps one reader (and its children) rather than making them per call.
+   */
+  reset(buf: Uint8Array, start = 0, end = buf.length): this {
+    this.buf = buf;
+    this.pos = start;
+    this.end = end;
+    for (let c = this.child; c !== undefined; c = c.child) c.buf = buf; // none keeps the last message's bytes
+    return this;
+  }
+
+  /** This message's field path from the top (`descriptors[0].entries[1]`); '' at the top level. */
+  get path(): string {
+    if (this.parent === undefined) return '';
+    const above = this.parent.path;
+    const own = this.index >= 0 ? `${this.name}[${this.index}]` : this.name;
+    return above === '' ? own : `${above}.${own}`;
+  }
+
+  /** Throws the ProtobufError of this message; `byte` defaults to where reading stopped. */
+  fail(reason: string, byte = this.pos): never {
+    throw new ProtobufError(this.messageName, reason, this.path, byte);
   }
 
   private readVarint(): number {
     let result = 0;
     let scale = 1;
     for (let i = 0; i < 10; i++) {
-      if (this.pos >= this.end) this.malformed('truncated varint', this.pos);
+      if (this.pos >= this.end) this.fail('truncated varint');
       const b = this.buf[this.pos++]!;
       result += (b & 0x7f) * scale;
       if (b < 0x80) return result;
       scale *= 128;
     }
-    return this.malformed('varint longer than 10 bytes', this.pos);
+    return this.fail('varint longer than 10 bytes');
   }
 
-  /** Moves to the next field; false at the end of the message. */
-  next(): boolean {
-    if (this.pos >= this.end) return false;
-    const tagAt = this.pos;
-    this.at = tagAt;
+  /** Reads a tag; returns the wire type, leaves the field number in `number`. */
+  private readTag(): number {
+    const at = this.pos;
     const tag = this.readVarint();
-    this.number = Math.floor(tag / 8);
-    this.wireType = tag % 8;
-    if (this.number === 0) this.malformed('field number 0', tagAt);
-    if (this.wireType === WIRE_VARINT) this.varint = this.readVarint();
-    else if (this.wireType === WIRE_LEN) {
+    const number = Math.floor(tag / 8);
+    if (number === 0) this.fail('field number 0', at);
+    if (tag >= TAG_LIMIT) this.fail(`field number ${number} out of range`, at);
+    this.number = number;
+    return tag % 8;
+  }
+
+  /** Reads (or skips) the value of a field of wire type `type` whose tag started at `at`. */
+  private readValue(type: number, at: number, depth: number): void {
+    if (type === VARINT) this.varint = this.readVarint();
+    else if (type === LEN) {
       const len = this.readVarint();
-      if (len > this.end - this.pos) this.malformed('length past the end of the message', this.pos);
+      if (len > this.end - this.pos) this.fail('length past the end of the message');
       this.start = this.pos;
       this.pos += len;
       this.stop = this.pos;
-    } else if (this.wireType === 1 || this.wireType === 5) {
-      const n = this.wireType === 1 ? 8 : 4;
-      if (this.end - this.pos < n) this.malformed('truncated fixed-width field', this.pos);
+    } else if (type === FIXED64 || type === FIXED32) {
+      const n = type === FIXED64 ? 8 : 4;
+      if (this.end - this.pos < n) this.fail('truncated fixed-width field');
+      this.start = this.pos;
       this.pos += n;
-    } else this.malformed(`unsupported wire type ${this.wireType}`, tagAt);
+      this.stop = this.pos;
+    } else if (type === START_GROUP && this.skipGroups) this.skipGroup(this.number, at, depth);
+    else this.fail(`unsupported wire type ${type}`, at);
+  }
+
+  private skipGroup(group: number, at: number, depth: number): void {
+    if (depth >= MAX_GROUP_DEPTH) this.fail('groups nested too deep', at);
+    for (;;) {
+      if (this.pos >= this.end) this.fail('unterminated group', at);
+      const tagAt = this.pos;
+      const type = this.readTag();
+      if (type === END_GROUP) {
+        if (this.number !== group) this.fail('mismatched end of group', tagAt);
+        return;
+      }
+      this.readValue(type, tagAt, depth + 1);
+    }
+  }
+
+  /** Moves to the next field, its value read (a group skipped whole); false at the end of the message. */
+  next(): boolean {
+    if (this.pos >= this.end) return false;
+    const at = this.pos;
+    this.at = at;
+    const type = this.readTag();
+    const number = this.number;
+    this.valueAt = this.pos;
+    this.readValue(type, at, 0);
+    this.number = number; // (a skipped group read its own fields)
+    this.wireType = type;
     return true;
   }
 
-  /** Checks that the current (known) field has the wire type it must have. */
-  expect(wireType: number, name: string): void {
-    if (this.wireType !== wireType) this.malformed(`field ${name} has wire type ${this.wireType}, expected ${wireType}`, this.at);
+  /** Checks that the current field has the wire type it must have; `name` names it (else its number). */
+  expect(wireType: number, name?: string): void {
+    if (this.wireType !== wireType) this.fail(`field ${name ?? this.number} has wire type ${this.wireType}, expected ${wireType}`, this.at);
   }
 
-  /** A cursor over the current field's content, a sub-message at `path`. */
-  sub(path: string): FieldCursor {
-    this.expect(WIRE_LEN, path);
-    return new FieldCursor(this.buf, this.start, this.stop, this.messageName, path);
+  /** The current varint field (uint32, uint64, bool, enum) as a Number. */
+  uint(name?: string): number {
+    this.expect(VARINT, name);
+    return this.varint;
   }
 
-  /** The current field's content as text (UTF-8, invalid bytes escaped as core/bytes.ts does). */
-  text(name: string): string {
-    this.expect(WIRE_LEN, name);
+  /** The current varint field as a signed 64-bit integer (two's complement), converted to the nearest Number. */
+  int64(name?: string): number {
+    this.expect(VARINT, name);
+    if (this.varint < 0x80) return this.varint;
+    const buf = this.buf;
+    let lo = 0;
+    let hi = 0;
+    let p = this.valueAt;
+    for (let shift = 0; ; shift += 7) {
+      const b = buf[p++]!;
+      if (shift < 28) lo |= (b & 0x7f) << shift;
+      else if (shift === 28) {
+        lo |= (b & 0x0f) << 28;
+        hi = (b & 0x7f) >> 4;
+      } else hi |= (b & 0x7f) << (shift - 32);
+      if (b < 0x80) break;
+    }
+    lo >>>= 0;
+    hi >>>= 0;
+    if (hi >>> 31 === 0) return hi * 4294967296 + lo;
+    // Negative: the magnitude of the two's complement.
+    lo = (~lo + 1) >>> 0;
+    hi = ~hi >>> 0;
+    if (lo === 0) hi = (hi + 1) >>> 0;
+    return -(hi * 4294967296 + lo);
+  }
+
+  /** The current fixed64 field as a double. */
+  double(name?: string): number {
+    this.expect(FIXED64, name);
+    const buf = this.buf;
+    const s = this.start;
+    for (let i = 0; i < 8; i++) scratchBytes[LITTLE_ENDIAN ? i : 7 - i] = buf[s + i]!;
+    return scratch[0]!;
+  }
+
+  /** The current length-delimited field as text, bytes that are not UTF-8 escaped injectively (core/bytes.ts). */
+  text(name?: string): string {
+    this.expect(LEN, name);
     return decodeEscaped(this.buf, this.start, this.stop);
   }
 
-  /** The current field as a map<string,string> entry (key = 1, value = 2). */
-  mapEntry(path: string): [string, string] {
-    const e = this.sub(path);
+  /** The current length-delimited field as UTF-8 text, invalid bytes read as U+FFFD. */
+  utf8(name?: string): string {
+    this.expect(LEN, name);
+    return Buffer.from(this.buf.buffer, this.buf.byteOffset + this.start, this.stop - this.start).toString('utf8');
+  }
+
+  /** The current length-delimited field's content (a view, not a copy). */
+  bytes(name?: string): Uint8Array {
+    this.expect(LEN, name);
+    return this.buf.subarray(this.start, this.stop);
+  }
+
+  /**
+   * A reader over the current field's content, the sub-message `name` (`index` in a repeated field): the same
+   * reader object at every call, valid until the next call.
+   */
+  sub(name: string, index = -1): ProtoReader {
+    this.expect(LEN, name);
+    const c = this.child;
+    if (c === undefined) return (this.child = new ProtoReader(this.buf, this.messageName, this.skipGroups, this.start, this.stop, this, name, index));
+    c.buf = this.buf;
+    c.pos = this.start;
+    c.end = this.stop;
+    c.name = name;
+    c.index = index;
+    return c;
+  }
+
+  /** The current field as a map<string, string> entry (key = 1, value = 2), both as text(). */
+  mapEntry(name: string): [string, string] {
+    const e = this.sub(name);
     let key = '';
     let value = '';
     while (e.next()) {
-      if (e.number === 1) key = e.text(`${path}.key`);
-      else if (e.number === 2) value = e.text(`${path}.value`);
+      if (e.number === 1) key = e.text('key');
+      else if (e.number === 2) value = e.text('value');
     }
     return [key, value];
   }
