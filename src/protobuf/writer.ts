@@ -16,6 +16,13 @@ export function varintSize(n: number): number {
   return size;
 }
 
+const TWO_63 = 9223372036854775808;
+
+/** Bytes a signed int64 varint of the integer `n` takes: 10 for a negative one (two's complement). */
+export function int64Size(n: number): number {
+  return n < 0 ? 10 : n >= TWO_63 ? 9 : varintSize(n);
+}
+
 /** Bytes the tag of field `field` takes (one byte for fields 1 to 15). */
 export function tagSize(field: number): number {
   return varintSize(field * 8);
@@ -48,6 +55,21 @@ export class ProtoWriter {
       n = Math.floor(n / 128);
     }
     buf[this.pos++] = n;
+  }
+
+  /** A signed int64 varint of the integer `n`, clamped to the int64 range (negatives as 10-byte two's complement). */
+  int64(n: number): void {
+    if (n >= 0 && n < TWO_63) {
+      this.varint(n);
+      return;
+    }
+    // Rare: the exact two's complement through BigInt.
+    let u = BigInt.asUintN(64, n >= TWO_63 ? 2n ** 63n - 1n : n < -TWO_63 ? -(2n ** 63n) : BigInt(n));
+    while (u >= 0x80n) {
+      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80;
+      u >>= 7n;
+    }
+    this.buf[this.pos++] = Number(u);
   }
 
   tag(field: number, wireType: number): void {

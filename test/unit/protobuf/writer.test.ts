@@ -5,7 +5,7 @@
  */
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { lenFieldSize, ProtoWriter, tagSize, utf8Length, varintSize } from '../../../src/protobuf/writer.js';
+import { int64Size, lenFieldSize, ProtoWriter, tagSize, utf8Length, varintSize } from '../../../src/protobuf/writer.js';
 
 const FIELDS = [1, 15, 16, 100, 2047, 2048, 300_000, 2 ** 29 - 1];
 
@@ -53,5 +53,14 @@ describe('ProtoWriter', () => {
     const [[number, type, content]] = fields(w.buf) as [[number, number, Buffer]];
     expect([number, type]).toEqual([2048, 2]);
     expect(fields(content)).toEqual([[16, 2, Buffer.from('a')]]);
+  });
+
+  it('writes signed int64 varints as protobufjs reads them: negatives in 10 bytes, the int64 range clamped', () => {
+    const values = [0, 1, 2 ** 53, -1, -(2 ** 40), 2 ** 64, -(2 ** 64)];
+    const w = new ProtoWriter(values.reduce((n, v) => n + int64Size(v), 0));
+    for (const v of values) w.int64(v);
+    expect(w.pos).toBe(w.buf.length);
+    const r = protobuf.Reader.create(w.buf);
+    expect(values.map(() => String(r.int64() as unknown as { toString(): string }))).toEqual(['0', '1', '9007199254740992', '-1', '-1099511627776', '9223372036854775807', '-9223372036854775808']);
   });
 });
