@@ -55,13 +55,10 @@ export class ProtoReader {
   wireType = 0;
   /** Where the current field's tag starts. */
   at = 0;
-  /** Where the current field's value starts (after its tag). */
-  valueAt = 0;
   /** A varint field's value as a Number (exact up to 2^53; larger values only compare as large). */
   varint = 0;
-  /** A length-delimited or fixed-width field's content: [start, stop). */
+  /** Where a length-delimited or fixed-width field's content starts (it ends at `stop`). */
   start = 0;
-  stop = 0;
   /** The reader sub() hands out, made on its first call. */
   private child: ProtoReader | undefined = undefined;
 
@@ -97,6 +94,11 @@ export class ProtoReader {
     return this;
   }
 
+  /** Where the current length-delimited or fixed-width field's content ends: where the next field starts. */
+  get stop(): number {
+    return this.pos;
+  }
+
   /** This message's field path from the top (`descriptors[0].entries[1]`); '' at the top level. */
   get path(): string {
     if (this.parent === undefined) return '';
@@ -111,6 +113,14 @@ export class ProtoReader {
   }
 
   private readVarint(): number {
+    const at = this.pos;
+    if (at < this.end) {
+      const b = this.buf[at]!;
+      if (b < 0x80) {
+        this.pos = at + 1;
+        return b;
+      }
+    }
     let result = 0;
     let scale = 1;
     for (let i = 0; i < 10; i++) {
@@ -126,6 +136,13 @@ export class ProtoReader {
   /** Reads a tag; returns the wire type, leaves the field number in `number`. */
   private readTag(): number {
     const at = this.pos;
+    const first = this.buf[at]!; // (at < end: checked by the callers)
+    if (first < 0x80) {
+      if (first < 8) this.fail('field number 0', at);
+      this.pos = at + 1;
+      this.number = first >> 3;
+      return first & 7;
+    }
     const tag = this.readVarint();
     const number = Math.floor(tag / 8);
     if (number === 0) this.fail('field number 0', at);
@@ -136,21 +153,22 @@ export class ProtoReader {
 
   /** Reads (or skips) the value of a field of wire type `type` whose tag started at `at`. */
   private readValue(type: number, at: number, depth: number): void {
-    if (type === VARINT) this.varint = this.readVarint();
-    else if (type === LEN) {
+    if (type === LEN) {
       const len = this.readVarint();
       if (len > this.end - this.pos) this.fail('length past the end of the message');
       this.start = this.pos;
       this.pos += len;
-      this.stop = this.pos;
-    } else if (type === FIXED64 || type === FIXED32) {
+    } else if (type === VARINT) this.varint = this.readVarint();
+    else if (type === FIXED64 || type === FIXED32) {
       const n = type === FIXED64 ? 8 : 4;
       if (this.end - this.pos < n) this.fail('truncated fixed-width field');
       this.start = this.pos;
       this.pos += n;
-      this.stop = this.pos;
-    } else if (type === START_GROUP && this.skipGroups) this.skipGroup(this.number, at, depth);
-    else this.fail(`unsupported wire type ${type}`, at);
+    } else if (type === START_GROUP && this.skipGroups) {
+      const number = this.number;
+      this.skipGroup(number, at, depth);
+      this.number = number; // (the group's own fields were read)
+    } else this.fail(`unsupported wire type ${type}`, at);
   }
 
   private skipGroup(group: number, at: number, depth: number): void {
@@ -173,11 +191,8 @@ export class ProtoReader {
     const at = this.pos;
     this.at = at;
     const type = this.readTag();
-    const number = this.number;
-    this.valueAt = this.pos;
-    this.readValue(type, at, 0);
-    this.number = number; // (a skipped group read its own fields)
     this.wireType = type;
+    this.readValue(type, at, 0);
     return true;
   }
 
@@ -199,7 +214,8 @@ export class ProtoReader {
     const buf = this.buf;
     let lo = 0;
     let hi = 0;
-    let p = this.valueAt;
+    let p = this.at;
+    while (buf[p++]! >= 0x80); // past the tag
     for (let shift = 0; ; shift += 7) {
       const b = buf[p++]!;
       if (shift < 28) lo |= (b & 0x7f) << shift;

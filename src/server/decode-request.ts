@@ -67,6 +67,7 @@ function descriptor(r: ProtoReader, index: number, limits: RequestLimits): Reque
   return requestDescriptor(entries, limit === undefined ? undefined : { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) }, hitsAddend, negative);
 }
 
+
 /** One reader for every request (decoding is synchronous), pointed at no bytes between requests. */
 const EMPTY = new Uint8Array(0);
 const reader = new ProtoReader(EMPTY, 'RateLimitRequest');
