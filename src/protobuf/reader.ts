@@ -192,7 +192,12 @@ export class ProtoReader {
     this.at = at;
     const type = this.readTag();
     this.wireType = type;
-    this.readValue(type, at, 0);
+    if (type === LEN) {
+      const len = this.readVarint();
+      if (len > this.end - this.pos) this.fail('length past the end of the message');
+      this.start = this.pos;
+      this.pos += len;
+    } else this.readValue(type, at, 0);
     return true;
   }
 
@@ -270,8 +275,7 @@ export class ProtoReader {
     this.expect(LEN, name);
     const c = this.child;
     if (c === undefined) return (this.child = new ProtoReader(this.buf, this.messageName, this.skipGroups, this.start, this.stop, this, name, index));
-    c.buf = this.buf;
-    c.pos = this.start;
+    c.pos = this.start; // (c.buf is this.buf: reset() points both at new bytes)
     c.end = this.stop;
     c.name = name;
     c.index = index;
