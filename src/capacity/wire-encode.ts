@@ -4,13 +4,12 @@
  * number order, every `required` field written, an optional one only when set (not null or undefined), int64 as
  * protobufjs's fromObject makes it (truncated towards zero; NaN is 0; negatives as 10-byte two's complement).
  */
-import { ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../server/proto-writer.js';
+import { int64Size as wireInt64Size, ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../protobuf/writer.js';
 import { idByteLength, writeId } from './ids.js';
 import type * as M from './messages.js';
 
 /** Algorithm.Kind by name (messages.ts carries the name, as proto-loader does with enums: String). */
 const KIND_NUMBER: Partial<Record<string, number>> = { NO_ALGORITHM: 0, STATIC: 1, PROPORTIONAL_SHARE: 2, FAIR_SHARE: 3 };
-const TWO_63 = 9223372036854775808;
 
 /** The int64 protobufjs's fromObject makes of a number: truncated, NaN 0, clamped to the int64 range. */
 function int64Value(n: number): number {
@@ -18,24 +17,12 @@ function int64Value(n: number): number {
 }
 
 function int64Size(n: number): number {
-  const v = int64Value(n);
-  return v < 0 ? 10 : v >= TWO_63 ? 9 : varintSize(v);
+  return wireInt64Size(int64Value(n));
 }
 
 function writeInt64(w: ProtoWriter, field: number, n: number): void {
   w.tag(field, 0);
-  const v = int64Value(n);
-  if (v >= 0 && v < TWO_63) {
-    w.varint(v);
-    return;
-  }
-  // Rare (no answer of ours has a negative or huge time): the exact two's complement through BigInt.
-  let u = BigInt.asUintN(64, v >= TWO_63 ? 2n ** 63n - 1n : v < -TWO_63 ? -(2n ** 63n) : BigInt(v));
-  while (u >= 0x80n) {
-    w.buf[w.pos++] = Number(u & 0x7fn) | 0x80;
-    u >>= 7n;
-  }
-  w.buf[w.pos++] = Number(u);
+  w.int64(int64Value(n));
 }
 
 /**

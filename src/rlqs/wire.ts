@@ -22,9 +22,10 @@
  * message whose bucket id is not UTF-8 (a proto3 string) and ends the stream. Such a bucket is decoded (its
  * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
  */
-import { FieldCursor, WIRE_LEN, WIRE_VARINT } from '../server/protobuf-fields.js';
+import { LEN, ProtobufError, ProtoReader, VARINT } from '../protobuf/reader.js';
 import { escapedByteLength } from '../vocab/bytes.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../server/proto-writer.js';
+import { InvalidRequestError } from '../vocab/errors.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
 
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
@@ -64,63 +65,58 @@ interface DecodedId {
 /** Whether an escaped string stands for UTF-8: escaped bytes are lone surrogates (String.prototype.isWellFormed, ES2024). */
 const isUtf8 = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
 
-function bucketId(c: FieldCursor, path: string, limits: DecodeLimits): DecodedId {
-  const id = c.sub(path);
+function bucketId(c: ProtoReader, limits: DecodeLimits): DecodedId {
+  const id = c.sub('bucket_id');
   const byKey = new Map<string, string>();
   let oversize = false;
   let notUtf8 = false;
   while (id.next()) {
     if (id.number !== 1) continue;
-    const [key, value] = id.mapEntry(`${path}.bucket`);
+    const [key, value] = id.mapEntry('bucket');
     if (escapedByteLength(key) > limits.maxValueBytes || escapedByteLength(value) > limits.maxValueBytes) oversize = true;
     if (!isUtf8(key) || !isUtf8(value)) notUtf8 = true;
     byKey.set(key, value);
   }
-  if (byKey.size === 0) c.malformed('empty bucket id', c.at);
+  if (byKey.size === 0) c.fail('empty bucket id', c.at);
   if (byKey.size > limits.maxEntries) oversize = true;
   const entries = [...byKey].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, value]) => ({ key, value }));
   return { entries, oversize, notUtf8 };
 }
 
-function durationSeconds(c: FieldCursor, path: string): number {
-  const d = c.sub(path);
+function durationSeconds(c: ProtoReader): number {
+  const d = c.sub('time_elapsed');
   let s = 0;
-  while (d.next()) if (d.number === 1 && d.wireType === WIRE_VARINT) s = d.varint;
+  while (d.next()) if (d.number === 1 && d.wireType === VARINT) s = d.varint;
   return s;
 }
 
-function bucketUsage(c: FieldCursor, path: string, limits: DecodeLimits): BucketUsage {
-  const u = c.sub(path);
+function bucketUsage(c: ProtoReader, name: string, limits: DecodeLimits): BucketUsage {
+  const u = c.sub(name);
   let id: DecodedId | undefined;
   let allowed = 0;
   let denied = 0;
   let elapsedS = 0;
   while (u.next()) {
-    if (u.number === 1) id = bucketId(u, `${path}.bucket_id`, limits);
-    else if (u.number === 2) elapsedS = durationSeconds(u, `${path}.time_elapsed`);
-    else if (u.number === 3) {
-      u.expect(WIRE_VARINT, `${path}.num_requests_allowed`);
-      allowed = u.varint;
-    } else if (u.number === 4) {
-      u.expect(WIRE_VARINT, `${path}.num_requests_denied`);
-      denied = u.varint;
-    }
+    if (u.number === 1) id = bucketId(u, limits);
+    else if (u.number === 2) elapsedS = durationSeconds(u);
+    else if (u.number === 3) allowed = u.uint('num_requests_allowed');
+    else if (u.number === 4) denied = u.uint('num_requests_denied');
   }
-  if (id === undefined) return u.malformed(`${path}.bucket_id missing`, u.at);
+  if (id === undefined) return c.fail(`${name}.bucket_id missing`, c.at);
   return { entries: id.entries, allowed, denied, elapsedS, ...(id.oversize ? { oversize: true as const } : {}), ...(id.notUtf8 ? { notUtf8: true as const } : {}) };
 }
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */
-function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined {
+function element(c: ProtoReader, limits: DecodeLimits): BucketUsage | undefined {
   // A BucketQuotaUsage has its bucket_id (a message) as field 1, and may have fields 3 to 5; a map entry has
   // only a varint key (field 1, absent for key 0) and its value (field 2).
   const probe = c.sub('bucket_quota_usages');
   let isUsage = false;
   let value: BucketUsage | undefined;
-  while (probe.next()) if ((probe.number === 1 && probe.wireType === WIRE_LEN) || probe.number > 2) isUsage = true;
+  while (probe.next()) if ((probe.number === 1 && probe.wireType === LEN) || probe.number > 2) isUsage = true;
   if (isUsage) return bucketUsage(c, 'bucket_quota_usages', limits);
   const e = c.sub('bucket_quota_usages');
-  while (e.next()) if (e.number === 2) value = bucketUsage(e, 'bucket_quota_usages.value', limits);
+  while (e.next()) if (e.number === 2) value = bucketUsage(e, 'value', limits);
   return value;
 }
 
@@ -129,15 +125,19 @@ function element(c: FieldCursor, limits: DecodeLimits): BucketUsage | undefined 
  * bounds is decoded all the same (marked `oversize`): the other buckets of the report are still decided.
  */
 export function decodeUsageReports(bytes: Uint8Array, limits: DecodeLimits): UsageReports {
-  const c = new FieldCursor(bytes, 0, bytes.length, NAME, '');
+  const c = new ProtoReader(bytes, NAME);
   let domain = '';
   const usages: BucketUsage[] = [];
-  while (c.next()) {
-    if (c.number === 1) domain = c.text('domain');
-    else if (c.number === 2) {
-      const u = element(c, limits);
-      if (u !== undefined) usages.push(u);
+  try {
+    while (c.next()) {
+      if (c.number === 1) domain = c.text('domain');
+      else if (c.number === 2) {
+        const u = element(c, limits);
+        if (u !== undefined) usages.push(u);
+      }
     }
+  } catch (err) {
+    throw err instanceof ProtobufError ? new InvalidRequestError(err.message) : err;
   }
   return { domain, usages };
 }

@@ -9,7 +9,7 @@
  */
 import { wellFormed } from '../vocab/bytes.js';
 import { UNIT_WIRE_NUMBER, type DescriptorStatus, type HeaderValue, type RateLimitDecision } from '../vocab/types.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from './proto-writer.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
 
 const CODE = { OK: 1, OVER_LIMIT: 2 } as const;
 

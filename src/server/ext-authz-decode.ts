@@ -12,7 +12,7 @@ import type { CheckAttributes, HttpAttributes } from '../authz/types.js';
 import { parseIp } from '../authz/ip.js';
 import { wellFormed } from '../vocab/bytes.js';
 import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
-import { FieldCursor } from './protobuf-fields.js';
+import { ProtobufError, ProtoReader } from '../protobuf/reader.js';
 
 export interface CheckRequestLimits {
   /** Most request headers (and, separately, context extensions) in one CheckRequest (AUTHZ_MAX_HEADERS). */
@@ -21,7 +21,6 @@ export interface CheckRequestLimits {
 
 export const DEFAULT_CHECK_LIMITS: CheckRequestLimits = Object.freeze({ maxHeaders: 256 });
 
-const HTTP = 'attributes.request.http';
 const ADDRESS = 'attributes.source.address.socket_address.address';
 
 interface Draft {
@@ -31,43 +30,47 @@ interface Draft {
 }
 
 export function decodeCheckRequest(bytes: Uint8Array, limits: CheckRequestLimits = DEFAULT_CHECK_LIMITS): CheckAttributes {
-  const top = new FieldCursor(bytes, 0, bytes.length, 'CheckRequest', '');
+  const top = new ProtoReader(bytes, 'CheckRequest');
   const draft: Draft = { extensions: new Map() };
-  while (top.next()) if (top.number === 1) attributes(top.sub('attributes'), draft, limits);
+  try {
+    while (top.next()) if (top.number === 1) attributes(top.sub('attributes'), draft, limits);
+  } catch (err) {
+    throw err instanceof ProtobufError ? new InvalidRequestError(err.message) : err;
+  }
   if (draft.http === undefined) {
     throw new InvalidRequestError('CheckRequest has no attributes.request.http: only HTTP requests (envoy.filters.http.ext_authz) can be checked');
   }
   return { ...(draft.sourceAddress !== undefined ? { sourceAddress: draft.sourceAddress } : {}), http: draft.http, contextExtensions: draft.extensions };
 }
 
-function attributes(c: FieldCursor, draft: Draft, limits: CheckRequestLimits): void {
+function attributes(c: ProtoReader, draft: Draft, limits: CheckRequestLimits): void {
   while (c.next()) {
     if (c.number === 1) {
-      const address = sourceAddress(c.sub('attributes.source'));
+      const address = sourceAddress(c.sub('source'));
       if (address !== undefined) draft.sourceAddress = address;
     } else if (c.number === 4) {
-      const r = c.sub('attributes.request');
-      while (r.next()) if (r.number === 2) draft.http = httpRequest(r.sub(HTTP), limits);
+      const r = c.sub('request');
+      while (r.next()) if (r.number === 2) draft.http = httpRequest(r.sub('http'), limits);
     } else if (c.number === 10) {
       if (draft.extensions.size >= limits.maxHeaders) {
         throw new RequestTooLargeError(`CheckRequest has more than ${limits.maxHeaders} context_extensions (AUTHZ_MAX_HEADERS)`);
       }
-      const [k, v] = c.mapEntry('attributes.context_extensions');
+      const [k, v] = c.mapEntry('context_extensions');
       draft.extensions.set(k, v);
     }
   }
 }
 
 /** attributes.source.address.socket_address.address, validated; undefined for a pipe or no address. */
-function sourceAddress(peer: FieldCursor): string | undefined {
+function sourceAddress(peer: ProtoReader): string | undefined {
   let address: string | undefined;
   while (peer.next()) {
     if (peer.number !== 1) continue;
-    const a = peer.sub('attributes.source.address');
+    const a = peer.sub('address');
     while (a.next()) {
       if (a.number !== 1) continue; // pipe (2) or internal (3): not an IP
-      const s = a.sub('attributes.source.address.socket_address');
-      while (s.next()) if (s.number === 2) address = s.text(ADDRESS);
+      const s = a.sub('socket_address');
+      while (s.next()) if (s.number === 2) address = s.text('address');
     }
   }
   if (address === undefined || address === '') return undefined;
@@ -79,7 +82,7 @@ function sourceAddress(peer: FieldCursor): string | undefined {
   return address;
 }
 
-function httpRequest(c: FieldCursor, limits: CheckRequestLimits): HttpAttributes {
+function httpRequest(c: ProtoReader, limits: CheckRequestLimits): HttpAttributes {
   let id = '';
   let method = '';
   let path = '';
@@ -91,24 +94,24 @@ function httpRequest(c: FieldCursor, limits: CheckRequestLimits): HttpAttributes
   const tooMany = () => new RequestTooLargeError(`CheckRequest has more than ${limits.maxHeaders} request headers (AUTHZ_MAX_HEADERS)`);
   while (c.next()) {
     switch (c.number) {
-      case 1: id = c.text(`${HTTP}.id`); break;
-      case 2: method = c.text(`${HTTP}.method`); break;
+      case 1: id = c.text('id'); break;
+      case 2: method = c.text('method'); break;
       case 3: {
         if (++count > limits.maxHeaders) throw tooMany();
-        const [k, v] = c.mapEntry(`${HTTP}.headers`);
+        const [k, v] = c.mapEntry('headers');
         headers.set(k.toLowerCase(), v); // a map: a repeated key replaces, as protobuf maps do
         break;
       }
-      case 4: path = c.text(`${HTTP}.path`); break;
-      case 5: host = c.text(`${HTTP}.host`); break;
-      case 6: scheme = c.text(`${HTTP}.scheme`); break;
-      case 10: protocol = c.text(`${HTTP}.protocol`); break;
+      case 4: path = c.text('path'); break;
+      case 5: host = c.text('host'); break;
+      case 6: scheme = c.text('scheme'); break;
+      case 10: protocol = c.text('protocol'); break;
       case 13: {
-        const m = c.sub(`${HTTP}.header_map`);
+        const m = c.sub('header_map');
         while (m.next()) {
           if (m.number !== 1) continue;
           if (++count > limits.maxHeaders) throw tooMany();
-          rawHeader(m.sub(`${HTTP}.header_map.headers`), headers);
+          rawHeader(m.sub('headers'), headers);
         }
         break;
       }
@@ -123,14 +126,14 @@ function httpRequest(c: FieldCursor, limits: CheckRequestLimits): HttpAttributes
  * One header of header_map (encode_raw_headers: only key and raw_value are set, and names repeat): repeated
  * values are joined as Envoy joins them in `headers` (cookies with '; ').
  */
-function rawHeader(h: FieldCursor, headers: Map<string, string>): void {
+function rawHeader(h: ProtoReader, headers: Map<string, string>): void {
   let key = '';
   let value: string | undefined;
   let raw: string | undefined;
   while (h.next()) {
-    if (h.number === 1) key = h.text(`${HTTP}.header_map.headers.key`);
-    else if (h.number === 2) value = h.text(`${HTTP}.header_map.headers.value`);
-    else if (h.number === 3) raw = h.text(`${HTTP}.header_map.headers.raw_value`);
+    if (h.number === 1) key = h.text('key');
+    else if (h.number === 2) value = h.text('value');
+    else if (h.number === 3) raw = h.text('raw_value');
   }
   const name = key.toLowerCase();
   const v = raw ?? value ?? '';

@@ -11,99 +11,87 @@
  * APPEND_IF_EXISTS_OR_ADD (0), false ↔ OVERWRITE_IF_EXISTS_OR_ADD (2).
  */
 import type { AnswerHeader, CheckAnswer } from '../authz/types.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
 
 const OVERWRITE_IF_EXISTS_OR_ADD = 2;
 
-/** Growable byte buffer with the few protobuf encodings we need. */
-class Writer {
-  private buf = new Uint8Array(256);
-  private len = 0;
+/** A varint field's size; proto3 leaves out zero. */
+const uintSize = (v: number): number => (v === 0 ? 0 : 1 + varintSize(v));
+/** A string field's size from its UTF-8 length; proto3 leaves out the empty string. */
+const textSize = (n: number): number => (n === 0 ? 0 : lenFieldSize(n));
 
-  private reserve(n: number): void {
-    if (this.len + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.len + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.len));
-    this.buf = next;
-  }
-
-  varint(v: number): void {
-    this.reserve(10);
-    let n = v;
-    while (n >= 0x80) {
-      this.buf[this.len++] = (n % 0x80) | 0x80;
-      n = Math.floor(n / 0x80);
-    }
-    this.buf[this.len++] = n;
-  }
-
-  tag(field: number, wireType: number): void {
-    this.varint(field * 8 + wireType);
-  }
-
-  bytes(field: number, data: Uint8Array): void {
-    this.tag(field, 2);
-    this.varint(data.length);
-    this.reserve(data.length);
-    this.buf.set(data, this.len);
-    this.len += data.length;
-  }
-
-  string(field: number, text: string): void {
-    if (text !== '') this.bytes(field, Buffer.from(text, 'utf8'));
-  }
-
-  /** A varint field; proto3 leaves out zero. */
-  uint(field: number, value: number): void {
-    if (value === 0) return;
-    this.tag(field, 0);
-    this.varint(value);
-  }
-
-  /** A sub-message, present even when empty (presence matters for BoolValue `append`). */
-  message(field: number, build: (w: Writer) => void): void {
-    const inner = new Writer();
-    build(inner);
-    this.bytes(field, inner.finish());
-  }
-
-  finish(): Uint8Array {
-    return this.buf.subarray(0, this.len);
-  }
+function writeUint(w: ProtoWriter, field: number, v: number): void {
+  if (v === 0) return;
+  w.tag(field, 0);
+  w.varint(v);
 }
 
-function header(w: Writer, field: number, h: AnswerHeader): void {
-  w.message(field, (o) => {
-    o.message(1, (hv) => {
-      hv.string(1, h.key);
-      hv.string(2, h.value);
-    });
-    o.message(2, (b) => b.uint(1, h.append ? 1 : 0));
-    o.uint(3, h.append ? 0 : OVERWRITE_IF_EXISTS_OR_ADD);
-  });
+function writeText(w: ProtoWriter, field: number, s: string, n: number): void {
+  if (n > 0) w.string(field, s, n);
+}
+
+/** The sizes of one answer, computed before it is written: UTF-8 lengths in write order, header sizes. */
+interface Sizes {
+  readonly text: number[];
+  readonly headers: number[];
+}
+
+/** HeaderValueOption's content: header (1) {key, value}, append (2) BoolValue, always present, append_action (3). */
+function headerSize(h: AnswerHeader, z: Sizes): number {
+  const k = utf8Length(h.key);
+  const v = utf8Length(h.value);
+  z.text.push(k, v);
+  const size = lenFieldSize(textSize(k) + textSize(v)) + lenFieldSize(uintSize(h.append ? 1 : 0)) + uintSize(h.append ? 0 : OVERWRITE_IF_EXISTS_OR_ADD);
+  z.headers.push(size);
+  return lenFieldSize(size);
+}
+
+/** Writes the next header (its sizes at `t` in z.text and `i` in z.headers). */
+function writeHeader(w: ProtoWriter, field: number, h: AnswerHeader, z: Sizes, t: number, i: number): void {
+  const k = z.text[t]!;
+  const v = z.text[t + 1]!;
+  w.header(field, z.headers[i]!);
+  w.header(1, textSize(k) + textSize(v));
+  writeText(w, 1, h.key, k);
+  writeText(w, 2, h.value, v);
+  w.header(2, uintSize(h.append ? 1 : 0));
+  writeUint(w, 1, h.append ? 1 : 0);
+  writeUint(w, 3, h.append ? 0 : OVERWRITE_IF_EXISTS_OR_ADD);
 }
 
 export function encodeCheckResponse(answer: CheckAnswer): Buffer {
-  const w = new Writer();
-  w.message(1, (s) => {
-    // int32 code: non-negative here (gRPC codes), so a plain varint.
-    s.uint(1, answer.code);
-    s.string(2, answer.message);
-  });
+  const z: Sizes = { text: [], headers: [] };
+  const messageLength = utf8Length(answer.message);
+  // google.rpc.Status, present even when empty; int32 code: non-negative here (gRPC codes), so a plain varint.
+  const status = uintSize(answer.code) + textSize(messageLength);
+  let body = 0;
+  let bodyLength = 0;
   if ('denied' in answer) {
     const d = answer.denied;
-    w.message(2, (dr) => {
-      dr.message(1, (st) => st.uint(1, d.status));
-      for (const h of d.headers) header(dr, 2, h);
-      dr.string(3, d.body);
-    });
+    bodyLength = utf8Length(d.body);
+    body = lenFieldSize(uintSize(d.status)) + textSize(bodyLength);
+    for (const h of d.headers) body += headerSize(h, z);
   } else {
-    w.message(3, (ok) => {
-      for (const h of answer.requestHeaders) header(ok, 2, h);
-      for (const h of answer.responseHeaders) header(ok, 6, h);
-    });
+    for (const h of answer.requestHeaders) body += headerSize(h, z);
+    for (const h of answer.responseHeaders) body += headerSize(h, z);
   }
-  const out = w.finish();
-  return Buffer.from(out.buffer, out.byteOffset, out.length);
+  const w = new ProtoWriter(lenFieldSize(status) + lenFieldSize(body));
+  w.header(1, status);
+  writeUint(w, 1, answer.code);
+  writeText(w, 2, answer.message, messageLength);
+  let i = 0;
+  if ('denied' in answer) {
+    const d = answer.denied;
+    w.header(2, body);
+    w.header(1, uintSize(d.status));
+    writeUint(w, 1, d.status);
+    for (const h of d.headers) writeHeader(w, 2, h, z, 2 * i, i++);
+    writeText(w, 3, d.body, bodyLength);
+  } else {
+    w.header(3, body);
+    for (const h of answer.requestHeaders) writeHeader(w, 2, h, z, 2 * i, i++);
+    for (const h of answer.responseHeaders) writeHeader(w, 6, h, z, 2 * i, i++);
+  }
+  if (w.pos !== w.buf.length) throw new Error(`CheckResponse: wrote ${w.pos} bytes of ${w.buf.length} sized`);
+  return w.buf;
 }

@@ -6,7 +6,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { decodeStruct, RATE_LIMIT_CONFIG_TYPE, type AnyResource, type JsonValue } from './messages.js';
-import { ProtoReader } from './wire.js';
+import { ProtoReader } from '../protobuf/reader.js';
 
 /** RateLimitUnit numbers → our unit names (WEEK is 7, after MONTH and YEAR). */
 const UNITS: Readonly<Record<number, string>> = { 1: 'second', 2: 'minute', 3: 'hour', 4: 'day', 5: 'month', 6: 'year', 7: 'week' };
@@ -22,7 +22,7 @@ export interface ResourceFile {
 type Obj = { [key: string]: JsonValue };
 
 function flag(r: ProtoReader, field: string): boolean {
-  return r.int(field) !== 0;
+  return r.uint(field) !== 0;
 }
 
 function decodePolicy(r: ProtoReader): Obj {
@@ -30,17 +30,17 @@ function decodePolicy(r: ProtoReader): Obj {
   const replaces: JsonValue[] = [];
   while (r.next()) {
     if (r.number === 1) {
-      const unit = r.int('unit');
+      const unit = r.uint('unit');
       // UNKNOWN (0) is left out: a limit without a unit is then refused by validation, as the reference refuses it.
       if (unit !== 0) out.unit = UNITS[unit] ?? `unit #${unit}`;
-    } else if (r.number === 2) out.requests_per_unit = r.int('requests_per_unit');
+    } else if (r.number === 2) out.requests_per_unit = r.uint('requests_per_unit');
     else if (r.number === 3) {
       if (flag(r, 'unlimited')) out.unlimited = true;
-    } else if (r.number === 4) out.name = r.text('name');
+    } else if (r.number === 4) out.name = r.utf8('name');
     else if (r.number === 5) {
       const x = r.sub('replaces');
       let name = '';
-      while (x.next()) if (x.number === 1) name = x.text('name');
+      while (x.next()) if (x.number === 1) name = x.utf8('name');
       replaces.push({ name });
     }
   }
@@ -59,8 +59,8 @@ function decodeDescriptor(r: ProtoReader, depth: number): Obj {
   const children: JsonValue[] = [];
   while (r.next()) {
     switch (r.number) {
-      case 1: out.key = r.text('key'); break;
-      case 2: { const v = r.text('value'); if (v !== '') out.value = v; break; }
+      case 1: out.key = r.utf8('key'); break;
+      case 2: { const v = r.utf8('value'); if (v !== '') out.value = v; break; }
       case 3: out.rate_limit = decodePolicy(r.sub('rate_limit')); break;
       case 4: children.push(decodeDescriptor(r.sub('descriptors'), depth + 1)); break;
       case 5: if (flag(r, 'shadow_mode')) out.shadow_mode = true; break;
@@ -81,8 +81,8 @@ export function decodeRateLimitConfig(value: Uint8Array): { name: string; rules:
   const rules: Obj = { domain: '' };
   const descriptors: JsonValue[] = [];
   while (r.next()) {
-    if (r.number === 1) name = r.text('name');
-    else if (r.number === 2) rules.domain = r.text('domain');
+    if (r.number === 1) name = r.utf8('name');
+    else if (r.number === 2) rules.domain = r.utf8('domain');
     else if (r.number === 3) descriptors.push(decodeDescriptor(r.sub('descriptors'), 1));
   }
   rules.descriptors = descriptors;

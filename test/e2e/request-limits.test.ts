@@ -80,7 +80,7 @@ describe('request limits over gRPC', () => {
   it('answers malformed messages with INVALID_ARGUMENT and says what is wrong', async () => {
     expect(await rawBytes(Uint8Array.of(0x0a, 0x05, 0x61))).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed RateLimitRequest: length past the end of the message at top level (byte 2)' });
     const wrongType = await rawBytes(Uint8Array.of(0x12, 0x02, 0x08, 0x01)); // descriptors[0].entries as a varint
-    expect(wrongType).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed RateLimitRequest: field entries has wire type 0, expected 2 at descriptors[0] (byte 3)' });
+    expect(wrongType).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed RateLimitRequest: field entries has wire type 0, expected 2 at descriptors[0] (byte 2)' });
   });
 });
 

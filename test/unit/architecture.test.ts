@@ -17,8 +17,9 @@ const ENTRY = '(src root)';
 const LAYERS: readonly (readonly string[])[] = [
   // The words every room speaks: requests, descriptors, decisions, bytes, clock, errors, keys, algorithm names.
   ['vocab'],
-  // The rate-limit algorithms, pure functions of state and time.
-  ['algorithms'],
+  // The rate-limit algorithms, pure functions of state and time; the protobuf wire format every codec reads and
+  // writes through (each message's codec lives in its own room above).
+  ['algorithms', 'protobuf'],
   // Rule files into compiled rules; counters in memory or Redis. Neither knows the other.
   ['config', 'storage'],
   // Adaptive throttling's plans and reports over compiled limits and store checks.

@@ -3,7 +3,8 @@
  * three messages encoded and decoded here (proto/grpc/health/v1).
  */
 import type { HealthState, ServingStatus } from '../health.js';
-import { lenFieldSize, ProtoWriter, utf8Length } from '../proto-writer.js';
+import { LEN, ProtobufError, ProtoReader } from '../../protobuf/reader.js';
+import { lenFieldSize, ProtoWriter, utf8Length } from '../../protobuf/writer.js';
 import { Code, GrpcStatusError } from './grpc-wire.js';
 import type { RouteTable } from './routes.js';
 
@@ -12,32 +13,13 @@ const PREFIX = '/grpc.health.v1.Health/';
 
 /** HealthCheckRequest.service (field 1); other fields skipped; malformed → INVALID_ARGUMENT. */
 export function decodeHealthRequest(bytes: Buffer): string {
+  const r = new ProtoReader(bytes, 'HealthCheckRequest');
   let service = '';
-  let pos = 0;
-  const varint = (): number => {
-    let result = 0;
-    let scale = 1;
-    for (let i = 0; i < 10 && pos < bytes.length; i++) {
-      const b = bytes[pos++]!;
-      result += (b & 0x7f) * scale;
-      if (b < 0x80) return result;
-      scale *= 128;
-    }
-    throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
-  };
-  while (pos < bytes.length) {
-    const tag = varint();
-    const type = tag % 8;
-    if (type === 0) varint();
-    else if (type === 2) {
-      const len = varint();
-      if (len > bytes.length - pos) throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
-      if (Math.floor(tag / 8) === 1) service = bytes.toString('utf8', pos, pos + len);
-      pos += len;
-    } else if (type === 1 || type === 5) pos += type === 1 ? 8 : 4;
-    else throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
+  try {
+    while (r.next()) if (r.number === 1 && r.wireType === LEN) service = r.utf8();
+  } catch (err) {
+    throw err instanceof ProtobufError ? new GrpcStatusError(Code.INVALID_ARGUMENT, err.message) : err;
   }
-  if (pos > bytes.length) throw new GrpcStatusError(Code.INVALID_ARGUMENT, 'malformed HealthCheckRequest');
   return service;
 }
 

@@ -7,7 +7,28 @@ import { describe, expect, it } from 'vitest';
 import { compileConfigFiles } from '../../../src/config/compile.js';
 import { decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE } from '../../../src/xds/messages.js';
 import { resourcesToFiles } from '../../../src/xds/resources.js';
-import { ProtoReader, ProtoWriter } from '../../../src/xds/wire.js';
+import { ProtoReader } from '../../../src/protobuf/reader.js';
+import protobuf from 'protobufjs';
+
+/** A message built field by field with protobufjs's writer (empty strings and zeros left out, as proto3 does). */
+class ProtoWriter {
+  private readonly w = protobuf.Writer.create();
+  string(field: number, value: string): this {
+    if (value !== '') this.w.uint32(field * 8 + 2).string(value);
+    return this;
+  }
+  bytes(field: number, value: Uint8Array): this {
+    this.w.uint32(field * 8 + 2).bytes(value);
+    return this;
+  }
+  int(field: number, value: number): this {
+    if (value !== 0) this.w.uint32(field * 8).uint32(value);
+    return this;
+  }
+  finish(): Buffer {
+    return Buffer.from(this.w.finish());
+  }
+}
 
 const UNBOUNDED = { maxResourceBytes: Number.MAX_SAFE_INTEGER };
 
@@ -97,11 +118,11 @@ describe('DiscoveryRequest / DiscoveryResponse', () => {
     const bytes = encodeDiscoveryRequest({ versionInfo: '2', responseNonce: 'n3', typeUrl: RATE_LIMIT_CONFIG_TYPE, errorDetail: 'bad', node: { id: 'envoy-ratelimit', metadata: new Map([['zone', 'z1']]), userAgentName: 'ua', userAgentVersion: '1' } });
     const fields: Record<number, string> = {};
     const r = new ProtoReader(bytes, 'DiscoveryRequest');
-    while (r.next()) fields[r.number] = r.number === 2 || r.number === 6 ? Buffer.from(r.bytes('x')).toString('hex') : r.text('x');
+    while (r.next()) fields[r.number] = r.number === 2 || r.number === 6 ? Buffer.from(r.bytes('x')).toString('hex') : r.utf8('x');
     expect([fields[1], fields[4], fields[5]]).toEqual(['2', RATE_LIMIT_CONFIG_TYPE, 'n3']);
     const status = new ProtoReader(Buffer.from(fields[6]!, 'hex'), 'Status');
     const st: unknown[] = [];
-    while (status.next()) st.push(status.number === 1 ? status.int('code') : status.text('message'));
+    while (status.next()) st.push(status.number === 1 ? status.uint('code') : status.utf8('message'));
     expect(st).toEqual([3, 'bad']);
     expect(Buffer.from(fields[2]!, 'hex').toString('latin1')).toContain('envoy-ratelimit');
   });

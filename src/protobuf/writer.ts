@@ -1,7 +1,7 @@
 /**
- * A minimal protobuf writer for the few messages this service answers with (encode-response.ts, the lean
- * health service): sizes are computed first, then the bytes are written once into one buffer, so an answer
- * costs one allocation and no intermediate objects. Only the wire types those messages use: varint,
+ * The protobuf writer every encoder of this service uses: sizes are computed first (varintSize, tagSize,
+ * lenFieldSize), then the bytes are written once into one buffer of that size, so a message costs one
+ * allocation and no intermediate objects. Any field number (1 to 2^29 - 1); the wire types varint,
  * length-delimited and fixed64 (double).
  */
 
@@ -16,9 +16,21 @@ export function varintSize(n: number): number {
   return size;
 }
 
-/** Bytes a length-delimited field with `len` bytes of content takes, tag included (field numbers < 16). */
-export function lenFieldSize(len: number): number {
-  return 1 + varintSize(len) + len;
+const TWO_63 = 9223372036854775808;
+
+/** Bytes a signed int64 varint of the integer `n` takes: 10 for a negative one (two's complement). */
+export function int64Size(n: number): number {
+  return n < 0 ? 10 : n >= TWO_63 ? 9 : varintSize(n);
+}
+
+/** Bytes the tag of field `field` takes (one byte for fields 1 to 15). */
+export function tagSize(field: number): number {
+  return varintSize(field * 8);
+}
+
+/** Bytes a length-delimited field with `len` bytes of content takes, tag included (field 1 to 15 unless given). */
+export function lenFieldSize(len: number, field?: number): number {
+  return (field === undefined ? 1 : tagSize(field)) + varintSize(len) + len;
 }
 
 /** UTF-8 length of a string (fast path for ASCII). */
@@ -45,9 +57,25 @@ export class ProtoWriter {
     buf[this.pos++] = n;
   }
 
-  /** A tag for field numbers below 16. */
+  /** A signed int64 varint of the integer `n`, clamped to the int64 range (negatives as 10-byte two's complement). */
+  int64(n: number): void {
+    if (n >= 0 && n < TWO_63) {
+      this.varint(n);
+      return;
+    }
+    // Rare: the exact two's complement through BigInt.
+    let u = BigInt.asUintN(64, n >= TWO_63 ? 2n ** 63n - 1n : n < -TWO_63 ? -(2n ** 63n) : BigInt(n));
+    while (u >= 0x80n) {
+      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80;
+      u >>= 7n;
+    }
+    this.buf[this.pos++] = Number(u);
+  }
+
   tag(field: number, wireType: number): void {
-    this.buf[this.pos++] = (field << 3) | wireType;
+    const tag = field * 8 + wireType;
+    if (tag < 0x80) this.buf[this.pos++] = tag;
+    else this.varint(tag);
   }
 
   string(field: number, s: string, byteLength: number): void {
