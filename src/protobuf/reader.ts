@@ -249,7 +249,7 @@ export class ProtoReader {
     return scratch[0]!;
   }
 
-  /** The current length-delimited field as text, bytes that are not UTF-8 escaped injectively (core/bytes.ts). */
+  /** The current length-delimited field as text, bytes that are not UTF-8 escaped injectively (vocab/bytes.ts). */
   text(name?: string): string {
     this.expect(LEN, name);
     return decodeEscaped(this.buf, this.start, this.stop);

@@ -20,7 +20,7 @@
  *
  * Bucket ids are bytes: Envoy copies header values as they are into a bucket id, but refuses a whole response
  * message whose bucket id is not UTF-8 (a proto3 string) and ends the stream. Such a bucket is decoded (its
- * bytes held escaped, core/bytes.ts) and marked, so that it is never answered.
+ * bytes held escaped, vocab/bytes.ts) and marked, so that it is never answered.
  */
 import { LEN, ProtobufError, ProtoReader, VARINT } from '../protobuf/reader.js';
 import { escapedByteLength } from '../vocab/bytes.js';
@@ -30,7 +30,7 @@ import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/w
 export const RLQS_PATH = '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas';
 
 export interface BucketUsage {
-  /** The bucket id's entries, sorted by key (each key once); escaped strings (core/bytes.ts). */
+  /** The bucket id's entries, sorted by key (each key once); escaped strings (vocab/bytes.ts). */
   readonly entries: readonly { readonly key: string; readonly value: string }[];
   /** The bucket id is past the id bounds (entries, key or value length): answered, never tracked. */
   readonly oversize?: true;

@@ -4,8 +4,8 @@
  * - a decode failure inside grpc-js becomes INTERNAL; here it is an InvalidRequestError (INVALID_ARGUMENT);
  * - the request limits are checked while reading (descriptor and entry counts, key lengths from their length
  *   prefixes), so an oversized request is refused before any per-descriptor work (long values are decided:
- *   core/request-limits.ts);
- * - descriptor keys and values are decoded from their bytes with the injective escape of core/bytes.ts:
+ *   vocab/request-limits.ts);
+ * - descriptor keys and values are decoded from their bytes with the injective escape of vocab/bytes.ts:
  *   protobuf `string` and `bytes` share the wire encoding, and a lossy UTF-8 decode would make distinct
  *   non-UTF-8 values share a counter.
  *
@@ -30,7 +30,7 @@ function entry(r: ProtoReader, limits: RequestLimits): DescriptorEntry {
       const s = r.start;
       const e = r.stop;
       // A key's length first, from the prefix: an oversized key is never decoded. A long value is decoded and
-      // decided (core/request-limits.ts): a client chooses it, and an error answer would leave it unlimited.
+      // decided (vocab/request-limits.ts): a client chooses it, and an error answer would leave it unlimited.
       if (field === 1 && e - s > limits.maxKeyBytes) checkKeyBytes(e - s, () => `${r.path}.key`, limits);
       const text = decodeEscaped(r.buf, s, e);
       if (field === 1) key = text;
