@@ -18,7 +18,7 @@ FROM node:${NODE_VERSION}-bookworm-slim
 # (CONFIG_DIR, or envoyproxy/ratelimit's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY) is never contradicted by the image's.
 ENV NODE_ENV=production
 # The young generation's size, explicit so that it does not change with Node's version: 16 MiB semi-spaces keep
-# a sidecar's resident memory low (docs/performance.md#the-young-generation-max-semi-space-size: 64 saves some GC
+# a sidecar's resident memory low (docs/performance-settings.md#the-young-generation-max-semi-space-size: 64 saves some GC
 # under load for ~80 MiB more). A NODE_OPTIONS of your own replaces this: keep the flag in it (dist/cli.js's code
 # cache serves any heap size, but other V8 options compile the service at start).
 ENV NODE_OPTIONS=--max-semi-space-size=16
