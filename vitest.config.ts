@@ -20,6 +20,7 @@ export const TIMING_TESTS = [
   'test/envoy/failopen-audit.test.ts',
   'test/envoy/rlqs-replicas.test.ts',
   'test/envoy/rapid-reset.test.ts',
+  'test/e2e/xds-hostile.test.ts',
 ];
 
 const common = {

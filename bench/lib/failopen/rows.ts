@@ -74,7 +74,7 @@ export const ROWS: readonly AuditRow[] = [
     // Redis, like the reference: a call then waits for a round trip, as most do in production
     store: 'redis',
     async run(ctx) {
-      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 3000, connections: 4, maxResets: 100_000 } : { durationMs: 8000, connections: 4, maxResets: 300_000 });
+      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 3000, connections: 2, maxResets: 100_000 } : { durationMs: 8000, connections: 2, maxResets: 300_000 });
       ctx.note(`${r.resets} resets on ${r.connections} connections`);
       await sleep(1000);
     },
