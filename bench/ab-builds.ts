@@ -1,10 +1,10 @@
 /**
- * Two builds of this service side by side (a change's effect on CPU per request, issue #20): each build runs
+ * Two builds of this service side by side (a change's effect on CPU per request): each build runs
  * compiled (`node <cli.js> serve`) on a redis-server of its own (or the memory store), h2load -c50 -m10
  * drives them in alternated rounds, and the service's CPU per answered request comes from /proc. Prints each
  * round and the median ratio B / A. Copy a build aside first, e.g. `cp -r dist dist/ab/base`. `noop` as a
  * build is the no-op grpc-js server of `npm run bench` (bench/lib/noop-server.ts): with --backend memory, the
- * issue's "memory store end to end against the no-op server".
+ * memory store end to end against the no-op server.
  *
  *   npx tsx bench/ab-builds.ts --a dist/ab/base/cli.js --b dist/cli.js [--descriptors 3] [--requests 20000] [--rounds 5] [--backend redis|memory] [--clients 50 --streams 10]
  */

@@ -1,7 +1,7 @@
 /**
- * What one oversized request costs the service (issue #7): `ratelimit serve` in its own process (memory
+ * What one oversized request costs the service: `ratelimit serve` in its own process (memory
  * backend), a probe client sending a small call every 5 ms, and one big ShouldRateLimit request (by default
- * the issue's ~4 MiB of 320k descriptors). Prints the big call's status and time, the probe's worst latency
+ * ~4 MiB of 320k descriptors). Prints the big call's status and time, the probe's worst latency
  * while it was handled (how long the event loop froze), and the server's resident memory before and after.
  *
  *   npx tsx bench/big-request.ts [--descriptors 320000] [--env MAX_REQUEST_BYTES=8388608,MAX_REQUEST_DESCRIPTORS=1000000]

@@ -1,5 +1,5 @@
 /**
- * The latency users see (issue 19): h2load → Envoy → an upstream, with the same Envoy config and route for
+ * The latency users see: h2load → Envoy → an upstream, with the same Envoy config and route for
  *   (a) no rate-limit filter, (b) this service on memory, (c) this service on Redis,
  *   (d) envoyproxy/ratelimit on Redis (../shared/tools/envoy-ratelimit, when present).
  * Four Envoys run side by side; each round drives them one after the other in a rotated order (alternated

@@ -1,5 +1,5 @@
 /**
- * Quota leases (issue #13): Redis round trips per request and throughput, with and without leases, against
+ * Quota leases: Redis round trips per request and throughput, with and without leases, against
  * the memory backend, for a hot key (1 key) and a spread (10 000 keys); three replicas (three engines, each
  * with its own store stack and Redis connection, as three pods have) sharing one local redis-server.
  *

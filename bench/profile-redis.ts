@@ -1,5 +1,5 @@
 /**
- * Where this service's CPU goes on Redis under the side-by-side load (issue #20): runs it with
+ * Where this service's CPU goes on Redis under the side-by-side load: runs it with
  * `node --cpu-prof` on its own redis-server, drives it with h2load (-c50 -m10, a bounded count), stops it
  * and prints the profile's active time by part (GC, ioredis, node:http2, prom-client, the service's own
  * code, ...) in µs per request and %, and the busiest functions.

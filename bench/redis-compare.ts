@@ -1,5 +1,5 @@
 /**
- * The Redis side-by-side of `npm run bench` alone (issue #20): this service and envoyproxy/ratelimit, each on
+ * The Redis side-by-side of `npm run bench` alone: this service and envoyproxy/ratelimit, each on
  * its own redis-server, h2load -c50 -m10, 1 and 3 descriptors, alternated rounds; CPU per request of each
  * server and of its Redis.
  *

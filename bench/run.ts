@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every figure of issue #12 in one run, as ratios to baselines measured in the same run,
+ * `npm run bench`: every benchmark figure in one run, as ratios to baselines measured in the same run,
  * alternating the servers round by round on the same load. Prints one table and writes it as JSON.
  *
  *   npm run bench                                  # full run (several minutes)
@@ -9,7 +9,7 @@
  *   npm run bench -- --rlqs                        # RateLimitService vs RLQS through two Envoys (bench/rlqs.ts)
  *   npm run bench -- --against 127.0.0.1:18081     # also drive another RLS server (e.g. envoyproxy/ratelimit)
  *   options: --rounds 3 --requests 60000 --clients 8 --streams 16 --json bench-results.json
- *   Redis side by side with envoyproxy/ratelimit (issue #20, bench/lib/redis-section.ts; skipped without the
+ *   Redis side by side with envoyproxy/ratelimit (bench/lib/redis-section.ts; skipped without the
  *   reference binary): --side-requests 30000 --side-clients 50 --side-streams 10 --side-rate 2000, --young-gen
  *   (also this service without the shipped V8 options), --only-redis (that section alone)
  *

@@ -1,5 +1,5 @@
 /**
- * The Redis section of `npm run bench` (issue #20): starts envoyproxy/ratelimit and this service, each on a
+ * The Redis section of `npm run bench`: starts envoyproxy/ratelimit and this service, each on a
  * redis-server of its own with the same rules, runs the side-by-side (redis-side-by-side.ts) and returns the
  * printed table, its notes and the raw samples. This service runs with the V8 options `npm start` ships
  * (START_NODE_OPTIONS); `nodeOptionVariants` add it again with other V8 options, to measure that lever alone.

@@ -1,5 +1,5 @@
 /**
- * Issue #20's comparison: this service and envoyproxy/ratelimit, each on a redis-server of its own, driven
+ * The Redis comparison: this service and envoyproxy/ratelimit, each on a redis-server of its own, driven
  * by the same closed-loop load (h2load -c50 -m10, a bounded count) with 1 and 3 descriptors, rounds
  * alternated. Per request: req/s, each server's CPU and its Redis's CPU (process trees from /proc); then
  * the ratios to the reference, the marginal CPU of a descriptor, and p99 at a fixed rate.

@@ -1,5 +1,5 @@
 /**
- * Which algorithms quota leases (src/lease/, issue #13) can be taken from, and the compiled `lease:` of a
+ * Which algorithms quota leases (src/lease/) can be taken from, and the compiled `lease:` of a
  * limit. Here, below config, storage and the lease room, because all three name them.
  */
 import type { AlgorithmName } from '../vocab/algorithm-names.js';

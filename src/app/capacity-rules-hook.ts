@@ -1,5 +1,5 @@
 /**
- * Wiring of the rules whose limit is a capacity share (issue 21 item 8; docs/capacity-client.md): the capacity
+ * Wiring of the rules whose limit is a capacity share (docs/capacity-client.md): the capacity
  * client holding one resource per resource the rules name (src/client/sidecar-shares.ts), kept in step with each
  * successful rules load, and the store decorator that decides those limits in process (src/core/capacity-store.ts).
  */

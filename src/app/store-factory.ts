@@ -44,7 +44,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     // The client's command timeout is only a backstop for a reply that never comes: every decision has its
     // own deadline (the caller's, up to DECISION_MAX_WAIT_MS, or REDIS_COMMAND_TIMEOUT_MS without one), enforced
     // by the stores with expiry in Redis. A command timeout below a caller's deadline would drop healthy
-    // answers the caller still waits for and answer them by FAILURE_MODE (issue 18 item 5).
+    // answers the caller still waits for and answer them by FAILURE_MODE.
     commandTimeoutMs: Math.max(settings.decisionMaxWaitMs, settings.redisCommandTimeoutMs) + 1000,
     probeTimeoutMs: settings.redisCommandTimeoutMs,
     clock,

@@ -1,5 +1,5 @@
 /**
- * A decision of the engine as a Check answer (shared/protocol.md §3.3–3.4):
+ * A decision of the engine as a Check answer (an ext_authz v3 CheckResponse):
  * - OK → status OK; the decision's request headers (e.g. `degrade`) go to the upstream request and its
  *   response headers (RateLimit, retry policy, warnings) to the downstream response;
  * - OVER_LIMIT → status RESOURCE_EXHAUSTED with a local reply: HTTP `httpStatus` (429 unless `on_limit`

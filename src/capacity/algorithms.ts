@@ -1,6 +1,6 @@
 /**
  * How much of a resource one client gets: Doorman's four algorithms, computed as its server computes them
- * (DESIGN.md §7; checked round by round against the real server in test/integration/capacity-doorman.test.ts),
+ * (checked round by round against the real server in test/integration/capacity-doorman.test.ts),
  * plus FAIR_SHARE_MAXMIN, a true max-min (water-filling) share. Pure: the resource's totals and index come in,
  * the grant goes out; the caller records it. Every grant is at most what is unallocated (`avail`), so a new
  * split settles over a few refreshes instead of ever over-granting.

@@ -3,7 +3,7 @@
  * request (docs/ext-authz.md). The raw form is plain data (it crosses the reload worker's thread boundary,
  * load-worker.ts); the compiled form adds the compiled regular expressions.
  *
- * Action names, fields and defaults are Envoy's route `rate_limits[].actions` (shared/protocol.md §4.4)
+ * Action names, fields and defaults are Envoy's route `rate_limits[].actions` (config.route.v3.RateLimit.Action)
  * plus ours in the same style (cookie, method, path, host, region).
  */
 

@@ -1,5 +1,5 @@
 /**
- * The compiled `on_limit` block of one limit (DESIGN.md §3–§4, docs/on-limit.md): what happens to a request
+ * The compiled `on_limit` block of one limit (docs/on-limit.md): what happens to a request
  * over that limit and what its client is told. Frozen; produced by on-limit.ts, read by core/on-limit/.
  */
 import type { Template } from './template.js';

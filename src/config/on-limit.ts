@@ -1,5 +1,5 @@
 /**
- * Validation of a limit's `on_limit:` block (DESIGN.md §3–§4; reference with examples in docs/on-limit.md).
+ * Validation of a limit's `on_limit:` block (reference with examples in docs/on-limit.md).
  * Every error names file:line:col and the field path; templates are parsed here, so an unknown placeholder or
  * a JSON body that would not parse is a load error, never a surprise at the first rejection.
  */

@@ -1,5 +1,5 @@
 /**
- * Validation of a rules file's `authz:` block (DESIGN.md §3): `rate_limits: [{actions: [...]}]` written as in an
+ * Validation of a rules file's `authz:` block: `rate_limits: [{actions: [...]}]` written as in an
  * Envoy route, with Envoy's action names, fields and defaults, plus cookie, method, path, host and region.
  * Every error names the field path; keys are checked strictly (envoyproxy/ratelimit never reads this block).
  */

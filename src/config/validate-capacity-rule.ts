@@ -1,5 +1,5 @@
 /**
- * `capacity: {resource, fallback, wants, min_wants, headroom}` of a rate_limit (issue 21 item 8; docs/capacity-client.md):
+ * `capacity: {resource, fallback, wants, min_wants, headroom}` of a rate_limit (docs/capacity-client.md):
  * the limit is this replica's share of a capacity resource, granted by the capacity service (CAPACITY_SERVER) for
  * its observed demand and decided in process (src/core/capacity-store.ts). `requests_per_unit` is the ceiling: the
  * most the replica asks for and admits per window. Defaults: fallback safe, wants observed, min_wants 1, headroom 20%.

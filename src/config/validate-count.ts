@@ -1,5 +1,5 @@
 /**
- * `count_every_hit: true` on a limit (issue 18 item 23): every hit sent for the limit is counted, even when
+ * `count_every_hit: true` on a limit: every hit sent for the limit is counted, even when
  * it crosses the limit or the request is rejected, as envoyproxy/ratelimit counts every hit. It is what a
  * cost charged after the response needs (Envoy's `apply_on_stream_done` with a `hits_addend` such as the
  * LLM tokens a response used, docs/costs.md): that call's answer is ignored, so a charge that were dropped

@@ -1,5 +1,5 @@
 /**
- * `lease: {size: 5% | 50, ttl: 1s}` of a rate_limit (quota leases, issue #13; src/lease/): validation and
+ * `lease: {size: 5% | 50, ttl: 1s}` of a rate_limit (quota leases, src/lease/): validation and
  * compilation to a LeaseSpec. Defaults: size 5%, ttl 1s. Only fixed_window, sliding_window_counter and
  * token_bucket have units a replica can hold; the others say why not.
  */

@@ -1,6 +1,6 @@
 /**
  * Watches a rules directory and signals when its rules files may have changed; the caller reloads (and keeps
- * its last good config when the new set is invalid). Designed for Kubernetes ConfigMap volumes (protocol.md §6):
+ * its last good config when the new set is invalid). Designed for Kubernetes ConfigMap volumes (updated by an atomic `..data` symlink swap):
  *
  * - We watch the DIRECTORY, not the files: a ConfigMap update renames `..data` and never touches `edge.yaml`
  *   itself, and a watch on the file lands on an inode the kubelet deletes (the second update is then silent).

@@ -1,5 +1,5 @@
 /**
- * The decision engine: one decision per RateLimitRequest (DESIGN.md §4).
+ * The decision engine: one decision per RateLimitRequest.
  *
  * 1. Resolve every descriptor to a rule (or a per-request override), drop limits named in any
  *    matched rule's `replaces`, and turn the remaining limits into store checks (resolve.ts, with the seams of

@@ -4,7 +4,7 @@
  *
  * Why: prom-client hashes the label values into a string and returns a fresh object on every `inc`, even
  * through a labelled child; with two to three increments per descriptor that was most of the metrics' cost
- * per descriptor (issue #20). Here an increment is an addition to a number of a series record found once.
+ * per descriptor. Here an increment is an addition to a number of a series record found once.
  * Memory is bounded by the series themselves: a series is queued for the next flush at most once.
  */
 import type { Counter } from 'prom-client';

@@ -1,5 +1,5 @@
 /**
- * Every Prometheus metric of the service, declared once (style.md #13). The metrics table of docs/metrics.md
+ * Every Prometheus metric of the service, declared once, here and nowhere else. The metrics table of docs/metrics.md
  * is checked against these declarations by a test. The engine reports through the DecisionObserver interface,
  * so the core never imports prom-client. Label values come from the rules in use, never from requests
  * (metrics-labels.ts); labelled series exist (at zero) from start and from every reload.

@@ -1,7 +1,7 @@
 /**
  * How long before the caller's gRPC deadline the store must be given up on, so that the answer (from the
  * failure mode, when Redis stalls) is still written in time. A fixed 2 ms was not enough on a busy machine
- * (issue #7: 19–40 % of answers late under a Redis stall), because the timer that gives up fires late by
+ * (19–40 % of answers late under a Redis stall), because the timer that gives up fires late by
  * the event loop's lag, and writing the answer takes time too. So the margin is measured:
  *
  *   margin = max(floor, min(cap, p99 event-loop delay + p99 send delay)), rounded up to whole ms

@@ -9,7 +9,7 @@
  *   protobuf `string` and `bytes` share the wire encoding, and a lossy UTF-8 decode would make distinct
  *   non-UTF-8 values share a counter.
  *
- * Field numbers are Envoy's (shared/protocol.md §1–2). Unknown fields are skipped; a known field with the
+ * Field numbers are Envoy's (RateLimitRequest, RateLimitDescriptor). Unknown fields are skipped; a known field with the
  * wrong wire type, a truncated field, an over-long varint or a group is malformed (protobuf/reader.ts), the
  * path to the field built only then.
  */

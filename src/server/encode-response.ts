@@ -1,6 +1,6 @@
 /**
  * Encodes a RateLimitDecision as envoy.service.ratelimit.v3.RateLimitResponse bytes, written for exactly this
- * message (field numbers: shared/protocol.md, proto/envoy/service/ratelimit/v3/rls.proto) instead of going
+ * message (field numbers: Envoy's, as in proto/envoy/service/ratelimit/v3/rls.proto) instead of going
  * through proto-loader's object conversion: the same wire meaning as responseToWire() + protobufjs (checked
  * by test/unit/server/encode-response.test.ts on random decisions), in one buffer and one pass.
  *

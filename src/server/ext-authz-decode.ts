@@ -1,6 +1,6 @@
 /**
  * Decodes an ext_authz v3 CheckRequest from its protobuf bytes into CheckAttributes (authz/types.ts), with
- * Envoy's field numbers (shared/protocol.md §3.2), independently of grpc-js so that any transport can use it.
+ * Envoy's field numbers (envoy.service.auth.v3.CheckRequest), independently of grpc-js so that any transport can use it.
  * Bounded: at most `maxHeaders` request headers and context extensions (RequestTooLargeError beyond, gRPC
  * RESOURCE_EXHAUSTED); the message size itself is bounded by the transport (MAX_REQUEST_BYTES). Only what
  * the actions read is kept; the body and everything else is skipped unread.

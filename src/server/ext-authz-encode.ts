@@ -1,6 +1,6 @@
 /**
  * Encodes a Check answer (authz/types.ts) as an ext_authz v3 CheckResponse, with Envoy's field numbers
- * (shared/protocol.md §3.3), independently of grpc-js so that any transport can use it:
+ * (envoy.service.auth.v3.CheckResponse), independently of grpc-js so that any transport can use it:
  *
  *   CheckResponse { google.rpc.Status status = 1 {int32 code = 1; string message = 2};
  *                   DeniedHttpResponse denied_response = 2 {HttpStatus status = 1 {code = 1}; repeated HeaderValueOption headers = 2; string body = 3};

@@ -1,4 +1,4 @@
-/** The one place where errors become gRPC statuses (style.md #9). */
+/** The one place where errors become gRPC statuses. */
 import { status as Status, type ServiceError, Metadata } from '@grpc/grpc-js';
 import { RateLimitError } from '../vocab/errors.js';
 

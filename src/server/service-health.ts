@@ -8,7 +8,7 @@
  *                    gRPC health "ratelimit.store", gauge ratelimit_store_ready.
  * - ready():         canAnswer() AND storeHealthy(), with a short reason when not. GET /readyz.
  * - rlsServing():    canAnswer() AND storeHealthy(): the answers are real decisions, not FAILURE_MODE's, in
- *                    every failure mode (issue #7: an ACL user that may not run scripts must not look SERVING).
+ *                    every failure mode (an ACL user that may not run scripts must not look SERVING).
  *                    gRPC health "", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService", for Envoy.
  *                    Not for Kubernetes readiness: with one shared Redis every replica would go NotReady.
  *

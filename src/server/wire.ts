@@ -29,7 +29,7 @@ export interface WireRequest { domain?: string; descriptors?: WireDescriptor[]; 
 const WIRE_UNITS: ReadonlySet<string> = new Set(UNITS.map((u) => u.toUpperCase()));
 
 /**
- * The override's unit by number: envoy.type.v3.RateLimitUnit is UNKNOWN 0 … YEAR 6 (protocol.md §2); 7 is read as
+ * The override's unit by number: envoy.type.v3.RateLimitUnit is UNKNOWN 0 … YEAR 6; 7 is read as
  * WEEK, the number RateLimitResponse.RateLimit.Unit gives it, as envoyproxy/ratelimit reads it (measured: an
  * override with unit 7 is a weekly limit there). UNKNOWN and numbers above 7 leave the override out: the
  * configured rule decides (the reference crashes on them), docs/responses.md.

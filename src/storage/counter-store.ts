@@ -71,7 +71,7 @@ export interface LimitCheck {
 }
 
 /**
- * What the store does at the limit for one check (on_limit, DESIGN.md §4), decided in the same atomic step
+ * What the store does at the limit for one check (on_limit), decided in the same atomic step
  * as the check itself:
  * - maxDelayMs > 0 (token_bucket / leaky_bucket): admit a request whose wait is at most this long by
  *   reserving its slot; the outcome's delayMs is the wait.

@@ -1,6 +1,6 @@
 /**
- * Rules that take their limit from a capacity resource (`capacity: {resource: api-backend}` in a rate_limit; issue
- * 21 item 8): the two-tier design. Globally, a capacity service (ours or Doorman) splits the resource's capacity
+ * Rules that take their limit from a capacity resource (`capacity: {resource: api-backend}` in a rate_limit):
+ * the two-tier design. Globally, a capacity service (ours or Doorman) splits the resource's capacity
  * between replicas by their demand; locally, each replica enforces its share in process — no store call per
  * request. This module holds the vocabulary the config, the engine and the composition root share: the rule's
  * spec and the seam through which the engine reads the granted share (implemented over the capacity client by

@@ -1,5 +1,5 @@
 /**
- * Secrets never reach an error message or a log line (issue #7): the one place that masks the password of a
+ * Secrets never reach an error message or a log line: the one place that masks the password of a
  * URL, for a whole URL given as a setting and for URLs inside free text (error messages, stacks).
  */
 

@@ -1,6 +1,6 @@
 /**
  * Bounds on one request, so that no single request can stall the event loop, take much memory, or hold a
- * shared Redis (issue #7: one 4 MiB request with 320k descriptors froze the loop for seconds).
+ * shared Redis (one 4 MiB request with 320k descriptors would freeze the loop for seconds).
  *
  * What a client can shape (a descriptor value copied from a header, a hits_addend from metadata) is never
  * refused: Envoy fails open by default, so an error answer would leave the request unlimited. Such input is

@@ -1,6 +1,6 @@
 /**
- * Every kustomization under deploy/ built by the real kustomize (issue 18 item 18: an overlay inside its own
- * base is a cycle kustomize refuses). Issue #8 items 7 and 8: the rendered kustomizations (deploy/k8s and
+ * Every kustomization under deploy/ built by the real kustomize (an overlay inside its own
+ * base is a cycle kustomize refuses). The rendered kustomizations (deploy/k8s and
  * deploy/k8s/monitoring) validated against
  * the Kubernetes schemas (npm: kubernetes-models, @kubernetes-models/prometheus-operator), and the rules a
  * kubelet and a restricted Pod Security admission apply: numeric non-root UIDs (runAsNonRoot cannot be checked
@@ -162,7 +162,7 @@ describeKustomize('manifests', () => {
       expect(Number(env(sidecar, 'MEMORY_MAX_KEYS')) * 256).toBeLessThanOrEqual(store);
       expect(heap, 'the heap holds the store plus 64 MiB of everything else').toBeGreaterThanOrEqual(store + 64 * MiB);
       expect(limit, 'the limit leaves 64 MiB beyond the heap (code, buffers, young generation)').toBeGreaterThanOrEqual(heap + 64 * MiB);
-      // A larger young generation (issue #20) is memory too: V8 keeps up to three semi-spaces (two, and the new
+      // A larger young generation is memory too: V8 keeps up to three semi-spaces (two, and the new
       // large-object space), measured in docs/performance.md; with code and buffers (32 MiB) it fits the limit.
       const semi = Number(/--max-semi-space-size=(\d+)/.exec(env(sidecar, 'NODE_OPTIONS') ?? '')?.[1] ?? 16) * MiB;
       expect(limit, 'the limit holds the old generation, three semi-spaces and 32 MiB').toBeGreaterThanOrEqual(heap + 3 * semi + 32 * MiB);

@@ -12,7 +12,7 @@ describe('docs/switching.md', () => {
   });
 
   // Behaviour these sentences state is tested where it lives (dropin-endpoints, reference-answers, cli tests);
-  // here the pages must say it, and docs/responses.md must agree (issue 18 items 14, 15, 16, 20).
+  // here the pages must say it, and docs/responses.md must agree.
   it('states the measured differences, and responses.md agrees', () => {
     const responses = readFileSync(join(import.meta.dirname, '../../docs/responses.md'), 'utf8');
     const flat = (text: string) => text.replace(/\s+/g, ' ');

@@ -40,7 +40,7 @@ it('npm run bench -- --smoke prints the table and writes the JSON', async () => 
       expect(cpuUs, 'server CPU µs per request').toBeGreaterThan(0);
       expect(result.notes.some((n) => /Redis round trips per request .*: \d/.test(n))).toBe(true);
       expect(result.notes.filter((n) => n.includes('not HTTP 200'))).toEqual([]);
-      // issue #20: the Redis side by side with envoyproxy/ratelimit, when the reference binary is there
+      // the Redis side by side with envoyproxy/ratelimit, when the reference binary is there
       if (existsSync(REFERENCE_START)) {
         expect(stdout).toMatch(/## Redis, side by side with envoyproxy\/ratelimit/);
         const side = result.redisSideBySide!;

@@ -1,5 +1,5 @@
 /**
- * Costs charged after the response (issue 18 item 23) and shadow-mode counting (item 6), over the real gRPC
+ * Costs charged after the response and shadow-mode counting, over the real gRPC
  * server on memory and on Redis, with the calls Envoy makes for a `rate_limits` entry with
  * `apply_on_stream_done: true` and a `hits_addend` format (docs/costs.md):
  * - on the request path, the descriptor with a present hits_addend of 0: a pure check, nothing consumed;

@@ -1,5 +1,5 @@
 /**
- * Issue #8: a deployment written for envoyproxy/ratelimit runs unchanged. `ratelimit serve` is started as a
+ * A deployment written for envoyproxy/ratelimit runs unchanged. `ratelimit serve` is started as a
  * process with the environment of the reference's docker-compose.yml (its ratelimit service: USE_STATSD=false,
  * LOG_LEVEL=debug, REDIS_SOCKET_TYPE=tcp, REDIS_URL=host:port, RUNTIME_ROOT=/data, RUNTIME_SUBDIRECTORY=ratelimit,
  * the examples mounted at /data) on a real redis-server; only the Redis address and the listen ports differ.

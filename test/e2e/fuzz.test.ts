@@ -1,5 +1,5 @@
 /**
- * Fuzz (issue #7): at least 100,000 malformed RateLimitRequest messages over the real gRPC socket of the
+ * Fuzz: at least 100,000 malformed RateLimitRequest messages over the real gRPC socket of the
  * service running as its own process: random bytes, truncated and mutated valid encodings, wrong wire types,
  * huge lengths, deep nesting, invalid UTF-8, extreme numbers, oversized messages; sent with high concurrency
  * on a few HTTP/2 connections. The process must live, every call must end with OK (overall OK/OVER_LIMIT),

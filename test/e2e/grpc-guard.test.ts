@@ -1,5 +1,5 @@
 /**
- * Issue 18 items 10 and 11: what a client can make the gRPC port hold is bounded, with small limits so that the
+ * What a client can make the gRPC port hold is bounded, with small limits so that the
  * counts stay modest:
  * half-sent requests are reset by GRPC_MESSAGE_TIMEOUT_MS, connections past GRPC_MAX_CONNECTIONS get GOAWAY,
  * idle connections are closed gracefully, Watch calls are capped, and a connection resetting streams in a loop

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 13: `grpc-timeout` per the gRPC spec (1 to 8 digits and one unit of H M S m u n).
+ * `grpc-timeout` per the gRPC spec (1 to 8 digits and one unit of H M S m u n).
  * Malformed values are INTERNAL with one message; well-formed ones of 2^31 ms or more are clamped instead of
  * overflowing a timer (they used to expire at once: grpc-js keeps the timeout in an int32, and Node fires a timer past 2^31 − 1 ms after 1 ms).
  */

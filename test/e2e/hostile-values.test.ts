@@ -1,7 +1,6 @@
 /**
  * Values a client can shape must be limited, never answered with an error: Envoy fails open by default
- * (failure_mode_deny: false), so an error answer means the request is not limited at all (issue 18, items 1
- * and 2). The gRPC port, and POST /json.
+ * (failure_mode_deny: false), so an error answer means the request is not limited at all. The gRPC port, and POST /json.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MESSAGE_RULES } from '../support/on-limit-rules.js';

@@ -1,5 +1,5 @@
 /**
- * POST /json modes (issue #7: anyone who reaches the admin port could spend any client's quota).
+ * POST /json modes (anyone who reaches the admin port must not be able to spend any client's quota).
  * JSON_API=check (the default) answers what ShouldRateLimit would answer and consumes nothing; `off` has no
  * route. Checked over real sockets against the memory store and a real redis-server, comparing each check
  * with the gRPC call that follows it.

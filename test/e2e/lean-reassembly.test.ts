@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 12: the lean transport reassembles a request message from its DATA frames by joining the chunks
+ * The lean transport reassembles a request message from its DATA frames by joining the chunks
  * once. It used to Buffer.concat per frame: a 1 MB message in 256-byte frames copied about 2 GB (350 ms against
  * grpc-js's 49 ms). Proved by counting the copies past 64 KiB while such a message arrives (load-independent:
  * one now, one per frame before).

@@ -1,5 +1,5 @@
 /**
- * Issue #8 item 5: label values of /metrics come from the rules, never from requests. Over the real gRPC
+ * Label values of /metrics come from the rules, never from requests. Over the real gRPC
  * socket and the real /metrics endpoint, as production runs (settings → main.ts → metrics.ts).
  */
 import { writeFileSync } from 'node:fs';

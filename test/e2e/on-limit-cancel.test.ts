@@ -1,5 +1,5 @@
 /**
- * on_limit `delay` when the call ends before its slot comes (issue 18 item 9), over gRPC on the memory store
+ * on_limit `delay` when the call ends before its slot comes, over gRPC on the memory store
  * and on Redis: the deadline passing or the client's
  * RST_STREAM stops the wait at once (no timer left) and gives the reserved hits back, so the next client
  * takes that slot instead of waiting behind a request no one will answer. ShouldRateLimit, ext_authz Check and

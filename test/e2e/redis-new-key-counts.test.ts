@@ -1,5 +1,5 @@
 /**
- * Issue #7, crash 1, through the real service: with config/example.yaml on Redis, six concurrent
+ * Through the real service: with config/example.yaml on Redis, six concurrent
  * Envoy-shaped requests (three with one descriptor, three with three, so several limit counts the process has
  * not used before) used to kill the process through ioredis auto-pipelining, in every FAILURE_MODE. Each must
  * be answered from Redis, and the service must keep answering. (An uncaught exception fails this run.)

@@ -1,5 +1,5 @@
 /**
- * Issue #7, item 4, through the real service: redis-server is stopped with SIGSTOP while 60 requests on a
+ * Through the real service: redis-server is stopped with SIGSTOP while 60 requests on a
  * quota of 100 are rejected by FAILURE_MODE=closed before their gRPC deadline; after SIGCONT their queued
  * script calls run and must refuse (expired), so the next request sees 98 left (not 38).
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 5: a Redis that is healthy but slower than REDIS_COMMAND_TIMEOUT_MS (100 ms) while the caller
+ * A Redis that is healthy but slower than REDIS_COMMAND_TIMEOUT_MS (100 ms) while the caller
  * waits seconds. The caller's deadline, not REDIS_COMMAND_TIMEOUT_MS, bounds the Redis call: every request
  * gets a real decision (3 admitted on a limit of 3, the rest rejected), none is answered by FAILURE_MODE=open,
  * and each is counted exactly once (no expired call, no late commit). Before the fix the client's 100 ms

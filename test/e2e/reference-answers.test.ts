@@ -1,5 +1,5 @@
 /**
- * Answers compared with envoyproxy/ratelimit (issue 18 items 14 and 16): each expectation here was measured on
+ * Answers compared with envoyproxy/ratelimit: each expectation here was measured on
  * the reference binary (shared/tools/envoy-ratelimit) with the same rules and requests.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

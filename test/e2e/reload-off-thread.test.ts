@@ -1,5 +1,5 @@
 /**
- * Reloads never stall the requests being served (issue #7): the new files are read, parsed and validated in a
+ * Reloads never stall the requests being served: the new files are read, parsed and validated in a
  * worker thread, so while a large or hostile rule file reloads, decisions keep being answered promptly; a
  * reload that takes too long is stopped (CONFIG_LOAD_TIMEOUT_MS) and the last good rules stay.
  */

@@ -1,5 +1,5 @@
 /**
- * Request limits, malformed messages and non-UTF-8 values through the real service (issue #7):
+ * Request limits, malformed messages and non-UTF-8 values through the real service:
  * every limit answered with its status and a message naming the setting, over gRPC and POST /json;
  * malformed protobuf → INVALID_ARGUMENT; an oversized /json body → 413, not a reset; values that differ
  * only in bytes that are not UTF-8 keep separate counters.

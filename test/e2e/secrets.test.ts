@@ -1,5 +1,5 @@
 /**
- * Issue #7: no password or ACL secret in any error or log. `ratelimit serve` is run as users run it, with
+ * No password or ACL secret in any error or log. `ratelimit serve` is run as users run it, with
  * REDIS_URLs that are invalid in different ways and carry a password; stderr must name the problem and
  * show the URL with its credentials masked.
  */

@@ -1,5 +1,5 @@
 /**
- * SIGTERM as Kubernetes sends it to `ratelimit serve` (issue #7): NOT_SERVING at once on health Check and
+ * SIGTERM as Kubernetes sends it to `ratelimit serve`: NOT_SERVING at once on health Check and
  * Watch (and /readyz 503), calls still answered for SHUTDOWN_DRAIN_MS, then new calls refused while an in-flight call (held
  * up by a paused Redis) still finishes, and the process exits 0 within drain + grace.
  */

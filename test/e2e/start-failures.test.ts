@@ -1,7 +1,7 @@
 /**
  * Misconfigurations that used to run silently without limits must stop the start with one clear line (no
- * stack trace), and `ratelimit check` must fail on the rules ones: issue 18 item 17 (and item 20's missing
- * directory). Each case runs the real command as an operator would.
+ * stack trace), and `ratelimit check` must fail on the rules ones (a missing
+ * directory included). Each case runs the real command as an operator would.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

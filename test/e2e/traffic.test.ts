@@ -1,5 +1,5 @@
 /**
- * Realistic traffic under Redis faults (issue #7): the real service process on a real Redis, single and a
+ * Realistic traffic under Redis faults: the real service process on a real Redis, single and a
  * 3-master Cluster, config/example.yaml plus rules checked exactly; Envoy-shaped concurrent calls with 20–50 ms
  * deadlines; pause / kill -9 + restart / SCRIPT FLUSH / CLIENT KILL at random moments (seeded; the seed is
  * printed, TRAFFIC_SEED replays it, TRAFFIC_SECONDS lengthens the run). Asserts: the process never dies, no

@@ -1,5 +1,5 @@
 /**
- * ext_authz features as a client and the upstream see them through a real Envoy (issue 19): descriptors from the
+ * ext_authz features as a client and the upstream see them through a real Envoy: descriptors from the
  * client address (IP, /24, /64), a header, a cookie, the path, the host, a query parameter and a region header;
  * denied answers with the rule's status, body and headers; real 302/303/307 redirects with `location`; the
  * headers of an allowed answer overwriting the upstream's and the client's (docs/ext-authz.md, Answers). On the

@@ -1,7 +1,7 @@
 /**
  * envoy-ext-authz.yaml as shipped (only addresses substituted, docs/envoy.md) in front of the service on memory
  * with the shipped rules (config/: domain "web" of config/web.yaml), a real Envoy between an HTTP client and a
- * recording upstream. Issue 18 item 8 through Envoy: no spelling of /login escapes the sign-in limit. The denied
+ * recording upstream. Through Envoy: no spelling of /login escapes the sign-in limit. The denied
  * answer as a client sees it, and Envoy's ext_authz counters against the service's metrics.
  *
  * The service runs on a fake clock: each test moves it a minute on, so windows start afresh.

@@ -1,5 +1,5 @@
 /**
- * Operations with a real Envoy as the peer (issue 19): a rolling restart of two service processes under steady
+ * Operations with a real Envoy as the peer: a rolling restart of two service processes under steady
  * traffic (SIGTERM → drain, NOT_SERVING seen by Envoy's gRPC health checks → exit → a new process on the same
  * port) with no 5xx and nothing let through by Envoy's failure mode; and Redis killed under traffic, answered as
  * docs/redis.md says whatever Envoy's failure_mode_deny: FAILURE_MODE=open admits, closed rejects with 429,

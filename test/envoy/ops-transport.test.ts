@@ -1,5 +1,5 @@
 /**
- * The gRPC port with a real Envoy as the peer (issue 19, transport): 250 concurrent client requests multiplexed
+ * The gRPC port with a real Envoy as the peer (transport): 250 concurrent client requests multiplexed
  * by Envoy over its HTTP/2 connection, decided exactly; TLS and mutual TLS between Envoy and the service (an
  * Envoy without the client certificate is refused, so the check can fail); a Unix domain socket (`pipe`);
  * Envoy's gRPC health checking of the service's cluster. Envoy's rate-limit counters agree with the service's

@@ -1,5 +1,5 @@
 /**
- * Every Envoy config the repository ships passes Envoy's own `--mode validate` (issue 19): the files
+ * Every Envoy config the repository ships passes Envoy's own `--mode validate`: the files
  * (envoy.yaml, envoy-ext-authz.yaml, the Kubernetes copies, and any other YAML file with `static_resources`),
  * and every fenced YAML block in docs/ and README.md that is a whole bootstrap.
  */

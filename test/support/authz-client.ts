@@ -1,5 +1,5 @@
 /**
- * An ext_authz v3 client for tests: CheckRequests built as Envoy builds them (shared/protocol.md §3.2),
+ * An ext_authz v3 client for tests: CheckRequests built as Envoy builds them,
  * encoded by protobufjs from proto/envoy/service/auth/v3/*.proto (written from Envoy's field numbers), so
  * the server's hand-written decoder and encoder are checked against an independent codec. `checkRaw`
  * sends arbitrary bytes (malformed requests) and returns the raw reply.

@@ -1,5 +1,5 @@
 /**
- * Malformed RateLimitRequest bodies for the fuzz test, built from the wire facts of shared/protocol.md
+ * Malformed RateLimitRequest bodies for the fuzz test, built from Envoy's wire facts
  * (RateLimitRequest: domain 1 string, descriptors 2 message, hits_addend 3 uint32; RateLimitDescriptor:
  * entries 1, limit 2, hits_addend 3 UInt64Value; Entry: key 1, value 2). Each generator takes the seeded
  * PRNG and returns the message bytes and the name of the mutation (for failure messages).

@@ -1,6 +1,6 @@
 /**
  * An independent RateLimitService client: it encodes and decodes protobuf by hand with the field numbers
- * of Envoy's API (shared/protocol.md), not with the project's .proto files, so a wrong field number in
+ * of Envoy's API, not with the project's .proto files, so a wrong field number in
  * proto/ would make the tests that use it fail.
  */
 import * as grpc from '@grpc/grpc-js';

@@ -1,5 +1,5 @@
 /**
- * Issue 21 item 10: one decision costs about the same with 10 and with 20,000 clients on a resource. Timed in
+ * One decision costs about the same with 10 and with 20,000 clients on a resource. Timed in
  * this process, the two sizes alternating and the fastest of several rounds kept (a busy machine slows a round,
  * never speeds one up), so the ratio, not a wall-clock bound, is what is asserted. The bound leaves room for
  * the O(log n) index and cache misses of a big store (measured 0.8–2.2× at a load of 6); a lookup that

@@ -1,7 +1,7 @@
 /**
  * The image's own environment must not contradict a deployment written for envoyproxy/ratelimit: its ENV
  * lines plus the reference's docker-compose environment load without a conflict, and the rules come from the
- * deployment's RUNTIME_ROOT, not from the image (issue #8: "starts with the example rules baked into the image").
+ * deployment's RUNTIME_ROOT, not from the image (never the example rules baked into the image).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

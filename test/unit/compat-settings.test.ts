@@ -1,4 +1,4 @@
-/** envoyproxy/ratelimit's settings, read under their own names and meanings (issue #8). */
+/** envoyproxy/ratelimit's settings, read under their own names and meanings. */
 import { describe, expect, it } from 'vitest';
 import { REFERENCE_SETTINGS } from '../../src/compat/reference-settings.js';
 import { FakeClock } from '../../src/vocab/clock.js';

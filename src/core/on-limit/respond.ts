@@ -1,5 +1,5 @@
 /**
- * The engine's side of `on_limit` once the store has decided (DESIGN.md §4, docs/on-limit.md):
+ * The engine's side of `on_limit` once the store has decided (docs/on-limit.md):
  *
  * - rejected: the rejecting enforced limit with the longest wait speaks for the request. Its on_limit sets the
  *   message: retry policy (`none` drops retry-after), templated body with its content-type, extra headers,

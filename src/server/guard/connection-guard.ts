@@ -148,7 +148,7 @@ export class ConnectionGuard {
 
   /**
    * Resets the stream if its request has not fully arrived in time. The listeners are shared functions that
-   * find the timer on the stream (no closures or `once` wrappers per call: allocation per request, issue #20).
+   * find the timer on the stream (no closures or `once` wrappers per call: allocation per request).
    */
   private watchMessage(stream: http2.ServerHttp2Stream): void {
     if (stream.readableEnded) return;

@@ -17,7 +17,7 @@ const END_OPTIONS = { endStream: true, sendDate: false };
 /**
  * The stream's listeners are shared functions that find their call on the stream, not closures made per
  * call: a ShouldRateLimit call added five closures and a `once` wrapper, and adding listeners was about 5 %
- * of the service's CPU on Redis in the profile (issue #20).
+ * of the service's CPU on Redis in the profile.
  */
 const kCall = Symbol('leanCall');
 type CallStream = http2.ServerHttp2Stream & { [kCall]: LeanCall };

@@ -88,7 +88,7 @@ interface ParsedUrl {
 }
 
 export function parseRedisUrl(url: string): ParsedUrl {
-  // Never echo `url` itself: it may hold a password (issue #7).
+  // Never echo `url` itself: it may hold a password.
   const shown = redactUrl(url);
   let u: URL;
   try {

@@ -1,5 +1,5 @@
 /**
- * A delayed request whose call ends gives its reserved slots back on every Redis shape (issue 18 item 9):
+ * A delayed request whose call ends gives its reserved slots back on every Redis shape:
  * the engine over a real RedisStore (standalone, Sentinel, Cluster), one request delayed on a token_bucket and
  * a leaky_bucket at once (two keys, on Cluster in other slots), its signal aborted while it waits: both buckets
  * get its hits back, so a newcomer waits one slot, not two, on each.

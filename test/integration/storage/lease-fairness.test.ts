@@ -1,5 +1,5 @@
 /**
- * Leases must not change what other requests get (issue 18 items 3 and 4), on a real Redis with fake clocks:
+ * Leases must not change what other requests get, on a real Redis with fake clocks:
  * - a request of more hits than a lease holds is decided against the shared counter and leaves the lease
  *   alone: repeated 101-hit requests no longer black out a key's ordinary requests, and a request that
  *   fits is admitted after one that did not;

@@ -1,5 +1,5 @@
 /**
- * Issue #9's exact counts, through the real engine (RateLimiter) on every store (memory, Redis standalone,
+ * Exact counts of each throttling mode, through the real engine (RateLimiter) on every store (memory, Redis standalone,
  * Redis Sentinel, Redis Cluster), with a FakeClock: each throttling mode on every algorithm where it applies.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

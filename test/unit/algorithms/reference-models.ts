@@ -1,5 +1,5 @@
 /**
- * Brute-force reference models for the property tests: the definitions of DESIGN.md §4 written the
+ * Brute-force reference models for the property tests: each algorithm's definition written the
  * obvious way (full hit lists, BigInt tokens), independent of the exact-integer tricks under test.
  */
 import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';

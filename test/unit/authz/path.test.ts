@@ -1,5 +1,5 @@
 /**
- * The path the authz `path` action keys on (issue 18 item 8): every spelling of a resource gives one value, the
+ * The path the authz `path` action keys on: every spelling of a resource gives one value, the
  * value Envoy forwards with normalize_path, merge_slashes and unescaped slashes (envoy-ext-authz.yaml) gives the
  * same, and normalizing twice changes nothing.
  */

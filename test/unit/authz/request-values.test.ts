@@ -14,7 +14,7 @@ describe('IP addresses', () => {
     ['::', '::'],
     ['::1', '::1'],
     ['fe80::1%eth0', 'fe80::1'],
-    // IPv4-mapped: the IPv4 address, as Envoy gives a dual-stack listener's client (issue 18 item 7)
+    // IPv4-mapped: the IPv4 address, as Envoy gives a dual-stack listener's client
     ['::ffff:10.1.2.3', '10.1.2.3'],
     ['::ffff:cb00:7105', '203.0.113.5'],
     ['0:0:0:0:0:FFFF:203.0.113.5', '203.0.113.5'],

@@ -1,5 +1,5 @@
 /**
- * Config fuzzing (issue #7), bounded in count and time: alias bombs, deep nesting, huge files, bad encodings and
+ * Config fuzzing, bounded in count and time: alias bombs, deep nesting, huge files, bad encodings and
  * random mutations of every valid fixture. Whatever the input: no hang (each file within a time budget), no
  * crash (no exception escapes), and every failure is a ConfigError naming the file with line:col.
  */

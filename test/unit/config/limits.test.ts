@@ -1,5 +1,5 @@
 /**
- * Limits and safety (issue #7): no rules file can make a load hang or run out of memory. Every limit that is
+ * Limits and safety: no rules file can make a load hang or run out of memory. Every limit that is
  * hit is one ConfigError with file:line:col, found in bounded time (these tests time out, not hang, on old code).
  */
 import { describe, expect, it } from 'vitest';

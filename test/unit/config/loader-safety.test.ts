@@ -1,7 +1,7 @@
 /**
- * What the loader refuses to read (issue #7): symlinks leading out of the config directory (their content must
+ * What the loader refuses to read: symlinks leading out of the config directory (their content must
  * never be echoed), files that are not UTF-8, files over the size limit; and the `allFiles` selection of
- * envoyproxy/ratelimit's runtime directory (issue #8).
+ * envoyproxy/ratelimit's runtime directory.
  */
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

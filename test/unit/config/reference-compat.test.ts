@@ -1,5 +1,5 @@
 /**
- * Three kinds of files envoyproxy/ratelimit accepts (issue #8, found by a differential run against it) and that
+ * Three kinds of files envoyproxy/ratelimit accepts (found by a differential run against it) and that
  * load here the same way, with a warning where the reference silently ignores something. The behaviour below
  * was checked against the reference binary (/work/shared/tools/envoy-ratelimit, /rlconfig and requests).
  */

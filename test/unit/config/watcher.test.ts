@@ -1,5 +1,5 @@
 /**
- * watchConfigDir against real directories and real file events (protocol.md §6): a kubelet-style `..data` swap
+ * watchConfigDir against real directories and real file events (as a ConfigMap volume updates): a kubelet-style `..data` swap
  * (twice: the second swap is the one a per-file watch misses), a plain in-place write, a new file, the poll
  * fallback, and a directory that only appears later. Waits are bounded polls on the callback, never fixed sleeps
  * for the positive cases.

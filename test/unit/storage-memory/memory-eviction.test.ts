@@ -1,6 +1,6 @@
 /**
  * The memory store's bounds (keys and bytes) and its eviction order: a key that is over its limit is never
- * evicted while an expired or under-limit key can go (issue #7 item 8: flooding new keys used to evict it
+ * evicted while an expired or under-limit key can go (flooding new keys must not evict it
  * and hand it fresh quota).
  */
 import { afterEach, describe, expect, it } from 'vitest';

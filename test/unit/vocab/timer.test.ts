@@ -1,5 +1,5 @@
 /**
- * The engine's timers stop when the wait's signal aborts (issue 18 item 9): the production timer clears its
+ * The engine's timers stop when the wait's signal aborts: the production timer clears its
  * setTimeout (no timer left behind a cancelled call) and both reject with the signal's reason.
  */
 import { describe, expect, it } from 'vitest';
