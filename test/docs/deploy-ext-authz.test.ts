@@ -67,7 +67,7 @@ describe('envoy-ext-authz.yaml', () => {
     for (const d of domains) expect(result.config.authz?.get(d as string), `domain ${String(d)}`).toBeDefined();
   });
 
-  it('normalizes paths before ext_authz sees them, so a path limit has one spelling (issue 18 item 8)', () => {
+  it('normalizes paths before ext_authz sees them, so a path limit has one spelling', () => {
     expect(hcm(envoy)).toMatchObject({ normalize_path: true, merge_slashes: true, path_with_escaped_slashes_action: 'UNESCAPE_AND_REDIRECT' });
   });
 

@@ -86,7 +86,7 @@ for (const backend of ['memory', 'redis'] as const) {
       expect((await check('bucket')).remaining).toBe(1000);
     });
 
-    it('shadow mode: hits over the limit of an admitted request are counted (item 6)', async () => {
+    it('shadow mode: hits over the limit of an admitted request are counted', async () => {
       const answers = [];
       for (let i = 0; i < 5; i++) answers.push((await call('shadow', {})).code);
       expect(answers).toEqual([OK, OK, OK, OK, OK]);

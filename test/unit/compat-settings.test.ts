@@ -62,7 +62,7 @@ describe('the table of reference settings', () => {
   });
 });
 
-describe('a deployment configured for envoyproxy/ratelimit (issue #8)', () => {
+describe('a deployment configured for envoyproxy/ratelimit', () => {
   const ISSUE_ENV = {
     RUNTIME_ROOT: '/data',
     RUNTIME_SUBDIRECTORY: 'ratelimit',

@@ -3,7 +3,7 @@ import { SETTINGS, SettingsError, flagName, loadSettings } from '../../src/setti
 import { checkCombination, exposureNotices, isLoopback } from '../../src/settings/settings-checks.js';
 
 describe('settings', () => {
-  it('uses the defaults of DESIGN.md §6', () => {
+  it('uses the documented defaults (docs/settings.md)', () => {
     const { settings } = loadSettings({}, []);
     expect(settings).toMatchObject({ grpcHost: '0.0.0.0', grpcPort: 8081, httpHost: '0.0.0.0', httpPort: 8080, configDir: './config', backend: 'memory', redisUrl: 'redis://127.0.0.1:6379', redisType: 'single', failureMode: 'open' });
   });

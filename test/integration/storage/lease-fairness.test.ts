@@ -70,7 +70,7 @@ afterAll(async () => {
   await closeRedisStores(handle);
 });
 
-describe('a request too big for a lease (item 3)', () => {
+describe('a request too big for a lease', () => {
   it('a 101-hit request every 80 ms no longer blacks out the key: 100 of 100 ordinary requests are admitted', async () => {
     const r = await replica();
     const c = check('blackout');
@@ -108,7 +108,7 @@ describe('a request too big for a lease (item 3)', () => {
   });
 });
 
-describe('a claim decided after its window ended (item 4)', () => {
+describe('a claim decided after its window ended', () => {
   for (const algorithm of ['fixed_window', 'sliding_window_counter'] as const) {
     it(`${algorithm}: is decided in the window Redis is in and never overwrites its count`, async () => {
       const c = check(`stale-${algorithm}`, { algorithm, limit: 1000, burst: 1000, lease: { size: 50, ttlMs: 1000 } });

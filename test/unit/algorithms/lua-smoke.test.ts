@@ -113,7 +113,7 @@ describe.each(ALGORITHM_NAMES)('Lua fragment %s', (name) => {
     await compare(name, `edge:${name}:c`, { limit: 0, windowMs: 1_000, burst: 1 }, start, steps);
   });
 
-  it('agrees on calls from a clock behind the stored window (a stale replica or a late claim; issue 18 item 4)', async () => {
+  it('agrees on calls from a clock behind the stored window (a stale replica or a late claim)', async () => {
     const steps: Step[] = [
       { dt: 0, hits: 2 },
       { dt: 1_000, hits: 3 }, // the next window

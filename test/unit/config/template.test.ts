@@ -58,7 +58,7 @@ describe('on_limit templates', () => {
     expect(jsonBodyProblem(template('{"n":{{limit}},}'))).toContain('not valid JSON');
   });
 
-  it('renders any string in every escaping without throwing: raw bytes and lone surrogates included (issue 18 item 1)', () => {
+  it('renders any string in every escaping without throwing: raw bytes and lone surrogates included', () => {
     const t = template('a{{descriptor}}b');
     const r = prng('template-total');
     const escapings: Escaping[] = ['json', 'markup', 'plain', 'header', 'url'];

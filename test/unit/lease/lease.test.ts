@@ -22,7 +22,7 @@ describe('Lease', () => {
     expect(empty.expiresAt).toBe(T0 + 10_100); // asks again after 100 ms: another replica may have given units back
   });
 
-  it('a claim that got nothing for a big request is not spent for a request that fits what the limit had (issue 18 item 3)', () => {
+  it('a claim that got nothing for a big request is not spent for a request that fits what the limit had', () => {
     // 40 left before the claim, a request of 60 asked: nothing granted; a request of 30 still fits.
     const short = new Lease('k', fixed, T0, 60, 0, 40, 60_000, 60_000);
     expect(short.spent(60)).toBe(true);
