@@ -217,6 +217,31 @@ describe('gRPC port bounds', () => {
     const resets = rounds.map((r) => `${r.resets} in ${r.seconds.toFixed(2)} s`).join(', ');
     console.log(`rapid reset: abuser's connections retired after ${resets}; good client ${sorted.length} calls, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${sorted[Math.floor(sorted.length * 0.99)]?.toFixed(1)} ms`);
   });
+
+  it('never retires a connection that carries calls, however many of its streams it resets (as Envoy cancels)', async () => {
+    await settled();
+    const before = await guardCount('reset_goaway');
+    const session = connect('127.0.0.3');
+    let goaway = false;
+    void goawayOf(session).then(() => (goaway = true));
+    const first = open(session, RLS_PATH);
+    first.end(request);
+    expect(await statusOf(first)).toBe('0');
+    // Twenty bursts' worth: whole calls cancelled at once, and streams reset before any message (Envoy's HTTP/2
+    // stack sends RST_STREAM ahead of pending DATA), alternating.
+    for (let i = 0; i < LIMITS.grpcResetBurst * 20 && !goaway; i++) {
+      const s = open(session, RLS_PATH);
+      if (i % 2 === 0) s.end(request);
+      s.close(NGHTTP2_CANCEL);
+      if (i % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    const last = open(session, RLS_PATH);
+    last.end(request);
+    expect(await statusOf(last)).toBe('0');
+    expect(goaway).toBe(false);
+    expect(await guardCount('reset_goaway')).toBe(before);
+    session.destroy();
+  });
 });
 
 describe('GRPC_RESET_REFUSE_ADDRESS (off by default)', () => {

@@ -5,7 +5,8 @@
  * every request whose client went away: the bound would cut Envoy off (its calls fail, and with
  * `failure_mode_deny: false` pass unlimited) whenever its clients cancel faster than 33 requests a second.
  * The gRPC port's server (lean/lean-server.ts) takes the bound out of the way; the connection guard
- * (connection-guard.ts) decides instead, counting only what Envoy never sends.
+ * (connection-guard.ts) decides instead: it retires only a connection that resets streams without ever carrying a
+ * call.
  */
 import type * as http2 from 'node:http2';
 
