@@ -1,9 +1,9 @@
 /**
  * Wiring of the rules whose limit is a capacity share (docs/capacity-client.md): the capacity
- * client holding one resource per resource the rules name (src/client/sidecar-shares.ts), kept in step with each
+ * client holding one resource per resource the rules name (src/capacity-client/sidecar-shares.ts), kept in step with each
  * successful rules load, and the store decorator that decides those limits in process (src/core/capacity-store.ts).
  */
-import { SidecarShares } from '../client/sidecar-shares.js';
+import { SidecarShares } from '../capacity-client/sidecar-shares.js';
 import { capacityLimitsOf } from '../config/capacity-rules.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { Clock } from '../vocab/clock.js';

@@ -1,5 +1,5 @@
 /**
- * The capacity limits of a loaded rule set, as the capacity client holds them (src/client/sidecar-shares.ts): one
+ * The capacity limits of a loaded rule set, as the capacity client holds them (src/capacity-client/sidecar-shares.ts): one
  * entry per limit with `capacity:`, with its ceiling (requests_per_unit) and window. Read from the config's
  * description (the same view /rules serves), after each successful load.
  */

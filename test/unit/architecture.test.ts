@@ -33,7 +33,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // Logs and metrics name what the engine, the rules and the connection guard decide; envoyproxy/ratelimit's names.
   ['observability', 'compat'],
   // The services and clients beside the rate-limit service, each composed by app/; the settings.
-  ['rlqs', 'capacity', 'client', 'xds', 'cli', 'settings'],
+  ['rlqs', 'capacity', 'capacity-client', 'xds', 'cli', 'settings'],
   // The composition: starts the service from its settings.
   ['app'],
   // The entry point, src/cli.ts.

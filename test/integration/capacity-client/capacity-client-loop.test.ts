@@ -6,7 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CapacityClient, FakeTime } from '../../../src/client/index.js';
+import { CapacityClient, FakeTime } from '../../../src/capacity-client/index.js';
 import { startCapacityServer, type ScriptedServer } from '../../support/capacity-client-redirector.js';
 import { eventually } from '../../support/eventually.js';
 

@@ -7,7 +7,7 @@
  * client gets 0.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CapacityClient, type CapacityError } from '../../../src/client/index.js';
+import { CapacityClient, type CapacityError } from '../../../src/capacity-client/index.js';
 import { capacityPeers, type CapacityPeer } from '../../support/capacity-client-ours.js';
 import { startRedirector, type Redirector } from '../../support/capacity-client-redirector.js';
 import { eventually } from '../../support/eventually.js';

@@ -1,6 +1,6 @@
 /**
  * The client library is its own entry point (`ratelimit-sidecar/client`) and pulls in no server code: its import
- * graph stays inside src/client and needs only gRPC and Node built-ins; compiled on its own (as `npm run build`
+ * graph stays inside src/capacity-client and needs only gRPC and Node built-ins; compiled on its own (as `npm run build`
  * compiles it, with declarations) it loads through the package's "exports" from a tree that holds nothing else of
  * ours, and talks to a real server from there.
  */
@@ -38,27 +38,27 @@ const tmp = mkdtempSync(join(tmpdir(), 'rl-client-pkg-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('capacity client package entry point', () => {
-  it('imports nothing outside src/client but gRPC and Node built-ins', () => {
-    const { modules, packages } = importGraph(join(ROOT, 'src/client/index.ts'));
-    for (const m of modules) expect(relative(ROOT, m)).toMatch(/^src\/client\//);
+  it('imports nothing outside src/capacity-client but gRPC and Node built-ins', () => {
+    const { modules, packages } = importGraph(join(ROOT, 'src/capacity-client/index.ts'));
+    for (const m of modules) expect(relative(ROOT, m)).toMatch(/^src\/capacity-client\//);
     for (const p of packages) expect(p).toMatch(/^(node:|@grpc\/grpc-js$|@grpc\/proto-loader$)/);
     expect(modules.size).toBeGreaterThanOrEqual(5);
   });
 
   it('declares ./client in package.json exports, pointing at the built file and its types', () => {
-    expect(pkg.exports['./client']).toEqual({ types: './dist/client/index.d.ts', default: './dist/client/index.js' });
+    expect(pkg.exports['./client']).toEqual({ types: './dist/capacity-client/index.d.ts', default: './dist/capacity-client/index.js' });
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
     expect(build.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist', declaration: true });
   });
 
   it('compiled alone, loads by package name from a tree with no other code of ours and reaches a real server', async () => {
-    // The tree `npm run build` makes, but holding only the client: dist/client, proto/, package.json, node_modules.
+    // The tree `npm run build` makes, but holding only the client: dist/capacity-client, proto/, package.json, node_modules.
     await run(process.execPath, [
       join(ROOT, 'node_modules/typescript/bin/tsc'),
-      ...['--outDir', join(tmp, 'dist/client'), '--declaration', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022'],
-      ...['--strict', '--skipLibCheck', '--types', 'node', join(ROOT, 'src/client/index.ts')],
+      ...['--outDir', join(tmp, 'dist/capacity-client'), '--declaration', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022'],
+      ...['--strict', '--skipLibCheck', '--types', 'node', join(ROOT, 'src/capacity-client/index.ts')],
     ]);
-    expect(existsSync(join(tmp, 'dist/client/index.d.ts'))).toBe(true);
+    expect(existsSync(join(tmp, 'dist/capacity-client/index.d.ts'))).toBe(true);
     symlinkSync(join(ROOT, 'proto'), join(tmp, 'proto'));
     symlinkSync(join(ROOT, 'node_modules'), join(tmp, 'node_modules')); // third-party packages only: none of ours
     writeFileSync(join(tmp, 'package.json'), JSON.stringify({ name: pkg.name, type: 'module', exports: pkg.exports }));

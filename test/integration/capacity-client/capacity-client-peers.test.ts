@@ -6,7 +6,7 @@
  * lease expires, and is granted again when the server returns.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CapacityClient, type Resource } from '../../../src/client/index.js';
+import { CapacityClient, type Resource } from '../../../src/capacity-client/index.js';
 import { capacityPeers, type CapacityPeer } from '../../support/capacity-client-ours.js';
 import { eventually } from '../../support/eventually.js';
 

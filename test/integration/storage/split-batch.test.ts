@@ -6,7 +6,7 @@
  * stopped before the read. Time is a fake clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SidecarShares } from '../../../src/client/sidecar-shares.js';
+import { SidecarShares } from '../../../src/capacity-client/sidecar-shares.js';
 import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import { FakeClock } from '../../../src/vocab/clock.js';

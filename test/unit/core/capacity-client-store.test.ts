@@ -5,7 +5,7 @@
  * batch contract kept with ordinary limits beside it (a rejected request consumes nothing).
  */
 import { describe, expect, it } from 'vitest';
-import { SidecarShares } from '../../../src/client/sidecar-shares.js';
+import { SidecarShares } from '../../../src/capacity-client/sidecar-shares.js';
 import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import { CapacityRuleStore } from '../../../src/core/capacity-store.js';

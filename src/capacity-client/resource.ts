@@ -9,7 +9,7 @@
  * Capacity changes are announced with a 'capacity' event (new value, previous value).
  */
 import { EventEmitter } from 'node:events';
-import type { WireLease, WireResourceRequest } from './wire.js';
+import type { WireLease, WireResourceRequest } from './doorman-wire.js';
 
 export type FallbackMode = 'pessimistic' | 'optimistic' | 'safe';
 

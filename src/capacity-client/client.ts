@@ -10,8 +10,8 @@
  */
 import { hostname } from 'node:os';
 import type * as grpc from '@grpc/grpc-js';
-import { Connection } from './connection.js';
-import { CapacityError } from './errors.js';
+import { Connection } from './server-connection.js';
+import { CapacityError } from './capacity-error.js';
 import { RateLimiter, type LimiterOptions } from './limiter.js';
 import { Resource, type ResourceOptions, type ResourceOwner } from './resource.js';
 import { systemTime, type ClientTime } from './time.js';

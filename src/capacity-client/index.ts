@@ -9,7 +9,7 @@
  *   await limiter.wait();   // at most backend.capacity per second
  */
 export { CapacityClient, type BackoffOptions, type CapacityClientOptions } from './client.js';
-export { CapacityError, type CapacityErrorCode } from './errors.js';
+export { CapacityError, type CapacityErrorCode } from './capacity-error.js';
 export { RateLimiter, type CapacitySource, type LimiterOptions, type WaitOptions } from './limiter.js';
 export { Resource, type ClientLease, type FallbackMode, type ResourceEvents, type ResourceOptions } from './resource.js';
 export { FakeTime, systemTime, type ClientTime } from './time.js';

@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { FakeTime, RateLimiter, type CapacityError } from '../../../src/client/index.js';
+import { FakeTime, RateLimiter, type CapacityError } from '../../../src/capacity-client/index.js';
 
 class Source extends EventEmitter<{ capacity: [number, number] }> {
   constructor(public capacity: number) {

@@ -6,9 +6,9 @@
  * our service on one Redis are all masters, so any of them will do); a fresh address is asked `Discovery` first.
  */
 import * as grpc from '@grpc/grpc-js';
-import { CapacityError } from './errors.js';
-import type { WireDiscoveryResponse, WireGetCapacityRequest, WireGetCapacityResponse, WireMastership, WireReleaseCapacityResponse } from './wire.js';
-import { capacityClientConstructor } from './wire.js';
+import { CapacityError } from './capacity-error.js';
+import type { WireDiscoveryResponse, WireGetCapacityRequest, WireGetCapacityResponse, WireMastership, WireReleaseCapacityResponse } from './doorman-wire.js';
+import { capacityClientConstructor } from './doorman-wire.js';
 
 export interface ConnectionOptions {
   /** host:port of the capacity servers; the first is tried first. */

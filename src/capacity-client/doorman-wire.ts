@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-/** The repository's proto/ folder: two levels above both src/client/ and dist/client/. */
+/** The repository's proto/ folder: two levels above both src/capacity-client/ and dist/capacity-client/. */
 const PROTO_ROOT = fileURLToPath(new URL('../../proto', import.meta.url));
 
 export interface WireLease {

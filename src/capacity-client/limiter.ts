@@ -8,7 +8,7 @@
  * `maxQueued` waiters (memory stays bounded when the capacity drops to 0 under load). Waiters are served in order,
  * and `tryAcquire` never jumps the queue.
  */
-import { CapacityError } from './errors.js';
+import { CapacityError } from './capacity-error.js';
 import type { ClientTime } from './time.js';
 
 /** What feeds the limiter: a Resource, or anything with a capacity and a 'capacity' event. */
