@@ -1,7 +1,7 @@
 /**
  * What `npm run build` (scripts/bundle.ts) makes of dist/, built into a tree of its own, as the image runs it
  * (`node --max-semi-space-size=16 dist/cli.js`):
- *   - dist/cli.js runs as a CommonJS script: the ES module loader is never started, while dist/client/ (the
+ *   - dist/cli.js runs as a CommonJS script: the ES module loader is never started, while dist/capacity-client/ (the
  *     `./client` export) and the other folders stay ES modules;
  *   - built-ins that a start does not need (zlib, https, dns, ...) are not loaded, and those stood in for still
  *     work where they are used: WORKERS=2 (node:cluster, child processes) serves decisions;
@@ -63,7 +63,7 @@ process.on('exit', () => {
 
   it('runs as CommonJS, without the ES module loader; its folders stay ES modules', async () => {
     expect(JSON.parse(readFileSync(join(tree, 'dist/package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
-    for (const dir of ['client', 'config', 'app']) expect(JSON.parse(readFileSync(join(tree, 'dist', dir, 'package.json'), 'utf8'))).toEqual({ type: 'module' });
+    for (const dir of ['capacity-client', 'config', 'app']) expect(JSON.parse(readFileSync(join(tree, 'dist', dir, 'package.json'), 'utf8'))).toEqual({ type: 'module' });
     const { stdout, probe } = await probed(['--max-semi-space-size=16'], ['check', rules]);
     expect(stdout).toMatch(/bench/);
     // (Node loads the loader's resolver and translators for every entry; the module jobs are what an ES module entry needs)

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCapacityCli } from '../../src/capacity/cli.js';
+import { runCapacityCli } from '../../src/cli/capacity.js';
 import { systemClock } from '../../src/vocab/clock.js';
 import { capacityCaller, doormanTool, startDoorman, type CapacityCaller } from '../support/capacity-peers.js';
 import { close, sendStep, type Step } from '../support/capacity-sequences.js';

@@ -33,9 +33,11 @@ const LAYERS: readonly (readonly string[])[] = [
   // Logs and metrics name what the engine, the rules and the connection guard decide; envoyproxy/ratelimit's names.
   ['observability', 'compat'],
   // The services and clients beside the rate-limit service, each composed by app/; the settings.
-  ['rlqs', 'capacity', 'capacity-client', 'xds', 'cli', 'settings'],
+  ['rlqs', 'capacity', 'capacity-client', 'xds', 'settings'],
   // The composition: starts the service from its settings.
   ['app'],
+  // The command line: serve, check, query, capacity.
+  ['cli'],
   // The entry point, src/cli.ts.
   [ENTRY],
 ];
