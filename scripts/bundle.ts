@@ -11,7 +11,7 @@
  *   - dist/cli.js (tsc's output replaced): a CommonJS script (dist/package.json says so), which spares the start
  *     the ES module loader, and loads the bundle with that cache (compiled as usual when V8 rejects it).
  * The other files of dist/ stay as tsc wrote them, ES modules (each folder has a package.json saying so): the
- * `./client` export, the rules-reload worker (config/load-worker.js) and the Lua scripts are used from there.
+ * `./client` export, the rules-reload worker (config/load/load-worker.js) and the Lua scripts are used from there.
  * Every module's `import.meta.url`, `__dirname` and `__filename` are rewritten to the place the module had
  * before bundling (relative to dist/, so the tree can move as a whole, as the image copies it).
  * esbuild is a dev dependency; without it (an install with --omit=dev) dist/ is left unbundled and says so.

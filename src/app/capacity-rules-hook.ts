@@ -4,7 +4,7 @@
  * successful rules load, and the store decorator that decides those limits in process (src/core/capacity-store.ts).
  */
 import { SidecarShares } from '../capacity-client/sidecar-shares.js';
-import { capacityLimitsOf } from '../config/capacity-rules.js';
+import { capacityLimitsOf } from '../config/compile/capacity-rules.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { Clock } from '../vocab/clock.js';
 import { CapacityRuleStore } from '../core/capacity-store.js';

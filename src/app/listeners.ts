@@ -3,7 +3,7 @@
  * beside the gRPC and admin servers, and the gRPC server's TLS credentials. Errors are StartupErrors naming
  * the setting.
  */
-import type { ConfigDescription } from '../config/describe.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';

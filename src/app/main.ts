@@ -8,7 +8,7 @@
 import { systemClock, type Clock } from '../vocab/clock.js';
 import type { Timer } from '../vocab/timer.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
-import type { ConfigDescription } from '../config/describe.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import { componentLogger, createLogger, type Logger } from '../observability/log.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';

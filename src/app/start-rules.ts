@@ -4,7 +4,7 @@
  * hooks later phases add to `onChange`, in the order they add them.
  */
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from '../config/index.js';
-import { configDirProblem } from '../config/loader.js';
+import { configDirProblem } from '../config/load/loader.js';
 import type { CompiledConfig } from '../config/types.js';
 import { componentLogger } from '../observability/log.js';
 import { rulesSnapshot } from '../observability/metrics-labels.js';

@@ -4,8 +4,8 @@
  * the client module (and @grpc/grpc-js with it) is loaded only in this mode.
  */
 import { readFileSync } from 'node:fs';
-import { compileConfigFiles } from '../config/compile.js';
-import { compileFilesInWorker } from '../config/load-in-worker.js';
+import { compileConfigFiles } from '../config/compile/compile.js';
+import { compileFilesInWorker } from '../config/load/load-in-worker.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -6,12 +6,12 @@
  */
 import { LineCounter, isMap, isScalar, parseDocument } from 'yaml';
 import type { YAMLMap } from 'yaml';
-import { ConfigError } from '../config/errors.js';
-import { join, readFields, readMap, readMapList, valueNode } from '../config/fields.js';
-import type { Field, Fields } from '../config/fields.js';
-import { compileGlob, type Glob } from '../config/glob.js';
+import { ConfigError } from '../config/config-error.js';
+import { join, readFields, readMap, readMapList, valueNode } from '../config/validate/fields.js';
+import type { Field, Fields } from '../config/validate/fields.js';
+import { compileGlob, type Glob } from '../config/load/glob.js';
 import { DEFAULT_LIMITS, LimitExceeded } from '../config/limits.js';
-import { FileContext, describeNode, readInt, readString, scalarKind } from '../config/yaml-nodes.js';
+import { FileContext, describeNode, readInt, readString, scalarKind } from '../config/validate/yaml-nodes.js';
 
 export const KINDS = ['NO_ALGORITHM', 'STATIC', 'PROPORTIONAL_SHARE', 'FAIR_SHARE'] as const;
 export type DoormanKind = (typeof KINDS)[number];

@@ -1,6 +1,6 @@
 /** Reading the resource file from disk: a bounded read, then parseCapacityConfig. */
 import { readFile, stat } from 'node:fs/promises';
-import { ConfigError } from '../config/errors.js';
+import { ConfigError } from '../config/config-error.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import { parseCapacityConfig, type CapacityLoad } from './config.js';
 

@@ -6,7 +6,7 @@
  * leases periodically, and, with CAPACITY_PARENT, take capacities from a parent server.
  */
 import { dirname } from 'node:path';
-import { watchConfigDir } from '../config/watcher.js';
+import { watchConfigDir } from '../config/load/watcher.js';
 import type { Clock } from '../vocab/clock.js';
 import type { Logger } from '../observability/log.js';
 import { StartupError } from '../vocab/startup-error.js';

@@ -1,12 +1,12 @@
 /** The rules configuration: parse → validate → compile (pure), the directory loader and the ConfigMap watcher. */
-export { compileConfigFiles, contentVersion } from './compile.js';
-export type { CompileOptions, CompileResult } from './compile.js';
-export { ConfigError } from './errors.js';
-export { configDirProblem, loadConfigDir, readConfigFiles } from './loader.js';
-export type { ConfigFile } from './loader.js';
-export { watchConfigDir } from './watcher.js';
-export type { ConfigWatcher, WatchOptions } from './watcher.js';
-export type { ConfigDescription, DescribedDomain, DescribedLimit, DescribedRule } from './describe.js';
+export { compileConfigFiles, contentVersion } from './compile/compile.js';
+export type { CompileOptions, CompileResult } from './compile/compile.js';
+export { ConfigError } from './config-error.js';
+export { configDirProblem, loadConfigDir, readConfigFiles } from './load/loader.js';
+export type { ConfigFile } from './load/loader.js';
+export { watchConfigDir } from './load/watcher.js';
+export type { ConfigWatcher, WatchOptions } from './load/watcher.js';
+export type { ConfigDescription, DescribedDomain, DescribedLimit, DescribedRule } from './compile/describe-rules.js';
 export type {
   CompiledConfig,
   CompiledDomain,
@@ -17,5 +17,5 @@ export type {
 } from './types.js';
 export { DEFAULT_LIMITS } from './limits.js';
 export type { ConfigLimits } from './limits.js';
-export { compileFilesInWorker, loadConfigDirInWorker } from './load-in-worker.js';
-export type { WorkerLoadOptions } from './load-in-worker.js';
+export { compileFilesInWorker, loadConfigDirInWorker } from './load/load-in-worker.js';
+export type { WorkerLoadOptions } from './load/load-in-worker.js';

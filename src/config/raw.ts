@@ -5,7 +5,7 @@ import type { CapacityRuleSpec } from '../vocab/capacity-rule.js';
 import type { Unit } from '../vocab/types.js';
 import type { RawAuthz } from './authz-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
-import type { JsonValue } from './yaml-nodes.js';
+import type { JsonValue } from './validate/yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 
 export interface Position {

@@ -7,7 +7,7 @@ import type { CompiledOnLimit } from './on-limit-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
 
 /**
- * The compiled, frozen rule set the decision engine reads. Produced by config/compile.ts from the
+ * The compiled, frozen rule set the decision engine reads. Produced by config/compile/compile.ts from the
  * parsed and validated YAML files; swapped whole on reload, never mutated.
  */
 

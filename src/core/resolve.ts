@@ -8,7 +8,7 @@ import type { CompiledDomain, CompiledLimit, CompiledRule } from '../config/type
 import type { AlgorithmName } from '../vocab/algorithm-names.js';
 import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-store.js';
 import type { Criticality } from '../vocab/throttling.js';
-import { COUNTING_ALGORITHMS } from '../config/validate-count.js';
+import { COUNTING_ALGORITHMS } from '../config/validate/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
 import { counterKey, envoyCounterKey } from '../vocab/keys.js';
 import { storeOnLimit } from './on-limit/checks.js';

@@ -4,7 +4,7 @@
  * back after a reload that changed the rules (a limit, window or lease may have changed), and claimed again
  * under the new rules by the next request.
  */
-import type { ConfigDescription } from '../config/describe.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { CompiledConfig } from '../config/types.js';
 import type { CounterStore } from '../storage/counter-store.js';
 import { LeaseStore } from './lease-store.js';

@@ -7,7 +7,7 @@
  *   `value_to_metric`, request-level limit overrides) are admitted up to `maxDetailed` distinct keys per
  *   domain; beyond that they are folded into the one key `other` (and counted, see metrics.ts).
  */
-import type { ConfigDescription } from '../config/describe.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { CompiledConfig } from '../config/types.js';
 
 export const UNKNOWN_DOMAIN = 'unknown';

@@ -4,7 +4,7 @@
  * - Start: the certificate chain, key and (for mutual TLS) client CA are read and checked together; any
  *   problem (missing, unreadable, not PEM, key not matching the certificate) throws an error naming the
  *   setting (the caller's label) and the path. No key material ever appears in a message.
- * - Reload: like the rules watcher (config/watcher.ts) we watch the DIRECTORIES holding the files, because a
+ * - Reload: like the rules watcher (config/load/watcher.ts) we watch the DIRECTORIES holding the files, because a
  *   Kubernetes Secret volume swaps a `..data` symlink and never writes `tls.crt` itself; events are
  *   debounced and a poll covers missed ones. The files are re-read by path and, when their bytes changed,
  *   checked as at start. A good set replaces the served one (new handshakes use it; open connections keep

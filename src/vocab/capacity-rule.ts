@@ -9,7 +9,7 @@
 
 export type CapacityFallback = 'pessimistic' | 'optimistic' | 'safe';
 
-/** The `capacity:` block of a limit, validated (src/config/validate-capacity-rule.ts). */
+/** The `capacity:` block of a limit, validated (src/config/validate/validate-capacity-rule.ts). */
 export interface CapacityRuleSpec {
   /** The capacity service's resource id. */
   readonly resource: string;

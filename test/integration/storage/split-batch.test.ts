@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SidecarShares } from '../../../src/capacity-client/sidecar-shares.js';
-import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
+import { capacityLimitsOf } from '../../../src/config/compile/capacity-rules.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import { FakeClock } from '../../../src/vocab/clock.js';
 import { CapacityRuleStore } from '../../../src/core/capacity-store.js';

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { compileConfigFiles } from '../../../src/config/index.js';
-import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
-import type { ConfigDescription } from '../../../src/config/describe.js';
+import { capacityLimitsOf } from '../../../src/config/compile/capacity-rules.js';
+import type { ConfigDescription } from '../../../src/config/compile/describe-rules.js';
 
 function compile(text: string) {
   return compileConfigFiles([{ name: 'rules.yaml', text }], { mergeDomains: false });

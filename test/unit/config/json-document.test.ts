@@ -5,8 +5,8 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Node } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseJsonDocument } from '../../../src/config/json-document.js';
-import { validateFile } from '../../../src/config/validate.js';
+import { parseJsonDocument } from '../../../src/config/load/json-document.js';
+import { validateFile } from '../../../src/config/validate/validate.js';
 
 /** Kind, style, value and line:col of every node, in document order. */
 function shape(node: unknown, lc: LineCounter): unknown {

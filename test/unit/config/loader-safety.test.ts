@@ -7,7 +7,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigDir, loadConfigDirInWorker, readConfigFiles } from '../../../src/config/index.js';
-import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/watcher.js';
+import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/load/watcher.js';
 import { ConfigMapDir, tempDir } from './fs-helpers.js';
 
 const rule = (domain: string): string =>

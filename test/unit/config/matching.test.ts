@@ -1,6 +1,6 @@
 /** Lookup semantics beyond the reference examples: glob positions, precedence, order, depth, odd values. */
 import { describe, expect, it } from 'vitest';
-import { compileGlob } from '../../../src/config/glob.js';
+import { compileGlob } from '../../../src/config/load/glob.js';
 import { compile, domainOf, entries, fixtureText, lookup } from './support.js';
 
 const domain = domainOf(compile({ 'matching.yaml': fixtureText('valid/matching.yaml') }), 'match');

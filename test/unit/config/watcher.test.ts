@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchConfigDir } from '../../../src/config/index.js';
 import type { ConfigWatcher } from '../../../src/config/index.js';
-import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/watcher.js';
+import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/load/watcher.js';
 import { ConfigMapDir, tempDir, waitFor } from './fs-helpers.js';
 
 let dir: string;

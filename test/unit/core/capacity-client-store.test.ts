@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SidecarShares } from '../../../src/capacity-client/sidecar-shares.js';
-import { capacityLimitsOf } from '../../../src/config/capacity-rules.js';
+import { capacityLimitsOf } from '../../../src/config/compile/capacity-rules.js';
 import { compileConfigFiles } from '../../../src/config/index.js';
 import { CapacityRuleStore } from '../../../src/core/capacity-store.js';
 import { FakeClock } from '../../../src/vocab/clock.js';

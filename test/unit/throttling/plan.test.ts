@@ -1,7 +1,7 @@
 /** The engine's seam into throttling: ceilings, criticality classes, percentages. */
 import { describe, expect, it } from 'vitest';
 import type { CompiledLimit } from '../../../src/config/types.js';
-import { parsePercent } from '../../../src/config/validate-throttling.js';
+import { parsePercent } from '../../../src/config/validate/validate-throttling.js';
 import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { classify } from '../../../src/throttling/criticality.js';
 import { planCheck, reportedRemaining } from '../../../src/throttling/plan.js';

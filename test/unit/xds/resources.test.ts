@@ -4,7 +4,7 @@
  * number (WEEK is 7), and what the compiler then makes of the file; malformed resources are errors, never throws.
  */
 import { describe, expect, it } from 'vitest';
-import { compileConfigFiles } from '../../../src/config/compile.js';
+import { compileConfigFiles } from '../../../src/config/compile/compile.js';
 import { decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE } from '../../../src/xds/messages.js';
 import { resourcesToFiles } from '../../../src/xds/resources.js';
 import { ProtoReader } from '../../../src/protobuf/reader.js';

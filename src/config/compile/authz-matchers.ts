@@ -4,7 +4,7 @@
  * input, so a rule's regex can never be made to backtrack on a hostile header value, as with Envoy's RE2.
  */
 import { RE2JS } from 're2js';
-import type { RawStringMatch, StringMatcher } from './authz-types.js';
+import type { RawStringMatch, StringMatcher } from '../authz-types.js';
 
 /** The longest regex accepted; longer patterns are almost surely a mistake and cost memory per rule set. */
 export const MAX_REGEX_LENGTH = 1024;

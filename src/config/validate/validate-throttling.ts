@@ -4,9 +4,9 @@
  * percentages). Called by validate-limits.ts readLimit once the algorithm and requests_per_unit are known.
  */
 import { isMap, isScalar } from 'yaml';
-import type { AlgorithmName } from '../vocab/algorithm-names.js';
-import { CRITICALITY_CLASSES, PPM, type Criticality, type Shares, type Throttling } from '../vocab/throttling.js';
-import { parseWindow } from './duration.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
+import { CRITICALITY_CLASSES, PPM, type Criticality, type Shares, type Throttling } from '../../vocab/throttling.js';
+import { parseWindow } from '../duration.js';
 import { join, readFields, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import { notOneOfMessage } from './schema.js';

@@ -3,12 +3,12 @@
  * their duplicate and budget checks, then frozen into the IndexLevel tree the engine looks up (lookup.ts). Both
  * walks are generators yielding after each descriptor, so that a large set can be built in slices (slices.ts).
  */
-import { ConfigError } from './errors.js';
-import { compileGlob, isKeyPattern, isWildcard } from './glob.js';
+import { ConfigError } from '../config-error.js';
+import { compileGlob, isKeyPattern, isWildcard } from '../load/glob.js';
 import type { IndexLevel, IndexNode } from './lookup.js';
-import type { RawDescriptor, RawFile } from './raw.js';
-import type { Steps } from './slices.js';
-import type { CompiledLimit, CompiledRule } from './types.js';
+import type { RawDescriptor, RawFile } from '../raw.js';
+import type { Steps } from '../slices.js';
+import type { CompiledLimit, CompiledRule } from '../types.js';
 
 /** A level under construction; frozen into an IndexLevel at the end. */
 export interface LevelBuilder {

@@ -3,9 +3,9 @@
  * entry per limit with `capacity:`, with its ceiling (requests_per_unit) and window. Read from the config's
  * description (the same view /rules serves), after each successful load.
  */
-import type { CapacityFallback } from '../vocab/capacity-rule.js';
-import type { ConfigDescription } from './describe.js';
-import type { CompiledConfig } from './types.js';
+import type { CapacityFallback } from '../../vocab/capacity-rule.js';
+import type { ConfigDescription } from './describe-rules.js';
+import type { CompiledConfig } from '../types.js';
 
 export interface CapacityLimitSpec {
   readonly resource: string;

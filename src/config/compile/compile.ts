@@ -5,18 +5,18 @@
  * loop (indexSteps, slices.ts) for sets validated by a worker thread (load-in-worker.ts).
  */
 import { createHash } from 'node:crypto';
-import type { ConfigError } from './errors.js';
-import { ConfigError as ConfigErrorClass, sortConfigErrors } from './errors.js';
-import { describeSteps } from './describe.js';
+import type { ConfigError } from '../config-error.js';
+import { ConfigError as ConfigErrorClass, sortConfigErrors } from '../config-error.js';
+import { describeSteps } from './describe-rules.js';
 import { AuthzCollector } from './compile-authz.js';
 import { addDescriptors, freezeLevel, newLevel, rulesInConfigOrder, type DomainBuilder } from './index-builder.js';
-import { withDefaults } from './limits.js';
-import type { ConfigLimits } from './limits.js';
+import { withDefaults } from '../limits.js';
+import type { ConfigLimits } from '../limits.js';
 import { DomainIndex } from './lookup.js';
-import type { RawFile } from './raw.js';
-import { runAtOnce, type Steps } from './slices.js';
-import type { CompiledConfig, CompiledDomain } from './types.js';
-import { validateFile } from './validate.js';
+import type { RawFile } from '../raw.js';
+import { runAtOnce, type Steps } from '../slices.js';
+import type { CompiledConfig, CompiledDomain } from '../types.js';
+import { validateFile } from '../validate/validate.js';
 
 export interface CompileOptions {
   /** MERGE_DOMAIN_CONFIG: the same domain in several files merges their descriptors instead of being an error. */

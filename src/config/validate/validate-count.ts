@@ -11,10 +11,10 @@
  * the hits to stay within the limit or to be decided away from the store: lease, elastic throttling,
  * on_limit delay and degrade.
  */
-import type { AlgorithmName } from '../vocab/algorithm-names.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
 import { join, valueNode, type Field } from './fields.js';
-import type { CompiledOnLimit } from './on-limit-types.js';
-import type { Throttling } from '../vocab/throttling.js';
+import type { CompiledOnLimit } from '../on-limit-types.js';
+import type { Throttling } from '../../vocab/throttling.js';
 import { readBool, type FileContext } from './yaml-nodes.js';
 
 export const COUNTING_ALGORITHMS: readonly AlgorithmName[] = ['fixed_window', 'sliding_window_counter'];

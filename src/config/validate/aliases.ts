@@ -11,8 +11,8 @@
  */
 import { isAlias, isMap, isPair, isScalar, isSeq } from 'yaml';
 import type { Alias, Document, Node } from 'yaml';
-import { LimitExceeded } from './limits.js';
-import type { ConfigLimits } from './limits.js';
+import { LimitExceeded } from '../limits.js';
+import type { ConfigLimits } from '../limits.js';
 
 export class AliasTable {
   private readonly targets = new Map<Alias, Node | undefined>();

@@ -3,19 +3,19 @@
  * replaces) plus our extensions (window, algorithm, burst, several limits on one key, file defaults).
  */
 import type { Node, YAMLMap } from 'yaml';
-import { ALGORITHM_NAMES, isAlgorithmName } from '../vocab/algorithm-names.js';
-import type { AlgorithmName } from '../vocab/algorithm-names.js';
-import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../vocab/types.js';
-import type { Unit } from '../vocab/types.js';
-import { paramsError } from '../algorithms/registry.js';
-import { parseWindow } from './duration.js';
+import { ALGORITHM_NAMES, isAlgorithmName } from '../../vocab/algorithm-names.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
+import { UNITS, UNIT_SECONDS, largestDividingUnit } from '../../vocab/types.js';
+import type { Unit } from '../../vocab/types.js';
+import { paramsError } from '../../algorithms/registry.js';
+import { parseWindow } from '../duration.js';
 import { readOnLimit } from './on-limit.js';
 import { checkBesideLease, readLease } from './validate-lease.js';
 import { readCountEveryHit } from './validate-count.js';
 import { readCapacityRule } from './validate-capacity-rule.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
-import type { RawLimit, RawRule } from './raw.js';
+import type { RawLimit, RawRule } from '../raw.js';
 import { RATE_LIMIT_KEYS, REPLACES_KEYS, notOneOfMessage } from './schema.js';
 import { checkBesideDegrade, readThrottlingFields } from './validate-throttling.js';
 import { readBool, readInt, readString } from './yaml-nodes.js';

@@ -5,8 +5,8 @@
  */
 import { isScalar } from 'yaml';
 import type { YAMLMap } from 'yaml';
-import type { RawHeaderMatcher, RawQueryMatcher, RawStringMatch } from './authz-types.js';
-import { compileRegex } from './authz-matchers.js';
+import type { RawHeaderMatcher, RawQueryMatcher, RawStringMatch } from '../authz-types.js';
+import { compileRegex } from '../compile/authz-matchers.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import { describeNode, readBool, readString } from './yaml-nodes.js';

@@ -5,15 +5,15 @@
  */
 import { LineCounter, isMap, isScalar, parseAllDocuments, parseDocument } from 'yaml';
 import type { Document, YAMLMap } from 'yaml';
-import { ConfigError } from './errors.js';
-import { tooLargeError } from './file-policy.js';
-import { parseJsonDocument } from './json-document.js';
+import { ConfigError } from '../config-error.js';
+import { tooLargeError } from '../load/file-policy.js';
+import { parseJsonDocument } from '../load/json-document.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
-import { isKeyPattern, isWildcard } from './glob.js';
-import { DEFAULT_LIMITS, LimitExceeded } from './limits.js';
-import type { ConfigLimits } from './limits.js';
-import type { RawDescriptor, RawFile } from './raw.js';
+import { isKeyPattern, isWildcard } from '../load/glob.js';
+import { DEFAULT_LIMITS, LimitExceeded } from '../limits.js';
+import type { ConfigLimits } from '../limits.js';
+import type { RawDescriptor, RawFile } from '../raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
 import { readAuthz } from './validate-authz.js';

@@ -1,6 +1,6 @@
 /** How /rules shows the throttling fields of a limit, in the YAML's own spelling. */
-import { formatWindow } from './duration.js';
-import { formatPpm, type Shares, type Throttling } from '../vocab/throttling.js';
+import { formatWindow } from '../duration.js';
+import { formatPpm, type Shares, type Throttling } from '../../vocab/throttling.js';
 
 export interface DescribedThrottling {
   /** Absent for hard (the default), as the other defaults are. */

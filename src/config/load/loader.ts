@@ -12,11 +12,11 @@
 import { constants } from 'node:fs';
 import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compileConfigFiles } from './compile.js';
-import type { CompileOptions, CompileResult } from './compile.js';
-import { ConfigError } from './errors.js';
+import { compileConfigFiles } from '../compile/compile.js';
+import type { CompileOptions, CompileResult } from '../compile/compile.js';
+import { ConfigError } from '../config-error.js';
 import { decodeUtf8, dirProblem, isInside, listConfigNames, noRulesError, outsideError, tooLargeError } from './file-policy.js';
-import { DEFAULT_LIMITS, limitsOf } from './limits.js';
+import { DEFAULT_LIMITS, limitsOf } from '../limits.js';
 
 export interface ConfigFile {
   /** Relative to the directory. */

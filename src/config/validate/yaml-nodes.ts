@@ -13,9 +13,9 @@
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, LineCounter, Node, Scalar } from 'yaml';
 import { AliasTable } from './aliases.js';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../config-error.js';
 import { nestedMetadataKey } from './metadata-keys.js';
-import type { ConfigLimits } from './limits.js';
+import type { ConfigLimits } from '../limits.js';
 
 /** Collects the errors of one file; the position of a node comes from its source range. */
 export class FileContext {

@@ -9,12 +9,12 @@
  */
 import { serialize } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { contentVersion } from './compile.js';
-import type { ConfigError } from './errors.js';
-import type { ConfigLimits } from './limits.js';
+import { contentVersion } from '../compile/compile.js';
+import type { ConfigError } from '../config-error.js';
+import type { ConfigLimits } from '../limits.js';
 import { readConfigFiles } from './loader.js';
-import type { RawDescriptor, RawFile } from './raw.js';
-import { validateFile } from './validate.js';
+import type { RawDescriptor, RawFile } from '../raw.js';
+import { validateFile } from '../validate/validate.js';
 
 export interface WorkerRequest {
   readonly dir: string;

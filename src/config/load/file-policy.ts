@@ -6,7 +6,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, sep } from 'node:path';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../config-error.js';
 
 const YAML_NAME = /\.ya?ml$/i;
 

@@ -11,10 +11,10 @@
  * Unlike the reference we never glue `key_value` into one string to look it up, so `{a_b: c}` and `{a: b_c}`
  * cannot meet. Each level is three Maps, so a lookup costs a few hash probes per entry plus the wildcard scans.
  */
-import type { DescriptorEntry } from '../vocab/types.js';
-import { keyPatternMatches } from './glob.js';
-import type { Glob } from './glob.js';
-import type { CompiledDomain, CompiledRule, RuleMatch } from './types.js';
+import type { DescriptorEntry } from '../../vocab/types.js';
+import { keyPatternMatches } from '../load/glob.js';
+import type { Glob } from '../load/glob.js';
+import type { CompiledDomain, CompiledRule, RuleMatch } from '../types.js';
 
 export interface IndexNode {
   readonly key: string;

@@ -16,7 +16,7 @@ import type { FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { decodeUtf8, dirProblem, isInside, listConfigNamesSync, noRulesError, outsideError, tooLargeError } from './file-policy.js';
-import { DEFAULT_LIMITS } from './limits.js';
+import { DEFAULT_LIMITS } from '../limits.js';
 import { readConfigFiles } from './loader.js';
 import type { ReadOptions } from './loader.js';
 

@@ -4,8 +4,8 @@
  * token_bucket have units a replica can hold; the others say why not.
  */
 import { isScalar } from 'yaml';
-import type { AlgorithmName } from '../vocab/algorithm-names.js';
-import { isLeaseAlgorithm, type LeaseSpec } from '../algorithms/lease-support.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
+import { isLeaseAlgorithm, type LeaseSpec } from '../../algorithms/lease-support.js';
 import { join, readFields, readMap, valueNode, type Field } from './fields.js';
 import { describeNode, scalarKind, type FileContext } from './yaml-nodes.js';
 

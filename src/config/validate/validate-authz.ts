@@ -5,8 +5,8 @@
  */
 import { isScalar, isSeq } from 'yaml';
 import type { YAMLMap } from 'yaml';
-import { DEFAULT_REQUEST_LIMITS } from '../vocab/request-limits.js';
-import type { RawAuthz, RawAuthzAction } from './authz-types.js';
+import { DEFAULT_REQUEST_LIMITS } from '../../vocab/request-limits.js';
+import type { RawAuthz, RawAuthzAction } from '../authz-types.js';
 import { join, readMap, readMapList, valueNode } from './fields.js';
 import type { Field } from './fields.js';
 import { readHeaderMatcher, readMatchers, readQueryMatcher, strictFields } from './validate-authz-matchers.js';

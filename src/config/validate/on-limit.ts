@@ -5,13 +5,13 @@
  */
 import type { Node } from 'yaml';
 import { isMap, isScalar } from 'yaml';
-import type { AlgorithmName } from '../vocab/algorithm-names.js';
-import { parseDuration } from './duration.js';
+import type { AlgorithmName } from '../../vocab/algorithm-names.js';
+import { parseDuration } from '../duration.js';
 import { join, readFields, readMap, valueNode } from './fields.js';
 import type { Field } from './fields.js';
-import { ON_LIMIT_ACTIONS, REDIRECT_STATUSES, RETRY_POLICIES, type CompiledOnLimit, type OnLimitAction, type OnLimitHeader } from './on-limit-types.js';
+import { ON_LIMIT_ACTIONS, REDIRECT_STATUSES, RETRY_POLICIES, type CompiledOnLimit, type OnLimitAction, type OnLimitHeader } from '../on-limit-types.js';
 import { notOneOfMessage } from './schema.js';
-import { escapingFor, jsonBodyProblem, parseTemplate, type Template } from './template.js';
+import { escapingFor, jsonBodyProblem, parseTemplate, type Template } from '../template.js';
 import { describeNode, readInt, readString } from './yaml-nodes.js';
 import type { FileContext } from './yaml-nodes.js';
 

@@ -3,12 +3,12 @@
  * YAML, so an operator can compare what they wrote with what the service understood. Built once per compiled
  * config and deep-frozen (the same object is returned on every call).
  */
-import { formatWindow } from './duration.js';
-import { describeOnLimit } from './on-limit-types.js';
-import type { RawDescriptor } from './raw.js';
+import { formatWindow } from '../duration.js';
+import { describeOnLimit } from '../on-limit-types.js';
+import type { RawDescriptor } from '../raw.js';
 import { describeThrottling, type DescribedThrottling } from './describe-throttling.js';
-import type { CompiledRule } from './types.js';
-import { runAtOnce, type Steps } from './slices.js';
+import type { CompiledRule } from '../types.js';
+import { runAtOnce, type Steps } from '../slices.js';
 
 export interface DescribedLimit {
   readonly name?: string;

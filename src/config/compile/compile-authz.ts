@@ -3,9 +3,9 @@
  * other file, is an error naming both), compiled with its matchers (authz-matchers.ts) and frozen.
  */
 import { compileStringMatch } from './authz-matchers.js';
-import type { CompiledAuthz, CompiledAuthzAction, RawAuthz, RawAuthzAction } from './authz-types.js';
-import { ConfigError } from './errors.js';
-import type { RawFile } from './raw.js';
+import type { CompiledAuthz, CompiledAuthzAction, RawAuthz, RawAuthzAction } from '../authz-types.js';
+import { ConfigError } from '../config-error.js';
+import type { RawFile } from '../raw.js';
 
 export class AuthzCollector {
   private readonly blocks = new Map<string, RawAuthz>();

@@ -5,7 +5,7 @@
  * most the replica asks for and admits per window. Defaults: fallback safe, wants observed, min_wants 1, headroom 20%.
  */
 import { isScalar } from 'yaml';
-import type { CapacityFallback, CapacityRuleSpec } from '../vocab/capacity-rule.js';
+import type { CapacityFallback, CapacityRuleSpec } from '../../vocab/capacity-rule.js';
 import { join, readFields, readMap, valueNode, type Field, type Fields } from './fields.js';
 import { notOneOfMessage } from './schema.js';
 import { describeNode, readInt, readString, scalarKind, type FileContext } from './yaml-nodes.js';

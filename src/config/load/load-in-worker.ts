@@ -10,15 +10,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { deserialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import { IndexBuild } from './compile.js';
-import type { CompileOptions, CompileResult } from './compile.js';
-import { ConfigError } from './errors.js';
-import { limitsOf } from './limits.js';
+import { IndexBuild } from '../compile/compile.js';
+import type { CompileOptions, CompileResult } from '../compile/compile.js';
+import { ConfigError } from '../config-error.js';
+import { limitsOf } from '../limits.js';
 import type { ErrorRecord, FilePart, WorkerMessage, WorkerRequest } from './load-worker.js';
 import { withReadErrors } from './loader.js';
 import type { ReadOptions } from './loader.js';
-import type { RawDescriptor, RawFile } from './raw.js';
-import { runInSlices, type Steps } from './slices.js';
+import type { RawDescriptor, RawFile } from '../raw.js';
+import { runInSlices, type Steps } from '../slices.js';
 
 export interface WorkerLoadOptions extends CompileOptions, ReadOptions {
   /** CONFIG_LOAD_TIMEOUT_MS: the worker is terminated after this long. */
