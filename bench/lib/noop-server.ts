@@ -6,7 +6,7 @@
  *   npx tsx bench/lib/noop-server.ts [port]
  */
 import * as grpc from '@grpc/grpc-js';
-import { loadProtos } from '../../src/server/protos.js';
+import { loadProtos } from '../../src/server/grpc/protos.js';
 
 const server = new grpc.Server({ 'grpc.max_concurrent_streams': 10_000 });
 server.addService(loadProtos().rls, {

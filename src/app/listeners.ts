@@ -7,8 +7,8 @@ import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';
-import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from '../server/debug-http.js';
-import type { ReloadingServerCredentials } from '../server/tls-credentials.js';
+import { parseListenAddr, startDebugServer, startMetricsServer, type Listener } from '../server/http/debug-http.js';
+import type { ReloadingServerCredentials } from '../server/grpc/tls-credentials.js';
 import type { Settings } from '../settings/settings.js';
 import { StartupError } from '../vocab/startup-error.js';
 
@@ -20,7 +20,7 @@ export async function grpcCredentials(settings: Settings, log: Logger): Promise<
   const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
   if (!certFile && !keyFile && !clientCaFile) return undefined;
   if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
-  const { ReloadingServerCredentials } = await import('../server/tls-credentials.js');
+  const { ReloadingServerCredentials } = await import('../server/grpc/tls-credentials.js');
   try {
     return ReloadingServerCredentials.create(
       { certFile, keyFile, ...(clientCaFile ? { clientCaFile } : {}) },

@@ -12,7 +12,7 @@ import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import { componentLogger, createLogger, type Logger } from '../observability/log.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';
-import type { ServiceHealth } from '../server/service-health.js';
+import type { ServiceHealth } from '../server/health/service-health.js';
 import type { Notice, Settings } from '../settings/settings.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { VERSION } from './version.js';

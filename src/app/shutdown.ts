@@ -5,8 +5,8 @@
  * `{ now: true }` (a second signal) cuts a drain in progress short.
  */
 import type { Logger } from '../observability/log.js';
-import type { HealthState } from '../server/health.js';
-import type { ServiceHealth } from '../server/service-health.js';
+import type { HealthState } from '../server/health/grpc-health.js';
+import type { ServiceHealth } from '../server/health/service-health.js';
 import type { Settings } from '../settings/settings.js';
 import type { Teardown } from './teardown.js';
 

@@ -3,9 +3,9 @@
  * service, on the transport GRPC_TRANSPORT names. A port that cannot be bound is a StartupError naming it.
  */
 import type { RlqsSetup } from '../rlqs/setup.js';
-import type { ConnectionGuard } from '../server/guard/connection-guard.js';
-import type { LoopClock } from '../server/loop-clock.js';
-import { startTransport, type RunningTransport } from '../server/transport.js';
+import type { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
+import type { LoopClock } from '../server/grpc/loop-clock.js';
+import { startTransport, type RunningTransport } from '../server/grpc/transport.js';
 import type { StartContext } from './start-context.js';
 import type { StartedEngine } from './start-engine.js';
 import type { StartedServices } from './start-services.js';

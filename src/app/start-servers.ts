@@ -3,11 +3,11 @@
  * it serves, the admin HTTP server, and the listeners settings switch on. The gRPC server closes with the
  * grace `graceMs()` gives when its turn comes (0 when the start failed).
  */
-import { startAdminServer } from '../server/admin-http.js';
-import type { Listener } from '../server/debug-http.js';
-import { ConnectionGuard } from '../server/guard/connection-guard.js';
-import { LoopClock } from '../server/loop-clock.js';
-import type { RunningTransport } from '../server/transport.js';
+import { startAdminServer } from '../server/http/admin-http.js';
+import type { Listener } from '../server/http/debug-http.js';
+import { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
+import { LoopClock } from '../server/grpc/loop-clock.js';
+import type { RunningTransport } from '../server/grpc/transport.js';
 import { componentLogger } from '../observability/log.js';
 import { setUpRlqs } from '../rlqs/setup.js';
 import { startExtraListeners } from './listeners.js';

@@ -5,7 +5,7 @@
  */
 import { setUpCapacity, type CapacityReport, type CapacitySetup } from '../capacity/setup.js';
 import { componentLogger } from '../observability/log.js';
-import type { ReloadingServerCredentials } from '../server/tls-credentials.js';
+import type { ReloadingServerCredentials } from '../server/grpc/tls-credentials.js';
 import { createRedisStore } from '../storage/redis/redis-store.js';
 import { setUpExtAuthz, type ExtAuthzSetup } from './ext-authz-setup.js';
 import { grpcCredentials } from './listeners.js';

@@ -1,7 +1,7 @@
 /**
  * What the ext_authz Check service needs from a CheckRequest, protocol-free: the server decodes the wire
- * message into this (server/ext-authz-decode.ts), and the answer it gets back (CheckAnswer) is encoded
- * by server/ext-authz-encode.ts, so any transport (grpc-js, a lean HTTP/2 server) shares both halves.
+ * message into this (server/ext-authz/ext-authz-decode.ts), and the answer it gets back (CheckAnswer) is encoded
+ * by server/ext-authz/ext-authz-encode.ts, so any transport (grpc-js, a lean HTTP/2 server) shares both halves.
  */
 
 export interface HttpAttributes {

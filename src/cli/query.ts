@@ -17,8 +17,8 @@
  * the domain is an error, not an OK.
  */
 import * as grpc from '@grpc/grpc-js';
-import { clientFor, loadProtos } from '../server/protos.js';
-import type { WireResponse, WireStatus } from '../server/wire.js';
+import { clientFor, loadProtos } from '../server/grpc/protos.js';
+import type { WireResponse, WireStatus } from '../server/rls/proto-objects.js';
 
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 
@@ -205,7 +205,7 @@ function durationJson(d: { seconds: string; nanos: number }): string {
 
 /**
  * A google.protobuf.Value as proto-loader decodes it: protobufjs bundles the well-known types with camelCase
- * names (keepCase keeps them so, as wire.ts notes for encoding), and `kind` names the member that is set.
+ * names (keepCase keeps them so, as proto-objects.ts notes for encoding), and `kind` names the member that is set.
  */
 type WireValue = { kind?: string; numberValue?: number; stringValue?: string; boolValue?: boolean; structValue?: { fields: Record<string, unknown> }; listValue?: { values?: unknown[] } };
 

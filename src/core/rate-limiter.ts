@@ -55,7 +55,7 @@ export interface RateLimiterOptions {
   readonly responseDynamicMetadata?: boolean;
   /**
    * How long before the decision deadline a delayed answer (on_limit delay) must be due, ms, read per request
-   * (server/deadline-margin.ts delayMs: the worst lateness lately measured); default 0. A delay that would end
+   * (server/grpc/deadline-margin.ts delayMs: the worst lateness lately measured); default 0. A delay that would end
    * later is not granted: the request is rejected at once.
    */
   readonly delayMarginMs?: () => number;

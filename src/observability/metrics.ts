@@ -4,7 +4,7 @@
  * so the core never imports prom-client. Label values come from the rules in use, never from requests
  * (metrics-labels.ts); labelled series exist (at zero) from start and from every reload.
  */
-import { GUARD_ACTIONS } from '../server/guard/connection-guard.js';
+import { GUARD_ACTIONS } from '../server/grpc/guard/connection-guard.js';
 import { readFileSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { SeriesBounds, UNKNOWN_DOMAIN, type RulesSnapshot } from './metrics-labels.js';
@@ -18,7 +18,7 @@ import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
-/** The gRPC statuses the service answers with (server/grpc-errors.ts), pre-created at zero. */
+/** The gRPC statuses the service answers with (server/grpc/grpc-errors.ts), pre-created at zero. */
 const GRPC_ERROR_CODES = ['INVALID_ARGUMENT', 'UNAVAILABLE', 'INTERNAL'] as const;
 const FAILURE_MODES = ['open', 'closed', 'local'] as const;
 const AUTHZ_RESULTS = ['allowed', 'over_limit', 'unknown_domain', 'no_descriptors', 'store_failure'] as const;
@@ -27,14 +27,14 @@ export interface Metrics extends CapacityMetrics, RlqsMetrics, DecisionMetrics, 
   readonly registry: Registry;
   readonly grpcErrors: Counter<'code'>;
   readonly grpcLateAnswers: Counter<'method'>;
-  /** What the gRPC port's connection guard did (server/guard/connection-guard.ts), by action. */
+  /** What the gRPC port's connection guard did (server/grpc/guard/connection-guard.ts), by action. */
   readonly grpcGuard: Counter<'action'>;
   /** Exports the open gRPC connections and Watch calls. */
   watchGrpcConnections(stats: () => { connections: number; watches: number }): void;
   readonly grpcRequestDuration: Histogram<'method'>;
   /** ext_authz Check calls answered (not gRPC errors), by domain (configured, or `unknown`) and result (authz/authorize.ts). */
   countAuthzCheck(domain: string, result: string): void;
-  /** Exports the deadline margin in use (server/deadline-margin.ts). */
+  /** Exports the deadline margin in use (server/grpc/deadline-margin.ts). */
   watchDeadlineMargin(ms: () => number): void;
   readonly configReloads: Counter<'result'>;
   readonly configLastReloadSuccess: Gauge;

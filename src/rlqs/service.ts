@@ -9,8 +9,8 @@
  * transport's limit). Every refusal is counted by reason. A dropped message is never answered with an error
  * that ends the stream: Envoy would fall back to its no-assignment behaviour until it reconnects.
  */
-import { Code } from '../server/lean/grpc-wire.js';
-import type { BidiCall, BidiHandlers, BidiRoute } from '../server/bidi/bidi-route.js';
+import { Code } from '../server/grpc/lean/grpc-wire.js';
+import type { BidiCall, BidiHandlers, BidiRoute } from '../server/grpc/bidi/bidi-route.js';
 import type { QuotaBook } from './book.js';
 import { decodeUsageReports, encodeResponse, type DecodeLimits } from './wire.js';
 

@@ -11,7 +11,7 @@
  */
 import type { CompiledConfig } from '../config/types.js';
 import type { RlqsMetrics } from '../observability/metrics-rlqs.js';
-import type { BidiRoute } from '../server/bidi/bidi-route.js';
+import type { BidiRoute } from '../server/grpc/bidi/bidi-route.js';
 import type { RedisClient } from '../storage/redis/connection.js';
 import { throttledLog } from '../storage/throttled-log.js';
 import { systemClock } from '../vocab/clock.js';

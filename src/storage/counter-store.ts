@@ -136,7 +136,7 @@ export interface Refund {
   readonly windowStart: number;
 }
 
-/** What a remote store knows about itself, for readiness and health (src/server/service-health.ts). */
+/** What a remote store knows about itself, for readiness and health (src/server/health/service-health.ts). */
 export interface StoreHealth {
   /** A connection is open. */
   readonly connected: boolean;

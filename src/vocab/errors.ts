@@ -1,6 +1,6 @@
 /**
  * The closed catalogue of errors the service returns. Each has a code that the server maps to a gRPC
- * status in one place (server/grpc-errors.ts): bad requests → INVALID_ARGUMENT, store failures → UNAVAILABLE
+ * status in one place (server/grpc/grpc-errors.ts): bad requests → INVALID_ARGUMENT, store failures → UNAVAILABLE
  * (so Envoy's failure_mode_deny decides), requests over a size limit → RESOURCE_EXHAUSTED. Over limit is a
  * result, never an error.
  */

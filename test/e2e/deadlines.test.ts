@@ -2,7 +2,7 @@
  * Answers arrive before the caller's gRPC deadline while Redis stalls (a real redis-server paused with
  * SIGSTOP: connected, but silent), as Envoy calls us: concurrent calls with a 20 ms deadline on one
  * connection, to `ratelimit serve` running as its own process. The margin kept before the deadline is
- * measured (server/deadline-margin.ts); answers that are late all the same are counted in
+ * measured (server/grpc/deadline-margin.ts); answers that are late all the same are counted in
  * ratelimit_grpc_late_answers_total.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -4,7 +4,7 @@
  * overflowing a timer (they used to expire at once: grpc-js keeps the timeout in an int32, and Node fires a timer past 2^31 − 1 ms after 1 ms).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { malformedTimeoutMessage } from '../../src/server/lean/grpc-wire.js';
+import { malformedTimeoutMessage } from '../../src/server/grpc/lean/grpc-wire.js';
 import { eventually } from '../support/eventually.js';
 import { grpcFrame, RawH2Client } from '../support/raw-h2.js';
 import { encodeRequest, RLS_PATH } from '../support/raw-rls.js';

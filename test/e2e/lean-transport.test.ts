@@ -6,9 +6,9 @@
  */
 import * as http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, encodeGrpcMessage, GrpcStatusError, parseGrpcTimeout } from '../../src/server/lean/grpc-wire.js';
-import { startLeanServer, type RunningLeanServer } from '../../src/server/lean/lean-server.js';
-import { routeTable } from '../../src/server/lean/routes.js';
+import { Code, encodeGrpcMessage, GrpcStatusError, parseGrpcTimeout } from '../../src/server/grpc/lean/grpc-wire.js';
+import { startLeanServer, type RunningLeanServer } from '../../src/server/grpc/lean/lean-server.js';
+import { routeTable } from '../../src/server/grpc/lean/routes.js';
 import { grpcFrame, RawH2Client } from '../support/raw-h2.js';
 
 const events: string[] = [];

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs';
-import { PROTO_ROOT } from '../../src/server/protos.js';
+import { PROTO_ROOT } from '../../src/server/grpc/protos.js';
 
 const definition = protoLoader.loadSync(['envoy/service/auth/v3/external_auth.proto'], {
   keepCase: true,

@@ -8,7 +8,7 @@ import { connect, createServer, type ClientHttp2Session, type Http2Server, type 
 import type { AddressInfo } from 'node:net';
 import { DEFAULT_REQUEST_LIMITS } from '../../src/vocab/request-limits.js';
 import type { RateLimitRequest } from '../../src/vocab/types.js';
-import { decodeRateLimitRequest } from '../../src/server/decode-request.js';
+import { decodeRateLimitRequest } from '../../src/server/rls/decode-request.js';
 
 export interface RecordedCall {
   readonly headers: IncomingHttpHeaders;

@@ -1,9 +1,9 @@
 /** gRPC clients for tests, built from the project's .proto files (see raw-rls.ts for an independent one). */
 import * as grpc from '@grpc/grpc-js';
-import { clientFor, loadProtos } from '../../src/server/protos.js';
+import { clientFor, loadProtos } from '../../src/server/grpc/protos.js';
 
-export type { WireResponse, WireStatus } from '../../src/server/wire.js';
-import type { WireResponse } from '../../src/server/wire.js';
+export type { WireResponse, WireStatus } from '../../src/server/rls/proto-objects.js';
+import type { WireResponse } from '../../src/server/rls/proto-objects.js';
 
 type Unary = (req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void;
 

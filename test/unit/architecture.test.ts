@@ -127,7 +127,7 @@ describe('architecture', () => {
 
   it('reads lazy imports too (the composition loads the xDS client and TLS credentials on demand)', () => {
     expect(graph.get('app/xds-rules')?.map((i) => i.target)).toContain('xds/client');
-    expect(graph.get('app/listeners')?.map((i) => i.target)).toContain('server/tls-credentials');
+    expect(graph.get('app/listeners')?.map((i) => i.target)).toContain('server/grpc/tls-credentials');
   });
 
   it('keeps the vocabulary to Node built-ins, and the engine and the rooms below it free of protocols and files', () => {

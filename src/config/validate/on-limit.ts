@@ -30,7 +30,7 @@ export const ON_LIMIT_KEYS = [
   'headers',
 ] as const;
 
-/** The longest delay: a decision never waits longer than the server's budget (server/rls-service.ts MAX_BUDGET_MS). */
+/** The longest delay: a decision never waits longer than the server's budget (server/rls/rls-service.ts MAX_BUDGET_MS). */
 export const MAX_DELAY_MS = 10_000;
 const DAY_MS = 86_400_000;
 const DEFAULT_RETRY_BASE_MS = 1000;

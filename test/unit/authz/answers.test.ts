@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { answerFor, storeFailureAnswer } from '../../../src/authz/answer.js';
 import type { RateLimitDecision } from '../../../src/vocab/types.js';
-import { encodeCheckResponse } from '../../../src/server/ext-authz-encode.js';
+import { encodeCheckResponse } from '../../../src/server/ext-authz/ext-authz-encode.js';
 import { authzType, encodeExpectedResponse, option } from '../../support/authz-client.js';
 
 const over = (extra: Partial<RateLimitDecision>): RateLimitDecision => ({

@@ -1,10 +1,10 @@
 /**
- * The measured deadline margin (server/deadline-margin.ts): the floor on an idle loop, then at least the
+ * The measured deadline margin (server/grpc/deadline-margin.ts): the floor on an idle loop, then at least the
  * event-loop delay a blocked loop caused plus the p99 send delay, capped, and back to the floor once the
  * remembered windows have passed. Real loop delay cannot be faked, so this test blocks the loop for real.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DeadlineMargin } from '../../../src/server/deadline-margin.js';
+import { DeadlineMargin } from '../../../src/server/grpc/deadline-margin.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const block = (ms: number) => {

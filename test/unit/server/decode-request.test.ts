@@ -1,5 +1,5 @@
 /**
- * Our RateLimitRequest decoder (server/decode-request.ts): the same result as the .proto-based decoder on
+ * Our RateLimitRequest decoder (server/rls/decode-request.ts): the same result as the .proto-based decoder on
  * valid input, a coded error (never a crash, never another error type) on malformed input, and the
  * request limits enforced while reading.
  */
@@ -7,10 +7,10 @@ import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { InvalidRequestError, RateLimitError, RequestTooLargeError } from '../../../src/vocab/errors.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS } from '../../../src/vocab/request-limits.js';
-import { decodeRateLimitRequest } from '../../../src/server/decode-request.js';
-import { requestFromJson } from '../../../src/server/json-api.js';
-import { loadProtos } from '../../../src/server/protos.js';
-import { requestFromWire, type WireRequest } from '../../../src/server/wire.js';
+import { decodeRateLimitRequest } from '../../../src/server/rls/decode-request.js';
+import { requestFromJson } from '../../../src/server/http/json-api.js';
+import { loadProtos } from '../../../src/server/grpc/protos.js';
+import { requestFromWire, type WireRequest } from '../../../src/server/rls/proto-objects.js';
 import { prng } from '../../support/prng.js';
 import { encodeRequest, type RawDescriptor } from '../../support/raw-rls.js';
 

@@ -5,14 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { wellFormed } from '../../../src/vocab/bytes.js';
 import { UNITS, type DescriptorStatus, type RateLimitDecision } from '../../../src/vocab/types.js';
-import { encodeRateLimitResponse } from '../../../src/server/encode-response.js';
-import { loadProtos } from '../../../src/server/protos.js';
-import { responseToWire } from '../../../src/server/wire.js';
+import { encodeRateLimitResponse } from '../../../src/server/rls/encode-response.js';
+import { loadProtos } from '../../../src/server/grpc/protos.js';
+import { responseToWire } from '../../../src/server/rls/proto-objects.js';
 import { prng, type Prng } from '../../support/prng.js';
 
 const method = loadProtos().rls.ShouldRateLimit!;
 const decode = (b: Buffer) => method.responseDeserialize(b) as Record<string, unknown>;
-// One intended difference: wire.ts passes rule names through as they are (protobufjs then writes a lone
+// One intended difference: proto-objects.ts passes rule names through as they are (protobufjs then writes a lone
 // surrogate as invalid UTF-8); the encoder makes them well-formed like every other string.
 const reference = (d: RateLimitDecision) =>
   method.responseSerialize(responseToWire({ ...d, statuses: d.statuses.map((s) => (s.currentLimit?.name === undefined ? s : { ...s, currentLimit: { ...s.currentLimit, name: wellFormed(s.currentLimit.name) } })) }));

@@ -1,6 +1,6 @@
-/** HealthState: read when asked, polled only while a Watch call is open (server/health.ts). */
+/** HealthState: read when asked, polled only while a Watch call is open (server/health/grpc-health.ts). */
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { HealthState, type HealthWatcher } from '../../../src/server/health.js';
+import { HealthState, type HealthWatcher } from '../../../src/server/health/grpc-health.js';
 
 beforeEach(() => void vi.useFakeTimers());
 afterEach(() => void vi.useRealTimers());

@@ -1,10 +1,10 @@
 /**
- * The loop clock (server/loop-clock.ts): it bounds how long a call waited unseen while the event loop was busy,
+ * The loop clock (server/grpc/loop-clock.ts): it bounds how long a call waited unseen while the event loop was busy,
  * and it ticks only while calls come: at rest it stops, and the next call starts it again without counting a
  * wait. Loop delay cannot be faked, so the busy case blocks the loop for real.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { LoopClock } from '../../../src/server/loop-clock.js';
+import { LoopClock } from '../../../src/server/grpc/loop-clock.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const block = (ms: number) => {

@@ -1,6 +1,6 @@
-/** The rapid-reset buckets (server/guard/peer-buckets.ts): per connection, and per peer address (opt-in), on a fake clock. */
+/** The rapid-reset buckets (server/grpc/guard/peer-buckets.ts): per connection, and per peer address (opt-in), on a fake clock. */
 import { describe, expect, it } from 'vitest';
-import { PeerBuckets, TokenBucket } from '../../../src/server/guard/peer-buckets.js';
+import { PeerBuckets, TokenBucket } from '../../../src/server/grpc/guard/peer-buckets.js';
 
 describe('PeerBuckets', () => {
   it('spends a burst, refills at the rate, and refuses a dry peer until half the burst is back', () => {

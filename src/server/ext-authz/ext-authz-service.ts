@@ -4,11 +4,11 @@
  * place they do for ShouldRateLimit (grpc-errors.ts): malformed → INVALID_ARGUMENT, too large →
  * RESOURCE_EXHAUSTED, store → UNAVAILABLE (Envoy's failure_mode_allow then decides).
  */
-import type { Authorizer } from '../authz/authorize.js';
-import type { Clock } from '../vocab/clock.js';
+import type { Authorizer } from '../../authz/authorize.js';
+import type { Clock } from '../../vocab/clock.js';
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS, type CheckRequestLimits } from './ext-authz-decode.js';
 import { encodeCheckResponse } from './ext-authz-encode.js';
-import { decisionDeadline } from './rls-service.js';
+import { decisionDeadline } from '../rls/rls-service.js';
 
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 

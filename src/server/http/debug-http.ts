@@ -7,7 +7,7 @@
 import * as http from 'node:http';
 import { listenHttp, type HttpListener } from './http-listen.js';
 import type { Registry } from 'prom-client';
-import type { ConfigDescription } from '../config/compile/describe-rules.js';
+import type { ConfigDescription } from '../../config/compile/describe-rules.js';
 
 type Answer = { status: number; body: string; type: string };
 type Route = (req: http.IncomingMessage) => Answer | Promise<Answer>;

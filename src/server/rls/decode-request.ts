@@ -13,12 +13,12 @@
  * wrong wire type, a truncated field, an over-long varint or a group is malformed (protobuf/reader.ts), the
  * path to the field built only then.
  */
-import { decodeEscaped } from '../vocab/bytes.js';
-import { InvalidRequestError } from '../vocab/errors.js';
-import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../vocab/request-limits.js';
-import type { DescriptorEntry, RateLimitRequest, RequestDescriptor } from '../vocab/types.js';
-import { LEN, ProtobufError, ProtoReader, VARINT } from '../protobuf/reader.js';
-import { requestDescriptor, unitFromWire } from './wire.js';
+import { decodeEscaped } from '../../vocab/bytes.js';
+import { InvalidRequestError } from '../../vocab/errors.js';
+import { checkDescriptorCount, checkEntryCount, checkKeyBytes, type RequestLimits } from '../../vocab/request-limits.js';
+import type { DescriptorEntry, RateLimitRequest, RequestDescriptor } from '../../vocab/types.js';
+import { LEN, ProtobufError, ProtoReader, VARINT } from '../../protobuf/reader.js';
+import { requestDescriptor, unitFromWire } from './proto-objects.js';
 
 function entry(r: ProtoReader, limits: RequestLimits): DescriptorEntry {
   let key = '';

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-export const PROTO_ROOT = fileURLToPath(new URL('../../proto', import.meta.url));
+export const PROTO_ROOT = fileURLToPath(new URL('../../../proto', import.meta.url));
 
 const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,

@@ -2,11 +2,11 @@
  * grpc.health.v1.Health (Check, Watch, List) on the lean transport, over HealthState (health.ts), with the
  * three messages encoded and decoded here (proto/grpc/health/v1).
  */
-import type { HealthState, ServingStatus } from '../health.js';
+import type { HealthState, ServingStatus } from './grpc-health.js';
 import { LEN, ProtobufError, ProtoReader } from '../../protobuf/reader.js';
 import { lenFieldSize, ProtoWriter, utf8Length } from '../../protobuf/writer.js';
-import { Code, GrpcStatusError } from './grpc-wire.js';
-import type { RouteTable } from './routes.js';
+import { Code, GrpcStatusError } from '../grpc/lean/grpc-wire.js';
+import type { RouteTable } from '../grpc/lean/routes.js';
 
 const STATUS_NUMBER: Readonly<Record<ServingStatus, number>> = { SERVING: 1, NOT_SERVING: 2, SERVICE_UNKNOWN: 3 };
 const PREFIX = '/grpc.health.v1.Health/';

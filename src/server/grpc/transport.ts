@@ -6,18 +6,18 @@
  * credentials class carries TLS (tls-credentials.ts).
  */
 import * as grpc from '@grpc/grpc-js';
-import type { Clock } from '../vocab/clock.js';
-import type { RateLimiter } from '../core/rate-limiter.js';
-import type { RequestLimits } from '../vocab/request-limits.js';
+import type { Clock } from '../../vocab/clock.js';
+import type { RateLimiter } from '../../core/rate-limiter.js';
+import type { RequestLimits } from '../../vocab/request-limits.js';
 import { metricMethodName } from './call-timing.js';
-import { CHECK_PATH, checkCall, type ExtAuthzServiceOptions } from './ext-authz-service.js';
+import { CHECK_PATH, checkCall, type ExtAuthzServiceOptions } from '../ext-authz/ext-authz-service.js';
 import { toGrpcError } from './grpc-errors.js';
 import type { ConnectionGuard } from './guard/connection-guard.js';
-import type { HealthState } from './health.js';
+import type { HealthState } from '../health/grpc-health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
-import { addHealthRoutes } from './lean/health-routes.js';
+import { addHealthRoutes } from '../health/health-routes.js';
 import { startLeanServer } from './lean/lean-server.js';
-import { leanRlsRoute, RLS_PATH } from './lean/rls-route.js';
+import { leanRlsRoute, RLS_PATH } from '../rls/rls-route.js';
 import { routeTable } from './lean/routes.js';
 import type { BidiRoute } from './bidi/bidi-route.js';
 

@@ -7,9 +7,9 @@
  * Scalars equal to their default are left out (proto3). Strings go through wellFormed() (a protobuf string
  * must be valid UTF-8 for Envoy); durations are whole seconds rounded up, as in wire.ts.
  */
-import { wellFormed } from '../vocab/bytes.js';
-import { UNIT_WIRE_NUMBER, type DescriptorStatus, type HeaderValue, type RateLimitDecision } from '../vocab/types.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
+import { wellFormed } from '../../vocab/bytes.js';
+import { UNIT_WIRE_NUMBER, type DescriptorStatus, type HeaderValue, type RateLimitDecision } from '../../vocab/types.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../../protobuf/writer.js';
 
 const CODE = { OK: 1, OVER_LIMIT: 2 } as const;
 

@@ -3,8 +3,8 @@
  * longs as strings) and the engine's protocol-free types. Decoding never throws on odd input:
  * anything malformed becomes an InvalidRequestError with a message.
  */
-import { wellFormed } from '../vocab/bytes.js';
-import { InvalidRequestError } from '../vocab/errors.js';
+import { wellFormed } from '../../vocab/bytes.js';
+import { InvalidRequestError } from '../../vocab/errors.js';
 import {
   UNITS,
   type DescriptorEntry,
@@ -14,7 +14,7 @@ import {
   type RateLimitRequest,
   type RequestDescriptor,
   type Unit,
-} from '../vocab/types.js';
+} from '../../vocab/types.js';
 
 export interface WireEntry { key?: string; value?: string }
 export interface WireDescriptor {

@@ -1,6 +1,6 @@
 /** The one place where errors become gRPC statuses. */
 import { status as Status, type ServiceError, Metadata } from '@grpc/grpc-js';
-import { RateLimitError } from '../vocab/errors.js';
+import { RateLimitError } from '../../vocab/errors.js';
 
 export function toGrpcError(err: unknown): Partial<ServiceError> & { code: Status; details: string } {
   if (err instanceof RateLimitError) {

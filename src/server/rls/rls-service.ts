@@ -1,5 +1,5 @@
 /** The time a decision of the gRPC port may take (ShouldRateLimit, ext_authz Check): its deadline on the engine's clock. */
-import type { Clock } from '../vocab/clock.js';
+import type { Clock } from '../../vocab/clock.js';
 
 /** The default longest wait of a decision, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
 export const MAX_BUDGET_MS = 10_000;

@@ -10,8 +10,8 @@
  * Both `append` (present, so every Envoy version reads it) and `append_action` are set: append true ↔
  * APPEND_IF_EXISTS_OR_ADD (0), false ↔ OVERWRITE_IF_EXISTS_OR_ADD (2).
  */
-import type { AnswerHeader, CheckAnswer } from '../authz/types.js';
-import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../protobuf/writer.js';
+import type { AnswerHeader, CheckAnswer } from '../../authz/types.js';
+import { lenFieldSize, ProtoWriter, utf8Length, varintSize } from '../../protobuf/writer.js';
 
 const OVERWRITE_IF_EXISTS_OR_ADD = 2;
 

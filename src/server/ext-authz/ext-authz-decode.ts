@@ -8,11 +8,11 @@
  * Errors (gRPC INVALID_ARGUMENT): a malformed message; no `attributes.request.http` (Envoy's HTTP filter
  * always sends it); a socket address that is not an IP address.
  */
-import type { CheckAttributes, HttpAttributes } from '../authz/types.js';
-import { parseIp } from '../authz/ip.js';
-import { wellFormed } from '../vocab/bytes.js';
-import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
-import { ProtobufError, ProtoReader } from '../protobuf/reader.js';
+import type { CheckAttributes, HttpAttributes } from '../../authz/types.js';
+import { parseIp } from '../../authz/ip.js';
+import { wellFormed } from '../../vocab/bytes.js';
+import { InvalidRequestError, RequestTooLargeError } from '../../vocab/errors.js';
+import { ProtobufError, ProtoReader } from '../../protobuf/reader.js';
 
 export interface CheckRequestLimits {
   /** Most request headers (and, separately, context extensions) in one CheckRequest (AUTHZ_MAX_HEADERS). */

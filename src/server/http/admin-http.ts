@@ -1,6 +1,6 @@
 /**
  * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer and the store decides; 503 with the
- * reason otherwise, see server/service-health.ts),
+ * reason otherwise, see server/health/service-health.ts),
  * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json.
  * POST /json follows `jsonApi`: 'on' decides like ShouldRateLimit (consumes quota), 'check' answers what
  * ShouldRateLimit would without consuming (the default: whoever reaches the admin port cannot spend a
@@ -9,9 +9,9 @@
  */
 import * as http from 'node:http';
 import { listenHttp } from './http-listen.js';
-import { RateLimitError } from '../vocab/errors.js';
-import type { RateLimiter } from '../core/rate-limiter.js';
-import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
+import { RateLimitError } from '../../vocab/errors.js';
+import type { RateLimiter } from '../../core/rate-limiter.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
 import type { Registry } from 'prom-client';
 import { decisionToJson, requestFromJson } from './json-api.js';
 

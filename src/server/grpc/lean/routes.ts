@@ -41,7 +41,7 @@ export type StreamRoute = (request: Buffer, sink: StreamSink, call: CallSignal) 
 export interface RouteTable {
   readonly unary: Map<string, UnaryRoute>;
   readonly streaming: Map<string, StreamRoute>;
-  /** Bidirectional-streaming methods (server/bidi/). */
+  /** Bidirectional-streaming methods (server/grpc/bidi/). */
   readonly bidi: Map<string, BidiRoute>;
 }
 

@@ -4,7 +4,7 @@
  * (e.g. "ratelimit.store", the raw store state) each follow their own function. Watch streams push a change
  * as soon as refresh() sees one. Unknown names: Check → NOT_FOUND, Watch → SERVICE_UNKNOWN.
  */
-import { Code, GrpcStatusError } from './lean/grpc-wire.js';
+import { Code, GrpcStatusError } from '../grpc/lean/grpc-wire.js';
 
 export type Status = 'SERVING' | 'NOT_SERVING';
 export type ServingStatus = Status | 'SERVICE_UNKNOWN';

@@ -6,10 +6,10 @@
 import type { Clock } from '../../vocab/clock.js';
 import type { RateLimiter } from '../../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
-import { decodeRateLimitRequest } from '../decode-request.js';
-import { encodeRateLimitResponse } from '../encode-response.js';
-import { decisionDeadline } from '../rls-service.js';
-import { framedRoute, type UnaryRoute } from './routes.js';
+import { decodeRateLimitRequest } from './decode-request.js';
+import { encodeRateLimitResponse } from './encode-response.js';
+import { decisionDeadline } from './rls-service.js';
+import { framedRoute, type UnaryRoute } from '../grpc/lean/routes.js';
 
 export const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 

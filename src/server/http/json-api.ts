@@ -2,10 +2,10 @@
  * POST /json: a RateLimitRequest as proto3 JSON (camelCase or snake_case names, as envoyproxy/ratelimit's
  * /json accepts) → the RateLimitResponse as proto3 JSON. 200 OK, 429 over limit, 400 bad input.
  */
-import { InvalidRequestError } from '../vocab/errors.js';
-import { checkDescriptorCount, checkEntryCount, DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
-import type { RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
-import { requestFromWire, type WireDescriptor, type WireRequest } from './wire.js';
+import { InvalidRequestError } from '../../vocab/errors.js';
+import { checkDescriptorCount, checkEntryCount, DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
+import type { RateLimitDecision, RateLimitRequest } from '../../vocab/types.js';
+import { requestFromWire, type WireDescriptor, type WireRequest } from '../rls/proto-objects.js';
 
 type Json = Record<string, unknown>;
 

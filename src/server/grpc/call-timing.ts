@@ -1,4 +1,4 @@
-import { CHECK_PATH } from './ext-authz-service.js';
+import { CHECK_PATH } from '../ext-authz/ext-authz-service.js';
 
 /** A call's name in metrics: the method, except ext_authz's Check, which would share `Check` with gRPC health: `ext_authz.Check`. */
 export function metricMethodName(path: string): string {
