@@ -17,7 +17,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { methodCodec } from '../src/capacity/messages.js';
+import { methodCodec } from '../src/capacity/doorman-messages.js';
 import { capacityCaller, doormanTool, startDoorman } from '../test/support/capacity-peers.js';
 import { benchArgs } from './lib/args.js';
 import { startCapacityOnRedis } from './lib/capacity-redis.js';

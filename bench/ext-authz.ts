@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../src/observability/log.js';
-import { startService } from '../src/app/main.js';
+import { startService } from '../src/app/start-service.js';
 import { createMetrics } from '../src/observability/metrics.js';
 import { AuthzTestClient, envoyCheckRequest } from '../test/support/authz-client.js';
 import { RlsTestClient } from '../test/support/rls-client.js';

@@ -1,6 +1,6 @@
 /**
  * The ext_authz half of the composition root: the region database (GEOIP_DB) and the Authorizer on the shared
- * engine and rules, from settings. main.ts registers its handlers on the gRPC server (any other transport can
+ * engine and rules, from settings. start-service.ts registers its handlers on the gRPC server (any other transport can
  * serve `authorizer` with server/ext-authz/ext-authz-decode.ts and ext-authz-encode.ts).
  */
 import { Authorizer } from '../authz/authorize.js';

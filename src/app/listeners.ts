@@ -1,5 +1,5 @@
 /**
- * Part of the composition root (with main.ts and store-factory.ts): the listeners that settings switch on
+ * Part of the composition root (with start-service.ts and store-factory.ts): the listeners that settings switch on
  * beside the gRPC and admin servers, and the gRPC server's TLS credentials. Errors are StartupErrors naming
  * the setting.
  */

@@ -2,7 +2,7 @@
  * The gRPC port: RateLimitService, ext_authz, health, RLQS's stream and (with CAPACITY_CONFIG) the capacity
  * service, on the transport GRPC_TRANSPORT names. A port that cannot be bound is a StartupError naming it.
  */
-import type { RlqsSetup } from '../rlqs/setup.js';
+import type { RlqsSetup } from '../rlqs/rlqs-setup.js';
 import type { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
 import type { LoopClock } from '../server/grpc/loop-clock.js';
 import { startTransport, type RunningTransport } from '../server/grpc/transport.js';

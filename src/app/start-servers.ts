@@ -9,7 +9,7 @@ import { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
 import { LoopClock } from '../server/grpc/loop-clock.js';
 import type { RunningTransport } from '../server/grpc/transport.js';
 import { componentLogger } from '../observability/log.js';
-import { setUpRlqs } from '../rlqs/setup.js';
+import { setUpRlqs } from '../rlqs/rlqs-setup.js';
 import { startExtraListeners } from './listeners.js';
 import type { StartContext } from './start-context.js';
 import type { StartedEngine } from './start-engine.js';

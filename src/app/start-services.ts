@@ -3,7 +3,7 @@
  * the capacity service with CAPACITY_CONFIG) and its TLS credentials. Each closes after the gRPC server has
  * answered its last call.
  */
-import { setUpCapacity, type CapacityReport, type CapacitySetup } from '../capacity/setup.js';
+import { setUpCapacity, type CapacityReport, type CapacitySetup } from '../capacity/capacity-setup.js';
 import { componentLogger } from '../observability/log.js';
 import type { ReloadingServerCredentials } from '../server/grpc/tls-credentials.js';
 import { createRedisStore } from '../storage/redis/redis-store.js';

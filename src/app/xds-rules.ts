@@ -11,7 +11,7 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Settings } from '../settings/settings.js';
 import { parseHeaderMap, parseNodeMetadata } from '../settings/xds-settings.js';
-import type { XdsClient } from '../xds/client.js';
+import type { XdsClient } from '../xds/ads-client.js';
 import type { RulesHolder } from './reloader.js';
 import { VERSION } from './version.js';
 
@@ -40,7 +40,7 @@ export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): Xds
     initial: empty.config,
     loaded: () => settings.forceStartWithoutInitialConfig || first,
     async start(holder) {
-      const { XdsClient } = await import('../xds/client.js');
+      const { XdsClient } = await import('../xds/ads-client.js');
       const tls = settings.xdsServerUseTls
         ? { caFile: settings.xdsServerTlsCaCert, certFile: settings.xdsClientTlsCert, keyFile: settings.xdsClientTlsKey, serverName: settings.xdsServerTlsSan }
         : undefined;

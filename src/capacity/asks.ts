@@ -12,7 +12,7 @@
  */
 import { InvalidRequestError } from '../vocab/errors.js';
 import { idKey, idText } from './ids.js';
-import type * as M from './messages.js';
+import type * as M from './doorman-messages.js';
 
 /** Largest wants and has taken as they are: 10^250 × any number of leases stays far below Number.MAX_VALUE. */
 export const MAX_AMOUNT = 1e250;

@@ -1,6 +1,6 @@
 /**
  * The capacity service's decisions, protocol-free: the four RPCs of doorman.Capacity over plain objects
- * (messages.ts), on in-memory lease stores, with an injected clock. Per request and resource: drop expired
+ * (doorman-messages.ts), on in-memory lease stores, with an injected clock. Per request and resource: drop expired
  * leases, then either echo the client's reported `has` (learning mode, right after state was lost) or run the
  * resource's algorithm, record the lease and answer it. As Doorman: one resource per (template, id), created
  * on first use; templates re-read on every decision so a reload applies at once.
@@ -11,10 +11,10 @@ import { decideShare } from './algorithms.js';
 import { capacityAsks, MAX_AMOUNT, serverCapacityAsks, type Ask, type Asks, type ResourceAsk } from './asks.js';
 import type { CapacityConfig, ResourceTemplate } from './config.js';
 import { idKey, idText } from './ids.js';
-import { LeaseStore, type StoredLease } from './lease-store.js';
+import { LeaseStore, type StoredLease } from './resource-leases.js';
 import { PriorityBands } from './priority-bands.js';
-import type * as M from './messages.js';
-import { algorithmMessage } from './messages.js';
+import type * as M from './doorman-messages.js';
+import { algorithmMessage } from './doorman-messages.js';
 
 export type { Ask } from './asks.js';
 export { capacityAsks, serverCapacityAsks } from './asks.js';

@@ -11,8 +11,8 @@ import type { Clock } from '../vocab/clock.js';
 import type { Logger } from '../observability/log.js';
 import type { CapacityServer } from './capacity-server.js';
 import { idText } from './ids.js';
-import { doormanDefinition } from './messages.js';
-import type * as M from './messages.js';
+import { doormanDefinition } from './doorman-messages.js';
+import type * as M from './doorman-messages.js';
 
 interface ParentLease {
   capacity: number;

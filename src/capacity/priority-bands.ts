@@ -6,7 +6,7 @@
  * all bands, so the resource is never over-granted. With one priority there is one band and C_p = C: the
  * answers are Doorman's unchanged.
  */
-import { LeaseStore, type StoredLease } from './lease-store.js';
+import { LeaseStore, type StoredLease } from './resource-leases.js';
 
 export class PriorityBands {
   private readonly bands = new Map<number, LeaseStore>();

@@ -23,7 +23,7 @@ import type { RedisClient } from '../storage/redis/connection.js';
 import { capacityAsks, serverCapacityAsks, type Ask, type Asks } from './asks.js';
 import { answered, leaseMessage, type CapacityServer, type Resource } from './capacity-server.js';
 import { idKey } from './ids.js';
-import type * as M from './messages.js';
+import type * as M from './doorman-messages.js';
 import { RedisLeaseCache, setLease, takeBack, type Changed } from './redis-lease-cache.js';
 
 export { packLease, unpackLease } from './redis-lease-cache.js';

@@ -19,7 +19,7 @@ import { BatchCommands, type BatchScript } from '../storage/redis/batch-script.j
 import type { RedisClient } from '../storage/redis/connection.js';
 import { syncBands, type Resource } from './capacity-server.js';
 import { fromRedisId, redisId } from './ids.js';
-import { LeaseStore, type StoredLease } from './lease-store.js';
+import { LeaseStore, type StoredLease } from './resource-leases.js';
 
 const LUA_DIR = new URL('../storage/redis/lua/capacity/', import.meta.url);
 /** Changes the log keeps per resource (about 60 bytes each): a replica further behind reads the whole hash. */

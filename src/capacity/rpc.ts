@@ -4,8 +4,8 @@
  * objects and bytes without its per-message cost), as routes by path: a malformed request is INVALID_ARGUMENT.
  */
 import { InvalidRequestError, RequestTooLargeError } from '../vocab/errors.js';
-import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './messages.js';
-import type * as M from './messages.js';
+import { CAPACITY_METHODS, CAPACITY_SERVICE, type CapacityMethod } from './doorman-messages.js';
+import type * as M from './doorman-messages.js';
 import { decodeDiscoveryRequest, decodeGetCapacityRequest, decodeGetServerCapacityRequest, decodeReleaseCapacityRequest } from './wire-decode.js';
 import { encodeDiscoveryResponse, encodeGetCapacityResponse, encodeGetServerCapacityResponse, encodeReleaseCapacityResponse } from './wire-encode.js';
 

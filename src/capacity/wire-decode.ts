@@ -1,5 +1,5 @@
 /**
- * The doorman.Capacity requests decoded by hand, straight into the plain objects of messages.ts: the same
+ * The doorman.Capacity requests decoded by hand, straight into the plain objects of doorman-messages.ts: the same
  * objects protobufjs (through proto-loader, DOORMAN_LOADER_OPTIONS) makes of the same bytes, without its
  * generic reader, its message classes and the toObject copy (test/unit/capacity-wire.test.ts compares the two
  * on random and hand-made messages). As protobufjs: int64 read as a Number (two's complement for negatives),
@@ -10,7 +10,7 @@
  */
 import { LEN, ProtobufError, ProtoReader } from '../protobuf/reader.js';
 import { idFromBytes } from './ids.js';
-import type * as M from './messages.js';
+import type * as M from './doorman-messages.js';
 
 export class WireError extends Error {}
 

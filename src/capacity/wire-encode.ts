@@ -6,9 +6,9 @@
  */
 import { int64Size as wireInt64Size, ProtoWriter, lenFieldSize, utf8Length, varintSize } from '../protobuf/writer.js';
 import { idByteLength, writeId } from './ids.js';
-import type * as M from './messages.js';
+import type * as M from './doorman-messages.js';
 
-/** Algorithm.Kind by name (messages.ts carries the name, as proto-loader does with enums: String). */
+/** Algorithm.Kind by name (doorman-messages.ts carries the name, as proto-loader does with enums: String). */
 const KIND_NUMBER: Partial<Record<string, number>> = { NO_ALGORITHM: 0, STATIC: 1, PROPORTIONAL_SHARE: 2, FAIR_SHARE: 3 };
 
 /** The int64 protobufjs's fromObject makes of a number: truncated, NaN 0, clamped to the int64 range. */

@@ -7,8 +7,8 @@
  *   master                      print the master's address (Discovery)
  */
 import * as grpc from '@grpc/grpc-js';
-import { doormanDefinition } from '../capacity/messages.js';
-import type * as M from '../capacity/messages.js';
+import { doormanDefinition } from '../capacity/doorman-messages.js';
+import type * as M from '../capacity/doorman-messages.js';
 
 export const CAPACITY_USAGE = `usage: ratelimit capacity [--server HOST:PORT] COMMAND...   (default server 127.0.0.1:8081)
   get CLIENT RESOURCE WANTS    ask for capacity (refreshes the lease of CLIENT) and print the grant

@@ -7,7 +7,7 @@ import { runCapacityCli } from './capacity.js';
 import { loadCapacityFile } from '../capacity/load.js';
 import { loadConfigDir } from '../config/index.js';
 import { createLogger } from '../observability/log.js';
-import { startService, StartupError } from '../app/main.js';
+import { startService, StartupError } from '../app/start-service.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from '../app/workers.js';
 import { setHeapGrowingPercent } from '../app/heap-growth.js';
 import { runQuery } from './query.js';

@@ -18,7 +18,7 @@ export interface CapacityResourceStats {
 }
 
 export interface CapacityMetrics {
-  /** The capacity service's reports (src/capacity/setup.ts): reloads, grants and expiries per resource. */
+  /** The capacity service's reports (src/capacity/capacity-setup.ts): reloads, grants and expiries per resource. */
   capacityReport(): { onReload(ok: boolean): void; observer: { onGrant(resource: string): void; onExpired(resource: string, n: number): void }; watchResources(count: () => number): void };
   /** Exports the capacity service's per-resource state, read at scrape time. */
   watchCapacity(resources: () => Iterable<CapacityResourceStats>): void;

@@ -1,5 +1,5 @@
 /** The quota book's parts (book.ts): what a bucket's rule asks for, its options, and what it tracks. */
-import type { Assignment, BucketAction, BucketUsage } from './wire.js';
+import type { Assignment, BucketAction, BucketUsage } from './rlqs-codec.js';
 import type { PeerHolder, ShareExchange } from './shared.js';
 
 /** What a bucket's rule asks for (rules.ts): no limit, nothing, or `perFill` requests every `fillS` seconds. */

@@ -14,10 +14,10 @@
  * (an Envoy joining on another replica gets what is free at once; the others shrink at their next report, or
  * sooner when its replica signals the bucket: sync.ts).
  */
-import type { BucketAction, BucketUsage, UsageReports, Assignment } from './wire.js';
+import type { BucketAction, BucketUsage, UsageReports, Assignment } from './rlqs-codec.js';
 import { capShares, fairShares, worthChanging } from './shares.js';
 import { clientOf, graceStream, RECONNECT_GRACE_MS, type OwnHolder, type PeerHolder } from './shared.js';
-import { describeBook } from './describe.js';
+import { describeBook } from './describe-buckets.js';
 import { bucketKey, Holder, Subscriber, type BookOptions, type BucketRule, type Tracked } from './book-types.js';
 
 export { Subscriber, type BookOptions, type BucketRule, type RlqsObserver } from './book-types.js';

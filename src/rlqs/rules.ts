@@ -7,7 +7,7 @@
 import type { CompiledConfig } from '../config/types.js';
 import { resolve } from '../core/resolve.js';
 import type { BucketRule } from './book.js';
-import type { BucketUsage } from './wire.js';
+import type { BucketUsage } from './rlqs-codec.js';
 
 export function bucketRule(config: CompiledConfig, shadowAll: boolean, domain: string, entries: BucketUsage['entries']): BucketRule {
   const r = resolve(domain, config.domains.get(domain), { entries }, 1);

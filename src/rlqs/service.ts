@@ -12,7 +12,7 @@
 import { Code } from '../server/grpc/lean/grpc-wire.js';
 import type { BidiCall, BidiHandlers, BidiRoute } from '../server/grpc/bidi/bidi-route.js';
 import type { QuotaBook } from './book.js';
-import { decodeUsageReports, encodeResponse, type DecodeLimits } from './wire.js';
+import { decodeUsageReports, encodeResponse, type DecodeLimits } from './rlqs-codec.js';
 
 export const REFUSAL_REASONS = ['streams_per_connection', 'report_rate', 'malformed', 'bucket_limit', 'bucket_id_size', 'bucket_id_encoding'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];

@@ -1,6 +1,6 @@
 /**
  * Every setting of the service, declared once: env var, command-line flag, default, description and parser.
- * Only the composition root (main.ts / cli.ts) calls loadSettings(); nothing else reads process.env.
+ * Only the composition root (app/start-service.ts, cli/main.ts) calls loadSettings(); nothing else reads process.env.
  * The settings table of docs/settings.md is checked against this list by a test.
  */
 import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
@@ -67,7 +67,7 @@ function list(env: string, description: string) {
 export const SETTINGS = {
   grpcHost: str('GRPC_HOST', '0.0.0.0', 'Address the gRPC server (RateLimitService, ext_authz Authorization, Health) listens on; `unix:/path/to.sock` listens on a Unix domain socket instead (GRPC_PORT is then unused).'),
   grpcPort: port('GRPC_PORT', 8081, 'gRPC port; 0 picks a free port (printed at start).'),
-  // Kept as the octal text (shown as 660, not 432, in the docs); main.ts converts it.
+  // Kept as the octal text (shown as 660, not 432, in the docs); app/start-service.ts converts it.
   grpcUnixSocketMode: spec('GRPC_UNIX_SOCKET_MODE', 'octal file mode', '660', 'Permissions of the Unix socket file (GRPC_HOST=unix:...): 660 lets owner and group connect.', (s) => {
     if (!/^0?[0-7]{3}$/.test(s.trim())) throw new Error(`'${s}' is not an octal file mode such as 660`);
     return s.trim().replace(/^0(?=\d{3}$)/, '');

@@ -4,7 +4,7 @@
  * between replicas by their demand; locally, each replica enforces its share in process — no store call per
  * request. This module holds the vocabulary the config, the engine and the composition root share: the rule's
  * spec and the seam through which the engine reads the granted share (implemented over the capacity client by
- * src/capacity-client/sidecar-shares.ts, wired in main.ts).
+ * src/capacity-client/sidecar-shares.ts, wired in app/start-service.ts).
  */
 
 export type CapacityFallback = 'pessimistic' | 'optimistic' | 'safe';

@@ -5,7 +5,7 @@
  * as an error in a file does.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { decodeStruct, RATE_LIMIT_CONFIG_TYPE, type AnyResource, type JsonValue } from './messages.js';
+import { decodeStruct, RATE_LIMIT_CONFIG_TYPE, type AnyResource, type JsonValue } from './discovery-messages.js';
 import { ProtoReader } from '../protobuf/reader.js';
 
 /** RateLimitUnit numbers → our unit names (WEEK is 7, after MONTH and YEAR). */

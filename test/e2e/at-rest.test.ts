@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeClock } from '../../src/vocab/clock.js';
 import { createLogger } from '../../src/observability/log.js';
-import { startService } from '../../src/app/main.js';
+import { startService } from '../../src/app/start-service.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { rawCommand, startRedis, type RedisServer } from '../support/redis.js';
 import { testSettings } from '../support/service.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type * as M from '../../src/capacity/messages.js';
+import type * as M from '../../src/capacity/doorman-messages.js';
 import { systemClock } from '../../src/vocab/clock.js';
 import { decodeResponse, getCapacityBytes, getServerCapacityBytes, type AskBytes } from '../support/capacity-bytes.js';
 import { doormanTool, startDoorman, type DoormanServer } from '../support/capacity-peers.js';

@@ -1,5 +1,5 @@
 /**
- * BACKEND=redis with CAPACITY_CONFIG through the real service (main.ts wiring, both gRPC transports' routes):
+ * BACKEND=redis with CAPACITY_CONFIG through the real service (app/start-service.ts wiring, both gRPC transports' routes):
  * two services on one real redis-server are both masters and answer one shared state, whichever is asked.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

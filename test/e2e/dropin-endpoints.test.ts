@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { startService } from '../../src/app/main.js';
+import { startService } from '../../src/app/start-service.js';
 import { loadSettings } from '../../src/settings/settings.js';
 import { eventually } from '../support/eventually.js';
 import { freePort, startRedis, type RedisServer } from '../support/redis.js';

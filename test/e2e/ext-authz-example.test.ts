@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { startService, type RunningService } from '../../src/app/main.js';
+import { startService, type RunningService } from '../../src/app/start-service.js';
 import { FakeClock } from '../../src/vocab/clock.js';
 import { AuthzTestClient, type HttpRequestSpec } from '../support/authz-client.js';
 import { testSettings } from '../support/service.js';

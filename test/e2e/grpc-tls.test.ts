@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/vocab/clock.js';
 import { createLogger } from '../../src/observability/log.js';
-import { startService, StartupError, type RunningService } from '../../src/app/main.js';
+import { startService, StartupError, type RunningService } from '../../src/app/start-service.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import type { Settings } from '../../src/settings/settings.js';
 import { eventually } from '../support/eventually.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startService, StartupError } from '../../src/app/main.js';
+import { startService, StartupError } from '../../src/app/start-service.js';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { loadSettings } from '../../src/settings/settings.js';

@@ -1,6 +1,6 @@
 /**
  * Label values of /metrics come from the rules, never from requests. Over the real gRPC
- * socket and the real /metrics endpoint, as production runs (settings → main.ts → metrics.ts).
+ * socket and the real /metrics endpoint, as production runs (settings → app/start-service.ts → metrics.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startService, StartupError } from '../../src/app/main.js';
+import { startService, StartupError } from '../../src/app/start-service.js';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { eventually } from '../support/eventually.js';

@@ -4,8 +4,8 @@
  * that a test sends exactly the bytes a hostile or careless client sends and reads the answer as bytes.
  */
 import { capacityRoutes, type BytesHandler } from '../../src/capacity/rpc.js';
-import { doormanDefinition, CAPACITY_SERVICE, type CapacityMethod } from '../../src/capacity/messages.js';
-import type * as M from '../../src/capacity/messages.js';
+import { doormanDefinition, CAPACITY_SERVICE, type CapacityMethod } from '../../src/capacity/doorman-messages.js';
+import type * as M from '../../src/capacity/doorman-messages.js';
 import type * as protoLoader from '@grpc/proto-loader';
 import type { CapacityAnswers } from '../../src/capacity/rpc.js';
 

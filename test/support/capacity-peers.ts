@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { doormanDefinition } from '../../src/capacity/messages.js';
+import { doormanDefinition } from '../../src/capacity/doorman-messages.js';
 import { freePort } from './redis.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));

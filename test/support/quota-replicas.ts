@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { QuotaBook, type BucketRule, type Subscriber } from '../../src/rlqs/book.js';
 import { redisShareExchange, type ShareExchange } from '../../src/rlqs/shared.js';
 import { syncOnce } from '../../src/rlqs/sync.js';
-import type { Assignment, BucketAction, BucketUsage } from '../../src/rlqs/wire.js';
+import type { Assignment, BucketAction, BucketUsage } from '../../src/rlqs/rlqs-codec.js';
 
 export type Entries = BucketUsage['entries'];
 export const ALL: Entries = [{ key: 'name', value: 'all' }];

@@ -6,7 +6,7 @@ import { FakeClock } from '../../src/vocab/clock.js';
 import { FakeTimer } from '../../src/vocab/timer.js';
 import { createLogger } from '../../src/observability/log.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { startService, type RunningService } from '../../src/app/main.js';
+import { startService, type RunningService } from '../../src/app/start-service.js';
 import { loadSettings, type Settings } from '../../src/settings/settings.js';
 
 export interface TestService {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { decideShare, type ShareView } from '../../src/capacity/algorithms.js';
 import { CapacityServer } from '../../src/capacity/capacity-server.js';
 import { parseCapacityConfig, type AlgorithmKind } from '../../src/capacity/config.js';
-import { LeaseStore } from '../../src/capacity/lease-store.js';
+import { LeaseStore } from '../../src/capacity/resource-leases.js';
 import { FakeClock } from '../../src/vocab/clock.js';
 import { prng } from '../support/prng.js';
 

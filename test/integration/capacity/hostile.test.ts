@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CapacityServer } from '../../../src/capacity/capacity-server.js';
 import { parseCapacityConfig, type CapacityConfig } from '../../../src/capacity/config.js';
-import type * as M from '../../../src/capacity/messages.js';
+import type * as M from '../../../src/capacity/doorman-messages.js';
 import { RedisCapacity } from '../../../src/capacity/redis-capacity.js';
 import type { CapacityAnswers } from '../../../src/capacity/rpc.js';
 import { FakeClock } from '../../../src/vocab/clock.js';

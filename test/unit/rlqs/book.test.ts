@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { QuotaBook, type BucketRule, type Subscriber } from '../../../src/rlqs/book.js';
-import type { Assignment, BucketAction } from '../../../src/rlqs/wire.js';
+import type { Assignment, BucketAction } from '../../../src/rlqs/rlqs-codec.js';
 
 const ALL = [{ key: 'name', value: 'all' }];
 

@@ -3,7 +3,7 @@
  * against the map<uint64, BucketQuotaUsage> form of the published proto, hand-encoded; its bounds and errors.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeUsageReports, encodeResponse } from '../../../src/rlqs/wire.js';
+import { decodeUsageReports, encodeResponse } from '../../../src/rlqs/rlqs-codec.js';
 import { InvalidRequestError } from '../../../src/vocab/errors.js';
 import { prng } from '../../support/prng.js';
 import { decodeResponse, encodeReports } from '../../support/rlqs.js';

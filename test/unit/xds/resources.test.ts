@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { compileConfigFiles } from '../../../src/config/compile/compile.js';
-import { decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE } from '../../../src/xds/messages.js';
+import { decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE } from '../../../src/xds/discovery-messages.js';
 import { resourcesToFiles } from '../../../src/xds/resources.js';
 import { ProtoReader } from '../../../src/protobuf/reader.js';
 import protobuf from 'protobufjs';

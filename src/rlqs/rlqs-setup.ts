@@ -1,6 +1,6 @@
 /**
  * The Rate Limit Quota Service, composed: the book over the live rules, the stream route with its bounds,
- * the metrics and the debug view. main.ts serves `route` at RLQS_PATH on the gRPC port and
+ * the metrics and the debug view. app/start-service.ts serves `route` at RLQS_PATH on the gRPC port and
  * `describe` at GET /rlqs.
  *
  * The book runs on real (monotonic) time whatever clock the engine is given: Envoy's token buckets refill in
@@ -20,7 +20,7 @@ import { bucketRule } from './rules.js';
 import { rlqsRoute } from './service.js';
 import { redisShareExchange } from './shared.js';
 import { startShareSync } from './sync.js';
-import { RLQS_PATH } from './wire.js';
+import { RLQS_PATH } from './rlqs-codec.js';
 
 export { RLQS_PATH };
 

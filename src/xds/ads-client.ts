@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import type * as GrpcJs from '@grpc/grpc-js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE, type DiscoveryResponse, type NodeInfo } from './messages.js';
+import { ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE, type DiscoveryResponse, type NodeInfo } from './discovery-messages.js';
 import { RefusalRun } from './refusals.js';
 import { resourcesToFilesInSlices, type ResourceFile } from './resources.js';
 

@@ -12,7 +12,7 @@ import type { Logger } from '../observability/log.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { CapacityServer, type CapacityObserver } from './capacity-server.js';
 import type { CapacityConfig } from './config.js';
-import { capacityStats, describeCapacity } from './describe.js';
+import { capacityStats, describeCapacity } from './describe-resources.js';
 import { loadCapacityFile } from './load.js';
 import { ParentLink } from './parent.js';
 import { RedisCapacity } from './redis-capacity.js';
