@@ -24,7 +24,16 @@ import { startNoop } from './lib/servers.js';
 import { START_NODE_OPTIONS } from './lib/redis-section.js';
 import { median } from './lib/stats.js';
 
-const args = benchArgs('bench/ab-builds.ts', { a: 'string', b: 'string', descriptors: 'string', requests: 'string', rounds: 'string', backend: 'string', clients: 'string', streams: 'string' });
+const args = benchArgs('bench/ab-builds.ts', {
+  a: 'string',
+  b: 'string',
+  descriptors: 'string',
+  requests: 'string',
+  rounds: 'string',
+  backend: 'string',
+  clients: 'string',
+  streams: 'string',
+});
 const builds = { A: args.str('a', 'dist/ab/base/cli.js'), B: args.str('b', 'dist/cli.js') };
 const descriptors = args.num('descriptors', 3);
 const requests = args.num('requests', 20000);
@@ -32,8 +41,15 @@ const rounds = args.num('rounds', 5);
 const backend = args.str('backend', 'redis');
 const clients = args.num('clients', 50);
 const streams = args.num('streams', 10);
-const all: [string, string][] = [['user', 'alice'], ['ip', '10.0.0.1'], ['path', '/api']];
-const body = encodeRequest('bench', all.slice(0, descriptors).map((e) => ({ entries: [e] })));
+const all: [string, string][] = [
+  ['user', 'alice'],
+  ['ip', '10.0.0.1'],
+  ['path', '/api'],
+];
+const body = encodeRequest(
+  'bench',
+  all.slice(0, descriptors).map((e) => ({ entries: [e] })),
+);
 const dir = mkdtempSync(join(tmpdir(), 'rl-ab-'));
 
 function listening(port: number): Promise<boolean> {
@@ -61,12 +77,29 @@ async function start(cli: string) {
   const port = await freePort();
   const httpPort = await freePort();
   const child = spawn(process.execPath, [...START_NODE_OPTIONS.split(' '), cli, 'serve'], {
-    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(httpPort), CONFIG_WATCH: 'false', LOG_LEVEL: 'error', SHUTDOWN_DRAIN_MS: '0', CONFIG_DIR: fileURLToPath(new URL('./rules', import.meta.url)), BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}) },
+    env: {
+      ...process.env,
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(port),
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      CONFIG_WATCH: 'false',
+      LOG_LEVEL: 'error',
+      SHUTDOWN_DRAIN_MS: '0',
+      CONFIG_DIR: fileURLToPath(new URL('./rules', import.meta.url)),
+      BACKEND: backend,
+      ...(redis ? { REDIS_URL: redis.url } : {}),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await eventually(() => listening(port), { timeoutMs: 20_000, what: `${cli} listening` });
-  return { address: `127.0.0.1:${port}`, pid: child.pid!, fallbacks: () => fallbacks(httpPort), stop: async () => (child.kill('SIGTERM'), await exited, await redis?.stop()) };
+  return {
+    address: `127.0.0.1:${port}`,
+    pid: child.pid!,
+    fallbacks: () => fallbacks(httpPort),
+    stop: async () => (child.kill('SIGTERM'), await exited, await redis?.stop()),
+  };
 }
 
 const servers = { A: await start(builds.A), B: await start(builds.B) };
@@ -88,10 +121,14 @@ try {
       rps[k].push(res.rps);
     }
     rpsRatios.push(rps.B.at(-1)! / rps.A.at(-1)!);
-    console.log(`round ${r + 1}: A ${cpu.A.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.A.at(-1)!)} req/s | B ${cpu.B.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.B.at(-1)!)} req/s | B/A ${(cpu.B.at(-1)! / cpu.A.at(-1)!).toFixed(3)} | answers by FAILURE_MODE: A ${fallbackCounts.A.at(-1)}, B ${fallbackCounts.B.at(-1)}`);
+    console.log(
+      `round ${r + 1}: A ${cpu.A.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.A.at(-1)!)} req/s | B ${cpu.B.at(-1)!.toFixed(1)} µs/req ${Math.round(rps.B.at(-1)!)} req/s | B/A ${(cpu.B.at(-1)! / cpu.A.at(-1)!).toFixed(3)} | answers by FAILURE_MODE: A ${fallbackCounts.A.at(-1)}, B ${fallbackCounts.B.at(-1)}`,
+    );
   }
   const ratios = cpu.A.map((a, i) => cpu.B[i]! / a);
-  console.log(`# ${backend}, ${descriptors} descriptor(s), h2load -c${clients} -m${streams}, ${rounds} rounds of ${requests}: A ${builds.A} ${median(cpu.A).toFixed(1)} µs/req, B ${builds.B} ${median(cpu.B).toFixed(1)} µs/req; CPU B/A median ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); req/s B/A median ${median(rpsRatios).toFixed(3)} (${Math.min(...rpsRatios).toFixed(3)}–${Math.max(...rpsRatios).toFixed(3)})`);
+  console.log(
+    `# ${backend}, ${descriptors} descriptor(s), h2load -c${clients} -m${streams}, ${rounds} rounds of ${requests}: A ${builds.A} ${median(cpu.A).toFixed(1)} µs/req, B ${builds.B} ${median(cpu.B).toFixed(1)} µs/req; CPU B/A median ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(3)}–${Math.max(...ratios).toFixed(3)}); req/s B/A median ${median(rpsRatios).toFixed(3)} (${Math.min(...rpsRatios).toFixed(3)}–${Math.max(...rpsRatios).toFixed(3)})`,
+  );
 } finally {
   await servers.A.stop();
   await servers.B.stop();

@@ -31,7 +31,13 @@ function readOptions(argv: readonly string[]): Options {
     if (!Number.isInteger(value) || value < 1) throw new Error(`bench/accuracy.ts: --${name} wants a whole number of at least 1, got ${value}`);
     return value;
   };
-  return { keys: positive('keys', 1_000), windows: positive('windows', 20), limit: positive('limit', 100), windowMs: positive('window-ms', 60_000), seed: positive('seed', 1) };
+  return {
+    keys: positive('keys', 1_000),
+    windows: positive('windows', 20),
+    limit: positive('limit', 100),
+    windowMs: positive('window-ms', 60_000),
+    seed: positive('seed', 1),
+  };
 }
 
 /** Request times (ms, sorted) of one key over `duration` ms starting at `start`. */
@@ -58,8 +64,7 @@ const bursty: TraceGenerator = (rnd, start, duration, o) => {
 };
 
 /** Every key under its limit on average (0.2–0.8 L per window): only random clumps reach the limit. */
-const under: TraceGenerator = (rnd, start, duration, o) =>
-  poisson(rnd, start, start + duration, ((0.2 + 0.6 * rnd()) * o.limit) / o.windowMs);
+const under: TraceGenerator = (rnd, start, duration, o) => poisson(rnd, start, start + duration, ((0.2 + 0.6 * rnd()) * o.limit) / o.windowMs);
 
 /** Most keys well under their limit (0.1–0.9 L), one in ten abusive (2–5 L): closer to real traffic. */
 const mixed: TraceGenerator = (rnd, start, duration, o) => {
@@ -123,9 +128,7 @@ function main(): void {
   console.log(`command: npx tsx bench/accuracy.ts ${process.argv.slice(2).join(' ')}`.trimEnd());
   console.log(`parameters: keys=${o.keys} windows=${o.windows} limit=${o.limit} window-ms=${o.windowMs} seed=${o.seed}`);
   console.log('');
-  console.log(
-    '| trace | requests | admitted: log | admitted: counter alone | differ, same history | false allows | false rejects | differ, independent |',
-  );
+  console.log('| trace | requests | admitted: log | admitted: counter alone | differ, same history | false allows | false rejects | differ, independent |');
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   const traces: Array<[string, TraceGenerator]> = [
     ['smooth', smooth],

@@ -32,7 +32,10 @@ const rssMiB = async () => {
 try {
   for (let i = 0; i < 50; i++) await probe.call('x', [{ entries: [['user', 'warm']] }]);
   const before = await rssMiB();
-  const big = encodeRequest('x', Array.from({ length: descriptors }, (_, i) => ({ entries: [['user', `u${i % 1000}`]] as [string, string][] })));
+  const big = encodeRequest(
+    'x',
+    Array.from({ length: descriptors }, (_, i) => ({ entries: [['user', `u${i % 1000}`]] as [string, string][] })),
+  );
   let done = false;
   let worst = 0;
   const probing = (async () => {
@@ -46,8 +49,14 @@ try {
   const c = new grpc.Client(service.grpcAddress, grpc.credentials.createInsecure());
   const started = performance.now();
   const status = await new Promise<string>((resolve) => {
-    c.makeUnaryRequest(RLS_PATH, (b: Uint8Array) => Buffer.from(b), (b: Buffer) => b, big, new grpc.Metadata(), { deadline: Date.now() + 60_000 }, (e) =>
-      resolve(e ? `${grpc.status[e.code]}: ${e.details}` : 'OK'),
+    c.makeUnaryRequest(
+      RLS_PATH,
+      (b: Uint8Array) => Buffer.from(b),
+      (b: Buffer) => b,
+      big,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 60_000 },
+      (e) => resolve(e ? `${grpc.status[e.code]}: ${e.details}` : 'OK'),
     );
   });
   const took = performance.now() - started;

@@ -25,7 +25,14 @@ import { h2load } from './lib/h2load.js';
 import { cpuSeconds, startOurs, type Target } from './lib/servers.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const args = benchArgs('bench/capacity.ts', { requests: 'string', rounds: 'string', warmup: 'string', clients: 'string', backend: 'string', doorman: 'string' });
+const args = benchArgs('bench/capacity.ts', {
+  requests: 'string',
+  rounds: 'string',
+  warmup: 'string',
+  clients: 'string',
+  backend: 'string',
+  doorman: 'string',
+});
 const REQUESTS = args.num('requests', 20000);
 const ROUNDS = args.num('rounds', 2);
 const WARMUP = args.num('warmup', 2000);
@@ -47,7 +54,7 @@ async function fill(address: string, n: number): Promise<void> {
     for (let i = 0; i < n; i += 200) {
       await Promise.all(
         Array.from({ length: Math.min(200, n - i) }, (_, k) =>
-          caller.call('GetCapacity', { client_id: `c${i + k}`, resource: [{ resource_id: 'bench', priority: 1, wants: 1 + ((i + k) * 37) % 100 }] }, 60_000),
+          caller.call('GetCapacity', { client_id: `c${i + k}`, resource: [{ resource_id: 'bench', priority: 1, wants: 1 + (((i + k) * 37) % 100) }] }, 60_000),
         ),
       );
     }
@@ -57,16 +64,36 @@ async function fill(address: string, n: number): Promise<void> {
 }
 
 /** h2load on every address at once (one client each, `requests` in all); CPU of `pids`, and of `redisPid` apart. */
-async function loadAll(addresses: string[], pids: (number | undefined)[], redisPid: number, dir: string, requests = REQUESTS): Promise<{ rps: number; cpuUs: number; redisCpuUs: number; ok: number }> {
+async function loadAll(
+  addresses: string[],
+  pids: (number | undefined)[],
+  redisPid: number,
+  dir: string,
+  requests = REQUESTS,
+): Promise<{ rps: number; cpuUs: number; redisCpuUs: number; ok: number }> {
   const cpu = (): number => pids.reduce((sum: number, pid) => sum + cpuSeconds(pid), 0);
   const [cpu0, redis0] = [cpu(), cpuSeconds(redisPid)];
   const each = await Promise.all(addresses.map((a, i) => load(a, undefined, dir, Math.floor(requests / addresses.length), `c${i}`)));
   const n = Math.floor(requests / addresses.length) * addresses.length;
-  return { rps: each.reduce((x, r) => x + r.rps, 0), cpuUs: ((cpu() - cpu0) / n) * 1e6, redisCpuUs: ((cpuSeconds(redisPid) - redis0) / n) * 1e6, ok: each.reduce((x, r) => x + r.ok, 0) };
+  return {
+    rps: each.reduce((x, r) => x + r.rps, 0),
+    cpuUs: ((cpu() - cpu0) / n) * 1e6,
+    redisCpuUs: ((cpuSeconds(redisPid) - redis0) / n) * 1e6,
+    ok: each.reduce((x, r) => x + r.ok, 0),
+  };
 }
 
-async function load(address: string, pid: number | undefined, dir: string, requests = REQUESTS, client = 'c0'): Promise<{ rps: number; cpuUs: number; ok: number; command: string }> {
-  const body = methodCodec('GetCapacity').encodeRequest({ client_id: client, resource: [{ resource_id: 'bench', priority: 1, wants: 1000, has: { expiry_time: 1, refresh_interval: 60, capacity: 0 } }] });
+async function load(
+  address: string,
+  pid: number | undefined,
+  dir: string,
+  requests = REQUESTS,
+  client = 'c0',
+): Promise<{ rps: number; cpuUs: number; ok: number; command: string }> {
+  const body = methodCodec('GetCapacity').encodeRequest({
+    client_id: client,
+    resource: [{ resource_id: 'bench', priority: 1, wants: 1000, has: { expiry_time: 1, refresh_interval: 60, capacity: 0 } }],
+  });
   const cpu0 = cpuSeconds(pid);
   const { rps, ok, command } = await h2load({ address, body, path: '/doorman.Capacity/GetCapacity', requests, clients: 4, streams: 16, timeoutMs: null, dir });
   const cpu = cpuSeconds(pid) - cpu0;
@@ -89,7 +116,10 @@ async function main(): Promise<void> {
   let command = '';
   try {
     for (const n of CLIENTS) {
-      const results: Record<string, { rps: number[]; cpu: number[]; redisCpu: number[] }> = { ours: { rps: [], cpu: [], redisCpu: [] }, doorman: { rps: [], cpu: [], redisCpu: [] } };
+      const results: Record<string, { rps: number[]; cpu: number[]; redisCpu: number[] }> = {
+        ours: { rps: [], cpu: [], redisCpu: [] },
+        doorman: { rps: [], cpu: [], redisCpu: [] },
+      };
       for (const t of REDIS_TARGETS) results[t] = { rps: [], cpu: [], redisCpu: [] };
       for (let round = 0; round < ROUNDS; round++) {
         const order = ['ours', ...(WITH_DOORMAN ? ['doorman'] : []), ...REDIS_TARGETS];
@@ -121,11 +151,26 @@ async function main(): Promise<void> {
       }
       const o = results['ours']!;
       const d = results['doorman']!;
-      rows.push([fmt(n), fmt(median(o.rps)), fmt(median(o.cpu), 1), fmt(median(d.rps)), fmt(median(d.cpu), 1), WITH_DOORMAN ? `${fmt(median(d.cpu) / median(o.cpu), 1)}×` : 'n/a']);
+      rows.push([
+        fmt(n),
+        fmt(median(o.rps)),
+        fmt(median(o.cpu), 1),
+        fmt(median(d.rps)),
+        fmt(median(d.cpu), 1),
+        WITH_DOORMAN ? `${fmt(median(d.cpu) / median(o.cpu), 1)}×` : 'n/a',
+      ]);
       process.stderr.write(`${rows[rows.length - 1]!.join(' | ')}\n`); // progress: a row per client count
       for (const t of REDIS_TARGETS) {
         const r = results[t]!;
-        redisRows.push([fmt(n), t === 'redis' ? '1 replica' : '2 replicas', fmt(median(r.rps)), fmt(median(r.cpu), 1), fmt(median(r.redisCpu), 1), fmt(median(o.cpu), 1), fmt(median(d.cpu), 1)]);
+        redisRows.push([
+          fmt(n),
+          t === 'redis' ? '1 replica' : '2 replicas',
+          fmt(median(r.rps)),
+          fmt(median(r.cpu), 1),
+          fmt(median(r.redisCpu), 1),
+          fmt(median(o.cpu), 1),
+          fmt(median(d.cpu), 1),
+        ]);
         process.stderr.write(`${redisRows[redisRows.length - 1]!.join(' | ')}\n`);
       }
     }
@@ -133,9 +178,13 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
     rmSync(rules, { recursive: true, force: true });
   }
-  process.stdout.write(`${table(['clients on the resource', 'ours req/s', 'ours CPU µs/req', 'Doorman req/s', 'Doorman CPU µs/req', 'Doorman CPU ÷ ours'], rows)}\n\n`);
+  process.stdout.write(
+    `${table(['clients on the resource', 'ours req/s', 'ours CPU µs/req', 'Doorman req/s', 'Doorman CPU µs/req', 'Doorman CPU ÷ ours'], rows)}\n\n`,
+  );
   if (redisRows.length > 0) {
-    process.stdout.write(`${table(['clients on the resource', 'BACKEND=redis', 'req/s (all replicas)', 'services CPU µs/req', 'redis-server CPU µs/req', 'memory store CPU µs/req', 'Doorman CPU µs/req'], redisRows)}\n\n`);
+    process.stdout.write(
+      `${table(['clients on the resource', 'BACKEND=redis', 'req/s (all replicas)', 'services CPU µs/req', 'redis-server CPU µs/req', 'memory store CPU µs/req', 'Doorman CPU µs/req'], redisRows)}\n\n`,
+    );
   }
   process.stdout.write(`medians of ${ROUNDS} alternating rounds; load: ${command}\n`);
 }

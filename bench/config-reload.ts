@@ -44,7 +44,10 @@ async function measure(load: () => Promise<CompileResult>): Promise<{ ms: number
 
 const options = { mergeDomains: false, timeoutMs: 60_000 };
 console.log(`large file: ${(Buffer.byteLength(text) / 1e6).toFixed(2)} MB (${items} metadata items); ${runs} runs each`);
-for (const [label, dir] of [['large file', large], ['alias bomb', bomb]] as const) {
+for (const [label, dir] of [
+  ['large file', large],
+  ['alias bomb', bomb],
+] as const) {
   for (let r = 0; r < runs; r++) {
     const inline = await measure(() => loadConfigDir(dir, options));
     const worker = await measure(() => loadConfigDirInWorker(dir, options));

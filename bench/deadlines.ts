@@ -29,7 +29,14 @@ const redis = await startRedis();
 const redisPid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))![1]);
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-deadlines-'));
 writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n');
-const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'open', LOCAL_CACHE_SIZE: '0', DEADLINE_MARGIN_MS: String(marginMs) });
+const service = await spawnService({
+  CONFIG_DIR: dir,
+  BACKEND: 'redis',
+  REDIS_URL: redis.url,
+  FAILURE_MODE: 'open',
+  LOCAL_CACHE_SIZE: '0',
+  DEADLINE_MARGIN_MS: String(marginMs),
+});
 const client = new RlsTestClient(service.grpcAddress);
 
 async function metric(name: string): Promise<number> {
@@ -66,7 +73,12 @@ async function phase(label: string): Promise<void> {
 
 try {
   for (let i = 0; i < 50; i++) await client.shouldRateLimit({ domain: 'bench', descriptors: [{ entries: [{ key: 'user', value: 'warm' }] }] }, 1000);
-  console.log(`${calls} calls, one every ${intervalMs} ms, deadline ${deadlineMs} ms, DEADLINE_MARGIN_MS=${marginMs}; load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `${calls} calls, one every ${intervalMs} ms, deadline ${deadlineMs} ms, DEADLINE_MARGIN_MS=${marginMs}; load average ${(await import('node:os'))
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   await phase('Redis healthy');
   process.kill(redisPid, 'SIGSTOP');
   try {

@@ -32,16 +32,32 @@ const limiter = new RateLimiter({
 });
 
 const scenarios: [string, (k: number) => RateLimitRequest][] = [
-  ['1 descriptor (remote_address, 10 000 clients)', (k) => ({ domain: 'edge', hitsAddend: 0, descriptors: [{ entries: [{ key: 'remote_address', value: `10.0.${(k >> 8) & 39}.${k & 255}` }] }] })],
-  ['3 descriptors, 4 limits (address, api user with 2 limits, plan)', (k) => ({
-    domain: 'edge',
-    hitsAddend: 0,
-    descriptors: [
-      { entries: [{ key: 'remote_address', value: `10.1.${(k >> 8) & 39}.${k & 255}` }] },
-      { entries: [{ key: 'generic_key', value: 'api' }, { key: 'user', value: `user-${k % 10_000}` }] },
-      { entries: [{ key: 'plan', value: 'free' }, { key: 'user', value: `user-${k % 10_000}` }] },
-    ],
-  })],
+  [
+    '1 descriptor (remote_address, 10 000 clients)',
+    (k) => ({ domain: 'edge', hitsAddend: 0, descriptors: [{ entries: [{ key: 'remote_address', value: `10.0.${(k >> 8) & 39}.${k & 255}` }] }] }),
+  ],
+  [
+    '3 descriptors, 4 limits (address, api user with 2 limits, plan)',
+    (k) => ({
+      domain: 'edge',
+      hitsAddend: 0,
+      descriptors: [
+        { entries: [{ key: 'remote_address', value: `10.1.${(k >> 8) & 39}.${k & 255}` }] },
+        {
+          entries: [
+            { key: 'generic_key', value: 'api' },
+            { key: 'user', value: `user-${k % 10_000}` },
+          ],
+        },
+        {
+          entries: [
+            { key: 'plan', value: 'free' },
+            { key: 'user', value: `user-${k % 10_000}` },
+          ],
+        },
+      ],
+    }),
+  ],
 ];
 
 console.log(`# engine only, memory store, ${n} decisions per scenario, node ${process.version}`);

@@ -24,7 +24,16 @@ import { START_NODE_OPTIONS } from './lib/image.js';
 import { startOurs, type Target } from './lib/servers.js';
 import { fmt, median, table } from './lib/stats.js';
 
-const args = benchArgs('bench/envoy-gc-trace.ts', { backend: 'string', smoke: 'flag', rounds: 'string', requests: 'string', 'node-options': 'string', clients: 'string', streams: 'string', env: 'string' });
+const args = benchArgs('bench/envoy-gc-trace.ts', {
+  backend: 'string',
+  smoke: 'flag',
+  rounds: 'string',
+  requests: 'string',
+  'node-options': 'string',
+  clients: 'string',
+  streams: 'string',
+  env: 'string',
+});
 const BACKEND = args.str('backend', 'redis');
 const smoke = args.flag('smoke');
 const ROUNDS = args.num('rounds', smoke ? 1 : 3);
@@ -47,7 +56,10 @@ const gaps = (list: Map<string, number>[]) => list.slice(1).map((f, i) => f.get(
 async function main(): Promise<void> {
   if (!envoyBinary()) throw new Error('no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install');
   const dir = mkdtempSync(join(tmpdir(), 'rl-gc-trace-'));
-  writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: generic_key\n    value: bench\n    rate_limit: {unit: second, requests_per_unit: 100000000}\n');
+  writeFileSync(
+    join(dir, 'bench.yaml'),
+    'domain: bench\ndescriptors:\n  - key: generic_key\n    value: bench\n    rate_limit: {unit: second, requests_per_unit: 100000000}\n',
+  );
   const upstream = createServer((_req, res) => res.end('ok\n'));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const redis = BACKEND === 'redis' ? await startRedis() : undefined;
@@ -59,18 +71,24 @@ async function main(): Promise<void> {
   try {
     const env = { NODE_OPTIONS, ...EXTRA_ENV, CONFIG_DIR: dir, BACKEND, ...(redis ? { REDIS_URL: redis.url } : {}) };
     service = await startOurs('ours', env, { flags: ['--trace-gc-nvp'], stdout: trace });
-    const ready = () => fetch(`http://${service!.httpAddress}/readyz`).then((r) => r.ok, () => false);
+    const ready = () =>
+      fetch(`http://${service!.httpAddress}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
     for (let i = 0; !(await ready()); i++) {
       if (i === 200) throw new Error(`the service did not become ready: node ${NODE_OPTIONS}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    envoy = await startEnvoy(rlsBootstrap({
-      service: { address: '127.0.0.1', port: Number(service.address.split(':')[1]) },
-      upstream: { address: '127.0.0.1', port: (upstream.address() as AddressInfo).port },
-      domain: 'bench',
-      routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'bench' } }] }] }],
-      filter: { timeout: '1s' },
-    }));
+    envoy = await startEnvoy(
+      rlsBootstrap({
+        service: { address: '127.0.0.1', port: Number(service.address.split(':')[1]) },
+        upstream: { address: '127.0.0.1', port: (upstream.address() as AddressInfo).port },
+        domain: 'bench',
+        routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'bench' } }] }] }],
+        filter: { timeout: '1s' },
+      }),
+    );
     const port = await envoy.listenerPort('ingress');
     const load = () => h2load({ address: `127.0.0.1:${port}`, requests: REQUESTS, clients: CLIENTS, streams: STREAMS, dir });
     await load(); // warm-up: JIT, connections
@@ -97,13 +115,44 @@ function summarize(trace: string[], rows: string[][]): void {
   const full = trace.filter((l) => / gc=mc /.test(l)).map(fields);
   const pick = (list: Map<string, number>[], key: string) => list.map((f) => f.get(key) ?? 0);
   const mean = (xs: number[]) => (xs.length === 0 ? NaN : xs.reduce((a, b) => a + b, 0) / xs.length);
-  process.stdout.write(`# this service on ${BACKEND}, node ${NODE_OPTIONS}${Object.keys(EXTRA_ENV).length > 0 ? ` ${JSON.stringify(EXTRA_ENV)}` : ''}, Envoy ${envoyBinary()!.version}, ${ROUNDS} × ${fmt(REQUESTS)} requests, ${CLIENTS} clients × ${STREAMS} streams\n\n`);
+  process.stdout.write(
+    `# this service on ${BACKEND}, node ${NODE_OPTIONS}${Object.keys(EXTRA_ENV).length > 0 ? ` ${JSON.stringify(EXTRA_ENV)}` : ''}, Envoy ${envoyBinary()!.version}, ${ROUNDS} × ${fmt(REQUESTS)} requests, ${CLIENTS} clients × ${STREAMS} streams\n\n`,
+  );
   process.stdout.write(`${table(['round', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms'], rows)}\n\n`);
   const phases = ['clear.external_string_table', 'evacuate', 'finish', 'mark', 'clear', 'sweep'];
-  process.stdout.write(`${table(['collection', 'count', 'per 20,000 requests', 'pause ms: median / max', 'between them, ms (median)', 'promoted KiB (mean)', 'main phases of the pause, ms (mean)'], [
-    ['scavenge (young)', String(scav.length), fmt((scav.length * 20_000) / requests, 1), `${fmt(median(pick(scav, 'pause')), 1)} / ${fmt(Math.max(...pick(scav, 'pause')), 1)}`, fmt(median(gaps(scav)), 0), fmt(mean(pick(scav, 'promoted')) / 1024, 0), ''],
-    ['full (mark-compact)', String(full.length), fmt((full.length * 20_000) / requests, 1), `${fmt(median(pick(full, 'pause')), 1)} / ${fmt(Math.max(...pick(full, 'pause'), 0), 1)}`, fmt(median(gaps(full)), 0), '', phases.map((p) => `${p} ${fmt(mean(pick(full, p)), 1)}`).join(', ')],
-  ])}\n`);
+  process.stdout.write(
+    `${table(
+      [
+        'collection',
+        'count',
+        'per 20,000 requests',
+        'pause ms: median / max',
+        'between them, ms (median)',
+        'promoted KiB (mean)',
+        'main phases of the pause, ms (mean)',
+      ],
+      [
+        [
+          'scavenge (young)',
+          String(scav.length),
+          fmt((scav.length * 20_000) / requests, 1),
+          `${fmt(median(pick(scav, 'pause')), 1)} / ${fmt(Math.max(...pick(scav, 'pause')), 1)}`,
+          fmt(median(gaps(scav)), 0),
+          fmt(mean(pick(scav, 'promoted')) / 1024, 0),
+          '',
+        ],
+        [
+          'full (mark-compact)',
+          String(full.length),
+          fmt((full.length * 20_000) / requests, 1),
+          `${fmt(median(pick(full, 'pause')), 1)} / ${fmt(Math.max(...pick(full, 'pause'), 0), 1)}`,
+          fmt(median(gaps(full)), 0),
+          '',
+          phases.map((p) => `${p} ${fmt(mean(pick(full, p)), 1)}`).join(', '),
+        ],
+      ],
+    )}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

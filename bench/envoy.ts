@@ -51,10 +51,15 @@ function load(port: number, dir: string): Promise<LoadResult> {
 /** envoyproxy/ratelimit on `redis`, rules from `dir`; its pid is the Go binary's (start.sh is its parent). */
 async function startReference(dir: string, redis: RedisServer): Promise<Target> {
   const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
-  const child: ChildProcess = spawn('bash', [join(REFERENCE, 'start.sh'), String(grpc), String(http), String(debug), dir, `127.0.0.1:${redis.port}`], { stdio: 'ignore' });
+  const child: ChildProcess = spawn('bash', [join(REFERENCE, 'start.sh'), String(grpc), String(http), String(debug), dir, `127.0.0.1:${redis.port}`], {
+    stdio: 'ignore',
+  });
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    const up = await fetch(`http://127.0.0.1:${http}/healthcheck`).then((r) => r.ok, () => false);
+    const up = await fetch(`http://127.0.0.1:${http}/healthcheck`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -85,7 +90,11 @@ async function main(): Promise<void> {
   if (!redisRef) notes.push(`envoyproxy/ratelimit not found at ${REFERENCE}: row (d) skipped`);
   try {
     variants.push({ name: '(b) this service, memory', service: await startOurs('memory', { CONFIG_DIR: dir }), rounds: [] });
-    variants.push({ name: '(c) this service, Redis', service: await startOurs('redis', { CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redisOurs.url }), rounds: [] });
+    variants.push({
+      name: '(c) this service, Redis',
+      service: await startOurs('redis', { CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redisOurs.url }),
+      rounds: [],
+    });
     if (redisRef) variants.push({ name: '(d) envoyproxy/ratelimit, Redis', service: await startReference(dir, redisRef), rounds: [] });
     for (const v of variants) {
       const [host, port] = (v.service?.address ?? '127.0.0.1:1').split(':') as [string, string];
@@ -121,8 +130,12 @@ async function main(): Promise<void> {
     }
     for (const v of variants.filter((x) => x.service)) {
       const stats = await v.envoy!.stats('^cluster\\.app\\.ratelimit\\.');
-      const bad = (stats.get('cluster.app.ratelimit.error') ?? 0) + (stats.get('cluster.app.ratelimit.failure_mode_allowed') ?? 0) + (stats.get('cluster.app.ratelimit.over_limit') ?? 0);
-      if (bad > 0 || (stats.get('cluster.app.ratelimit.ok') ?? 0) === 0) notes.push(`${v.name}: Envoy counted ${bad} answers that were not OK, ${stats.get('cluster.app.ratelimit.ok') ?? 0} OK`);
+      const bad =
+        (stats.get('cluster.app.ratelimit.error') ?? 0) +
+        (stats.get('cluster.app.ratelimit.failure_mode_allowed') ?? 0) +
+        (stats.get('cluster.app.ratelimit.over_limit') ?? 0);
+      if (bad > 0 || (stats.get('cluster.app.ratelimit.ok') ?? 0) === 0)
+        notes.push(`${v.name}: Envoy counted ${bad} answers that were not OK, ${stats.get('cluster.app.ratelimit.ok') ?? 0} OK`);
     }
   } finally {
     for (const v of variants) await v.envoy?.stop();
@@ -137,9 +150,18 @@ async function main(): Promise<void> {
   const rows = variants.map((v) => [
     v.name,
     fmt(m(v, (r) => r.rps)),
-    fmt(m(v, (r) => r.p50), 2),
-    fmt(m(v, (r) => r.p99), 2),
-    fmt(m(v, (r) => r.p999), 2),
+    fmt(
+      m(v, (r) => r.p50),
+      2,
+    ),
+    fmt(
+      m(v, (r) => r.p99),
+      2,
+    ),
+    fmt(
+      m(v, (r) => r.p999),
+      2,
+    ),
     v === base ? '—' : `${fmt(m(v, (r) => r.p50) - m(base, (r) => r.p50), 2)} / ${fmt(m(v, (r) => r.p99) - m(base, (r) => r.p99), 2)}`,
     fmt(m(v, (r) => r.envoyUs)),
     v.service ? fmt(m(v, (r) => r.serviceUs)) : '—',

@@ -61,12 +61,17 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-authz-'));
 writeFileSync(join(dir, 'edge.yaml'), RULES);
-const service = await startService(testSettings({ configDir: dir }), { log: createLogger({ level: 'error', format: 'text', write: () => {} }), metrics: createMetrics({ defaultMetrics: false }) });
+const service = await startService(testSettings({ configDir: dir }), {
+  log: createLogger({ level: 'error', format: 'text', write: () => {} }),
+  metrics: createMetrics({ defaultMetrics: false }),
+});
 const address = `127.0.0.1:${service.grpcPort}`;
 const rls = new RlsTestClient(address);
 const authz = new AuthzTestClient(address);
 const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-const requests = Array.from({ length: calls }, (_, i) => envoyCheckRequest({ ip: ip(i), headers: BROWSER_HEADERS, path: '/products?page=2', contextExtensions: { ratelimit_domain: 'edge' } }));
+const requests = Array.from({ length: calls }, (_, i) =>
+  envoyCheckRequest({ ip: ip(i), headers: BROWSER_HEADERS, path: '/products?page=2', contextExtensions: { ratelimit_domain: 'edge' } }),
+);
 const protocols = {
   ShouldRateLimit: (i: number) => rls.ask('edge', [[['remote_address', ip(i)]]]),
   'ext_authz Check': (i: number) => authz.send(requests[i]),

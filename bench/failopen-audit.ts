@@ -50,15 +50,31 @@ async function main(argv: string[]): Promise<void> {
   const parallel = args.flag('parallel');
   const rows = opt('rows')?.split(',');
   const t0 = Date.now();
-  const lines = await runAudit({ quick, parallel, ...(rows ? { rows } : {}), onLine: (l) => process.stderr.write(`${l.row.id}: ours ${l.ours.noDecision}/${l.ours.overLimit}, reference ${l.reference.noDecision}/${l.reference.overLimit}\n`) });
+  const lines = await runAudit({
+    quick,
+    parallel,
+    ...(rows ? { rows } : {}),
+    onLine: (l) =>
+      process.stderr.write(`${l.row.id}: ours ${l.ours.noDecision}/${l.ours.overLimit}, reference ${l.reference.noDecision}/${l.reference.overLimit}\n`),
+  });
   const table = auditTable(lines);
   const command = `npx tsx bench/failopen-audit.ts${quick ? ' --quick' : ''}${parallel ? ' --parallel' : ''}${rows ? ` --rows ${rows.join(',')}` : ''}`;
   console.log(`# ${command} (${((Date.now() - t0) / 1000).toFixed(0)} s)\n\n${table}\n`);
   for (const n of auditNotes(lines)) console.log(`- ${n}`);
   const failing = lines.filter((l) => !holds(l));
-  console.log(failing.length === 0 ? '\nevery row: this service at or below the reference' : `\nabove the reference: ${failing.map((l) => l.row.id).join(', ')}`);
+  console.log(
+    failing.length === 0 ? '\nevery row: this service at or below the reference' : `\nabove the reference: ${failing.map((l) => l.row.id).join(', ')}`,
+  );
   const json = opt('json');
-  if (json !== undefined) writeFileSync(json, JSON.stringify({ date: new Date().toISOString(), quick, lines: lines.map((l) => ({ id: l.row.id, event: l.row.event, ours: l.ours, reference: l.reference })) }, null, 2));
+  if (json !== undefined)
+    writeFileSync(
+      json,
+      JSON.stringify(
+        { date: new Date().toISOString(), quick, lines: lines.map((l) => ({ id: l.row.id, event: l.row.event, ours: l.ours, reference: l.reference })) },
+        null,
+        2,
+      ),
+    );
   if (args.flag('write')) writeTable(fileURLToPath(new URL('../docs/reliability.md', import.meta.url)), table, command);
   process.exitCode = failing.length === 0 ? 0 : 1;
 }

@@ -32,8 +32,16 @@ import { fmt, median, table } from './lib/stats.js';
 
 // --footprint: how `npm run bench` chose this script.
 const args = benchArgs('npm run bench -- --footprint', {
-  footprint: 'flag', smoke: 'flag', starts: 'string', 'idle-seconds': 'string', requests: 'string', json: 'string', 'semi-space-curve': 'optional',
-  'node-options': 'string', cli: 'string', 'no-envoy': 'flag',
+  footprint: 'flag',
+  smoke: 'flag',
+  starts: 'string',
+  'idle-seconds': 'string',
+  requests: 'string',
+  json: 'string',
+  'semi-space-curve': 'optional',
+  'node-options': 'string',
+  cli: 'string',
+  'no-envoy': 'flag',
 });
 const smoke = args.flag('smoke');
 const STARTS = args.num('starts', smoke ? 1 : 5);
@@ -50,7 +58,13 @@ const CLI = IMAGE_CLI;
  * --cli a.js,b.js: other builds measured beside dist/cli.js (e.g. before and after a change), with the same V8
  * options, or with their own as `a.js|--max-semi-space-size=64`.
  */
-const CLIS = [CLI, ...args.str('cli', '').split(',').filter((c) => c !== '')];
+const CLIS = [
+  CLI,
+  ...args
+    .str('cli', '')
+    .split(',')
+    .filter((c) => c !== ''),
+];
 const BODY = encodeRequest('bench', [{ entries: [['user', 'alice']] }]);
 
 ensureBuilt();
@@ -65,23 +79,46 @@ const redises: RedisServer[] = [];
 const servers: Server[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'rl-footprint-'));
 const notes: string[] = [];
-interface Figures { startup: number[]; startupCpu: number[]; startupLoad: number[]; idle?: number; loadIdle?: number; rest?: number; after?: number; loadAfter?: number; rps?: number; cpuUs?: number }
+interface Figures {
+  startup: number[];
+  startupCpu: number[];
+  startupLoad: number[];
+  idle?: number;
+  loadIdle?: number;
+  rest?: number;
+  after?: number;
+  loadAfter?: number;
+  rps?: number;
+  cpuUs?: number;
+}
 const figures = new Map<string, Figures>();
 try {
-  for (const variant of variants) for (const entry of CLIS) {
-    const [cli = CLI, own] = entry.split('|');
-    const nodeOptions = own ?? variant;
-    const redis = await startRedis();
-    redises.push(redis);
-    servers.push({
-      label: `this service (node ${nodeOptions}${cli === CLI ? '' : ` ${relative(ROOT, cli)}`})`,
-      start: async () => {
-        const port = await freePort();
-        const env = { ...process.env, ...START_ENV, NODE_OPTIONS: '', CONFIG_DIR: RULES_DIR, BACKEND: 'redis', REDIS_URL: redis.url, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(port), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(await freePort()) };
-        return startAndTime(process.execPath, [...nodeOptions.split(' ').filter((a) => a !== ''), cli, 'serve'], env, port, BODY);
-      },
-    });
-  }
+  for (const variant of variants)
+    for (const entry of CLIS) {
+      const [cli = CLI, own] = entry.split('|');
+      const nodeOptions = own ?? variant;
+      const redis = await startRedis();
+      redises.push(redis);
+      servers.push({
+        label: `this service (node ${nodeOptions}${cli === CLI ? '' : ` ${relative(ROOT, cli)}`})`,
+        start: async () => {
+          const port = await freePort();
+          const env = {
+            ...process.env,
+            ...START_ENV,
+            NODE_OPTIONS: '',
+            CONFIG_DIR: RULES_DIR,
+            BACKEND: 'redis',
+            REDIS_URL: redis.url,
+            GRPC_HOST: '127.0.0.1',
+            GRPC_PORT: String(port),
+            HTTP_HOST: '127.0.0.1',
+            HTTP_PORT: String(await freePort()),
+          };
+          return startAndTime(process.execPath, [...nodeOptions.split(' ').filter((a) => a !== ''), cli, 'serve'], env, port, BODY);
+        },
+      });
+    }
   if (haveReference()) {
     const redis = await startRedis();
     redises.push(redis);
@@ -89,7 +126,9 @@ try {
       label: 'envoyproxy/ratelimit',
       start: async () => {
         const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
-        return startAndTime(REFERENCE_START, [String(grpc), String(http), String(debug), RULES_DIR, `127.0.0.1:${redis.port}`], process.env, grpc, BODY, { detached: true });
+        return startAndTime(REFERENCE_START, [String(grpc), String(http), String(debug), RULES_DIR, `127.0.0.1:${redis.port}`], process.env, grpc, BODY, {
+          detached: true,
+        });
       },
     });
   } else notes.push(`envoyproxy/ratelimit not found (${REFERENCE_START}): this service alone`);
@@ -131,21 +170,61 @@ try {
 }
 
 const ref = figures.get('envoyproxy/ratelimit');
-const ratio = (ours: number | undefined, theirs: number | undefined) => (ours === undefined || theirs === undefined || !Number.isFinite(ours / theirs) ? '' : `${(ours / theirs).toFixed(2)}×`);
+const ratio = (ours: number | undefined, theirs: number | undefined) =>
+  ours === undefined || theirs === undefined || !Number.isFinite(ours / theirs) ? '' : `${(ours / theirs).toFixed(2)}×`;
 const rows: string[][] = [];
 for (const [label, f] of figures) {
   const isRef = f === ref;
   const st = median(f.startup);
-  rows.push([label, `${fmt(st, 0)} (${f.startup.map((x) => fmt(x, 0)).join(', ')})`, fmt(median(f.startupCpu), 0), f.idle === undefined ? 'n/a' : f.idle.toFixed(2), fmt(f.rest ?? NaN, 1), fmt(f.after ?? NaN, 1), fmt(f.rps ?? NaN), fmt(f.cpuUs ?? NaN, 0),
-    isRef ? '' : [ratio(st, ref === undefined ? undefined : median(ref.startup)), ratio(median(f.startupCpu), ref === undefined ? undefined : median(ref.startupCpu)), ratio(f.idle, ref?.idle), ratio(f.rest, ref?.rest), ratio(f.after, ref?.after)].join(' / ')]);
+  rows.push([
+    label,
+    `${fmt(st, 0)} (${f.startup.map((x) => fmt(x, 0)).join(', ')})`,
+    fmt(median(f.startupCpu), 0),
+    f.idle === undefined ? 'n/a' : f.idle.toFixed(2),
+    fmt(f.rest ?? NaN, 1),
+    fmt(f.after ?? NaN, 1),
+    fmt(f.rps ?? NaN),
+    fmt(f.cpuUs ?? NaN, 0),
+    isRef
+      ? ''
+      : [
+          ratio(st, ref === undefined ? undefined : median(ref.startup)),
+          ratio(median(f.startupCpu), ref === undefined ? undefined : median(ref.startupCpu)),
+          ratio(f.idle, ref?.idle),
+          ratio(f.rest, ref?.rest),
+          ratio(f.after, ref?.after),
+        ].join(' / '),
+  ]);
 }
 const loads = [...figures.values()].flatMap((f) => f.startupLoad);
 console.log(`# npm run bench -- ${args.argv.join(' ')}`.trimEnd());
-console.log(`# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; load average (1 min) during the starts ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}, at rest ${fmt([...figures.values()][0]?.loadIdle ?? NaN, 2)}, after the load ${fmt(Math.max(...[...figures.values()].map((f) => f.loadAfter ?? NaN)), 2)}`);
-console.log(`\n## Footprint (start-up: median of ${STARTS}, alternated; CPU at rest over ${IDLE_S} s; RSS after h2load -c50 -m10 -n ${fmt(REQUESTS)}, 1 descriptor)\n`);
-console.log(table(['server', 'start-up ms (each)', 'CPU ms by then', 'CPU at rest, % of a core', 'RSS at rest MiB', 'RSS after load MiB', 'load req/s', 'CPU µs/req under load', 'ratio to the reference: start-up / its CPU / idle CPU / RSS rest / RSS after'], rows));
+console.log(
+  `# ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}; load average (1 min) during the starts ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)}, at rest ${fmt([...figures.values()][0]?.loadIdle ?? NaN, 2)}, after the load ${fmt(Math.max(...[...figures.values()].map((f) => f.loadAfter ?? NaN)), 2)}`,
+);
+console.log(
+  `\n## Footprint (start-up: median of ${STARTS}, alternated; CPU at rest over ${IDLE_S} s; RSS after h2load -c50 -m10 -n ${fmt(REQUESTS)}, 1 descriptor)\n`,
+);
+console.log(
+  table(
+    [
+      'server',
+      'start-up ms (each)',
+      'CPU ms by then',
+      'CPU at rest, % of a core',
+      'RSS at rest MiB',
+      'RSS after load MiB',
+      'load req/s',
+      'CPU µs/req under load',
+      'ratio to the reference: start-up / its CPU / idle CPU / RSS rest / RSS after',
+    ],
+    rows,
+  ),
+);
 for (const n of notes) console.log(`- ${n}`);
-writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args: args.argv, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2));
+writeFileSync(
+  jsonPath,
+  JSON.stringify({ date: new Date().toISOString(), args: args.argv, node: process.version, figures: Object.fromEntries(figures), notes }, null, 2),
+);
 console.log(`(JSON: ${jsonPath})`);
 
 // The tail users see through Envoy, beside the reference (bench/envoy.ts prints its own table and commands).

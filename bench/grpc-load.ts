@@ -22,7 +22,14 @@ import { benchArgs } from './lib/args.js';
 import { h2load } from './lib/h2load.js';
 import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
 
-const args = benchArgs('bench/grpc-load.ts', { backend: 'string', requests: 'string', connections: 'string', streams: 'string', scenarios: 'string', rounds: 'string' });
+const args = benchArgs('bench/grpc-load.ts', {
+  backend: 'string',
+  requests: 'string',
+  connections: 'string',
+  streams: 'string',
+  scenarios: 'string',
+  rounds: 'string',
+});
 const backend = args.str('backend', 'memory');
 const requests = args.num('requests', 200000);
 const connections = args.num('connections', 4);
@@ -73,11 +80,17 @@ try {
     ['elastic, client within its own limit', encodeRequest('bench', [{ entries: [['elastic', 'a']] }])],
     ['elastic, client borrowing on every request', encodeRequest('bench', [{ entries: [['borrowing', 'a']] }])],
   ];
-  const scenarios: [string, Uint8Array][] = scenarioSet === 'throttling' ? Array.from({ length: rounds }, () => throttling).flat() : [
-    ['1 descriptor, admitted (fixed_window)', encodeRequest('bench', [{ entries: [['user', 'alice']] }])],
-    ['1 descriptor, over limit', encodeRequest('bench', [{ entries: [['blocked', 'x']] }])],
-    ['2 descriptors, 3 limits (fixed, token_bucket, sliding_window_counter)', encodeRequest('bench', [{ entries: [['user', 'bob']] }, { entries: [['api', 'k']] }])],
-  ];
+  const scenarios: [string, Uint8Array][] =
+    scenarioSet === 'throttling'
+      ? Array.from({ length: rounds }, () => throttling).flat()
+      : [
+          ['1 descriptor, admitted (fixed_window)', encodeRequest('bench', [{ entries: [['user', 'alice']] }])],
+          ['1 descriptor, over limit', encodeRequest('bench', [{ entries: [['blocked', 'x']] }])],
+          [
+            '2 descriptors, 3 limits (fixed, token_bucket, sliding_window_counter)',
+            encodeRequest('bench', [{ entries: [['user', 'bob']] }, { entries: [['api', 'k']] }]),
+          ],
+        ];
   console.log(`# gRPC load, backend=${backend}, ${requests} requests, ${connections} connections x ${streams} streams, node ${process.version}`);
   console.log(`# command: npx tsx bench/grpc-load.ts ${args.argv.join(' ')}`.trimEnd());
   console.log('| scenario | req/s | mean ms | max ms | HTTP 200 |');
@@ -89,16 +102,22 @@ try {
     console.log(`| ${name} | ${Math.round(r.rps)} | ${r.meanMs.toFixed(2)} | ${r.maxMs.toFixed(1)} | ${r.ok} |`);
   }
   const lat = await latency(server.grpcAddress, 5000);
-  console.log(`\nsequential latency (one call in flight, 5000 calls): p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms, p99.9 ${lat.p999.toFixed(3)} ms`);
+  console.log(
+    `\nsequential latency (one call in flight, 5000 calls): p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms, p99.9 ${lat.p999.toFixed(3)} ms`,
+  );
   const metrics = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
   const decided = [...metrics.matchAll(/^ratelimit_decisions_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
   const sum = (re: RegExp) => [...metrics.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
-  console.log(`decisions counted by the server: ${decided}; gRPC errors: ${sum(/^ratelimit_grpc_errors_total\{[^}]*\} (\d+)/gm)}; answered by FAILURE_MODE (store slower than the 20 ms deadline): ${sum(/^ratelimit_store_fallbacks_total\{[^}]*\} (\d+)/gm)}`);
+  console.log(
+    `decisions counted by the server: ${decided}; gRPC errors: ${sum(/^ratelimit_grpc_errors_total\{[^}]*\} (\d+)/gm)}; answered by FAILURE_MODE (store slower than the 20 ms deadline): ${sum(/^ratelimit_store_fallbacks_total\{[^}]*\} (\d+)/gm)}`,
+  );
   if (backend === 'redis') {
     const get = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
     const reqs = get('ratelimit_redis_requests_total');
     const trips = get('ratelimit_redis_round_trips_total');
-    console.log(`Redis: ${reqs} requests, ${trips} round trips → ${(trips / reqs).toFixed(3)} round trips per request; over-limit cache hits ${get('ratelimit_over_limit_cache_hits_total')}`);
+    console.log(
+      `Redis: ${reqs} requests, ${trips} round trips → ${(trips / reqs).toFixed(3)} round trips per request; over-limit cache hits ${get('ratelimit_over_limit_cache_hits_total')}`,
+    );
   }
   console.log(`(h2load line: ${firstLine})`);
 } finally {

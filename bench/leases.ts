@@ -73,7 +73,14 @@ async function replica(setup: Setup, url: string): Promise<Replica> {
       store = new LeaseStore(store, leases, { clock: systemClock });
     }
   }
-  const limiter = new RateLimiter({ store, clock: systemClock, config: () => config, keyPrefix: 'rl:bench:', headers: { mode: 'all', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store,
+    clock: systemClock,
+    config: () => config,
+    keyPrefix: 'rl:bench:',
+    headers: { mode: 'all', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   return { limiter, store, ...(redis ? { redis } : {}), ...(leases ? { leases } : {}) };
 }
 
@@ -96,7 +103,8 @@ async function measure(setup: Setup, url: string, make: (k: number) => RateLimit
   let next = 0;
   let admitted = 0;
   const redisCount = () => replicas.reduce((n, r) => n + (r.redis?.stats().roundTrips ?? 0), 0);
-  const callCount = () => replicas.reduce((n, r) => n + (r.redis?.stats().scriptCalls ?? 0) + (r.leases ? r.leases.stats().claims + r.leases.stats().giveBacks : 0), 0);
+  const callCount = () =>
+    replicas.reduce((n, r) => n + (r.redis?.stats().scriptCalls ?? 0) + (r.leases ? r.leases.stats().claims + r.leases.stats().giveBacks : 0), 0);
   const tripsBefore = redisCount();
   const callsBefore = callCount();
   const started = performance.now();
@@ -106,7 +114,10 @@ async function measure(setup: Setup, url: string, make: (k: number) => RateLimit
         while (next < requests) {
           const k = next++;
           const request = make(k);
-          const d = await r.limiter.decide({ ...request, descriptors: request.descriptors.map((x) => ({ entries: x.entries.map((e) => ({ ...e, value: `${run}-${e.value}` })) })) });
+          const d = await r.limiter.decide({
+            ...request,
+            descriptors: request.descriptors.map((x) => ({ entries: x.entries.map((e) => ({ ...e, value: `${run}-${e.value}` })) })),
+          });
           if (d.overallCode === 'OK') admitted++;
         }
       }),
@@ -123,7 +134,9 @@ async function measure(setup: Setup, url: string, make: (k: number) => RateLimit
 const server = await startRedis();
 console.log(`# ${REQUESTS} requests per row (a tenth at concurrency 1), ${REPLICAS} replicas, ${ROUNDS} rounds alternating, node ${process.version}`);
 console.log(`# command: REQUESTS=${REQUESTS} ROUNDS=${ROUNDS} CONCURRENCY=${CONCURRENCIES.join(',')} npx tsx bench/leases.ts\n`);
-console.log('| workload | concurrency per replica | round | setup | requests/s | vs memory | Redis round trips/request | Redis script calls/request | claims | admitted |');
+console.log(
+  '| workload | concurrency per replica | round | setup | requests/s | vs memory | Redis round trips/request | Redis script calls/request | claims | admitted |',
+);
 console.log('|---|---:|---:|---|---:|---:|---:|---:|---:|---:|');
 let run = 0;
 for (const concurrency of CONCURRENCIES) {
@@ -137,7 +150,9 @@ for (const concurrency of CONCURRENCIES) {
       for (const setup of ['memory', 'redis', 'redis + leases'] as Setup[]) {
         const r = rows.get(setup)!;
         const redis = setup === 'memory' ? ['—', '—'] : [r.tripsPerRequest.toFixed(3), r.callsPerRequest.toFixed(3)];
-        console.log(`| ${name} | ${concurrency} | ${round} | ${setup} | ${Math.round(r.perSecond)} | ${(r.perSecond / memory).toFixed(2)} | ${redis.join(' | ')} | ${r.claims || '—'} | ${r.admitted} |`);
+        console.log(
+          `| ${name} | ${concurrency} | ${round} | ${setup} | ${Math.round(r.perSecond)} | ${(r.perSecond / memory).toFixed(2)} | ${redis.join(' | ')} | ${r.claims || '—'} | ${r.admitted} |`,
+        );
       }
     }
   }

@@ -75,16 +75,28 @@ const NODE_OPTIONS = args.str('node-options', START_NODE_OPTIONS);
 const flags = [...(args.flag('gc') ? ['--expose-gc'] : []), '-r', PROBE];
 const extraEnv = envPairs(args.str('env', '').split(','));
 ensureBuilt();
-execFileSync(process.execPath, [...flags, IMAGE_CLI], { env: { ...process.env, NODE_OPTIONS, RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: RULES }, stdio: 'ignore' });
+execFileSync(process.execPath, [...flags, IMAGE_CLI], {
+  env: { ...process.env, NODE_OPTIONS, RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: RULES },
+  stdio: 'ignore',
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-memory-'));
 const out = join(dir, 'probe.jsonl');
 const BODY = encodeRequest('bench', [{ entries: [['user', 'alice']] }]);
 const redis = await startRedis();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const lines = () => (existsSync(out) ? readFileSync(out, 'utf8').split('\n').filter((l) => l !== '') : []);
+const lines = () =>
+  existsSync(out)
+    ? readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
 try {
-  const service = await startOurs('ours', { NODE_OPTIONS, ...extraEnv, MEMORY_PROBE_OUT: out, CONFIG_DIR: RULES, BACKEND: 'redis', REDIS_URL: redis.url }, { flags });
+  const service = await startOurs(
+    'ours',
+    { NODE_OPTIONS, ...extraEnv, MEMORY_PROBE_OUT: out, CONFIG_DIR: RULES, BACKEND: 'redis', REDIS_URL: redis.url },
+    { flags },
+  );
   const server = { pid: service.pid!, stop: () => service.stop() };
   const read = async (title: string) => {
     const before = lines().length;

@@ -58,7 +58,9 @@ async function measure(n: number, algorithm: AlgorithmName): Promise<void> {
   const stats = (store as unknown as { stats?: () => { bytes: number; keys: number } }).stats?.();
   const estimate = stats !== undefined ? (stats.bytes / stats.keys).toFixed(0) : 'n/a';
   if (bounded && stats !== undefined) {
-    console.log(`defaults: ${n} keys offered, ${stats.keys} kept, accounted ${(stats.bytes / 2 ** 20).toFixed(1)} MiB (max 64), heap+buffers growth ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`);
+    console.log(
+      `defaults: ${n} keys offered, ${stats.keys} kept, accounted ${(stats.bytes / 2 ** 20).toFixed(1)} MiB (max 64), heap+buffers growth ${((after.heapUsed + after.arrayBuffers - before.heapUsed - before.arrayBuffers) / 2 ** 20).toFixed(1)} MiB`,
+    );
   }
   console.log(
     `${algorithm.padEnd(14)} keys=${String(n).padStart(8)} heapUsed/key=${heap.toFixed(0).padStart(4)} B  heap+buffers/key=${total.toFixed(0).padStart(4)} B  rss/key=${rss.toFixed(0).padStart(4)} B  ` +

@@ -50,9 +50,11 @@ async function scrape(): Promise<{ bytes: number; series: number; longest: numbe
 async function send(n: number, make: (i: number) => Promise<unknown>): Promise<number> {
   const started = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await make(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await make(next++);
+    }),
+  );
   return Math.round(performance.now() - started);
 }
 
@@ -60,7 +62,9 @@ try {
   console.log(`# metrics cardinality, memory store, node ${process.version}, METRICS_MAX_DETAILED_SERIES=${maxDetailed}`);
   console.log(`# command: npx tsx bench/metrics-cardinality.ts ${args.argv.join(' ')}`.trimEnd());
   const row = (label: string, s: Awaited<ReturnType<typeof scrape>>) =>
-    console.log(`${label.padEnd(44)} ${String(s.series).padStart(7)} series ${String(s.bytes).padStart(9)} bytes  longest line ${String(s.longest).padStart(5)}  domain values ${String(s.domainValues).padStart(5)}  key values ${String(s.keyValues).padStart(5)}  rss ${s.rssMiB} MiB`);
+    console.log(
+      `${label.padEnd(44)} ${String(s.series).padStart(7)} series ${String(s.bytes).padStart(9)} bytes  longest line ${String(s.longest).padStart(5)}  domain values ${String(s.domainValues).padStart(5)}  key values ${String(s.keyValues).padStart(5)}  rss ${s.rssMiB} MiB`,
+    );
   row('at start', await scrape());
   const tDomains = await send(domains, (i) => client.call(i % 10 === 0 ? `d${i}-${'x'.repeat(3000)}` : `random-${i}`, [{ entries: [['api_key', 'k']] }]));
   row(`after ${domains} random domains (${tDomains} ms)`, await scrape());

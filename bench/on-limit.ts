@@ -18,7 +18,9 @@ const rule = (onLimit: string) =>
   `domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: second\n      requests_per_unit: 50\n      algorithm: token_bucket\n${onLimit}`;
 const VARIANTS: Record<string, string> = {
   plain: rule(''),
-  backoff_body: rule(`      on_limit: {retry: exponential_backoff, content_type: application/json, body: '{"e":"slow","r":{{retry_after}},"d":"{{descriptor}}"}'}\n`),
+  backoff_body: rule(
+    `      on_limit: {retry: exponential_backoff, content_type: application/json, body: '{"e":"slow","r":{{retry_after}},"d":"{{descriptor}}"}'}\n`,
+  ),
   delay: rule('      on_limit: {action: delay, max_delay: 1ms}\n'),
 };
 
@@ -33,7 +35,14 @@ function variant(name: string, text: string, store: CounterStore): Variant {
   const compiled = compileConfigFiles([{ name: 'd.yaml', text }], { mergeDomains: false });
   if (!compiled.ok) throw new Error(compiled.errors.map(String).join('\n'));
   const clock = new FakeClock();
-  const limiter = new RateLimiter({ store, clock, config: () => compiled.config, keyPrefix: `bench-${name}:`, headers: { mode: 'all', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store,
+    clock,
+    config: () => compiled.config,
+    keyPrefix: `bench-${name}:`,
+    headers: { mode: 'all', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   return { name, limiter, clock, store };
 }
 

@@ -15,7 +15,14 @@ import { benchArgs, envPairs } from './lib/args.js';
 import { redisSection } from './lib/redis-section.js';
 
 const args = benchArgs('bench/redis-compare.ts', {
-  requests: 'string', clients: 'string', streams: 'string', rounds: 'string', rate: 'string', 'rate-seconds': 'string', 'node-options': 'list', env: 'list',
+  requests: 'string',
+  clients: 'string',
+  streams: 'string',
+  rounds: 'string',
+  rate: 'string',
+  'rate-seconds': 'string',
+  'node-options': 'list',
+  env: 'list',
 });
 const env = envPairs(args.list('env'));
 const dir = mkdtempSync(join(tmpdir(), 'rl-bench-redis-'));

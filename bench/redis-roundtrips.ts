@@ -26,7 +26,15 @@ function limitsOf(descriptor: string, user: number): LimitCheck[] {
   const entries = [{ key: descriptor, value: `u${user}` }];
   return [
     { key: counterKey('rl:', 'bench', entries, 'fixed_window', 1000), algorithm: 'fixed_window', limit: 1e9, windowMs: 1000, burst: 1, hits: 1, enforce: true },
-    { key: counterKey('rl:', 'bench', entries, 'token_bucket', 60_000), algorithm: 'token_bucket', limit: 1e9, windowMs: 60_000, burst: 1e9, hits: 1, enforce: true },
+    {
+      key: counterKey('rl:', 'bench', entries, 'token_bucket', 60_000),
+      algorithm: 'token_bucket',
+      limit: 1e9,
+      windowMs: 60_000,
+      burst: 1e9,
+      hits: 1,
+      enforce: true,
+    },
   ];
 }
 const oneDescriptor = (i: number): LimitCheck[] => limitsOf('user', i % 5000);
@@ -36,13 +44,7 @@ function row(cells: (string | number)[]): string {
   return `| ${cells.map(String).join(' | ')} |`;
 }
 
-async function measure(
-  store: RedisStore,
-  label: string,
-  checksFor: (i: number) => LimitCheck[],
-  concurrency: number,
-  serverPort?: number,
-): Promise<string> {
+async function measure(store: RedisStore, label: string, checksFor: (i: number) => LimitCheck[], concurrency: number, serverPort?: number): Promise<string> {
   const before = store.stats();
   const readsBefore = serverPort === undefined ? 0 : await readsProcessed(serverPort);
   const latencies: number[] = [];
@@ -78,7 +80,9 @@ async function measure(
 }
 
 console.log(`${REQUESTS} requests per row\n`);
-console.log(row(['setup', 'concurrency', 'requests/s', 'p50 ms', 'p99 ms', 'script calls/request', 'round trips/request (client)', 'socket reads/request (Redis)']));
+console.log(
+  row(['setup', 'concurrency', 'requests/s', 'p50 ms', 'p99 ms', 'script calls/request', 'round trips/request (client)', 'socket reads/request (Redis)']),
+);
 console.log(row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
 
 const server = await startRedis();

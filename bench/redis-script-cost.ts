@@ -39,11 +39,22 @@ const rules = readFileSync(new URL('./rules/bench.yaml', import.meta.url), 'utf8
 const compiled = compileConfigFiles([{ name: 'bench.yaml', text: rules }], { mergeDomains: false });
 if (!compiled.ok) throw new Error('rules');
 const config = compiled.config;
-const limiter = new RateLimiter({ store, clock: systemClock, config: () => config, keyPrefix: 'rl:', headers: { mode: 'none', xRateLimit: false }, nearLimitRatio: 0.8 });
+const limiter = new RateLimiter({
+  store,
+  clock: systemClock,
+  config: () => config,
+  keyPrefix: 'rl:',
+  headers: { mode: 'none', xRateLimit: false },
+  nearLimitRatio: 0.8,
+});
 current = '1 descriptor';
 await limiter.decide({ domain: 'bench', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }] });
 current = '3 descriptors';
-await limiter.decide({ domain: 'bench', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }, { entries: [{ key: 'ip', value: '10.0.0.1' }] }, { entries: [{ key: 'path', value: '/api' }] }] });
+await limiter.decide({
+  domain: 'bench',
+  hitsAddend: 0,
+  descriptors: [{ entries: [{ key: 'user', value: 'alice' }] }, { entries: [{ key: 'ip', value: '10.0.0.1' }] }, { entries: [{ key: 'path', value: '/api' }] }],
+});
 Reflect.set(Redis.prototype, 'evalshaBuffer', original);
 await store.close();
 if (recorded.length < 2) throw new Error(`recorded ${recorded.length} script calls; the store's call path changed`);
@@ -62,7 +73,10 @@ for (const r of recorded) {
   const e: number[] = [];
   const f: number[] = [];
   for (let block = 0; block < 4; block++) {
-    for (const [cmd, out] of [['evalsha', e], ['fcall', f]] as const) {
+    for (const [cmd, out] of [
+      ['evalsha', e],
+      ['fcall', f],
+    ] as const) {
       await spy.call('CONFIG', 'RESETSTAT');
       const pipe = spy.pipeline();
       for (let i = 0; i < CALLS / 4; i++) {

@@ -29,14 +29,25 @@ if (!compiled.ok) throw new Error('bench rules do not compile');
 const config = compiled.config;
 const bodies = {
   '1 descriptor': [{ entries: [{ key: 'user', value: 'alice' }] }],
-  '3 descriptors': [{ entries: [{ key: 'user', value: 'alice' }] }, { entries: [{ key: 'ip', value: '10.0.0.1' }] }, { entries: [{ key: 'path', value: '/api' }] }],
+  '3 descriptors': [
+    { entries: [{ key: 'user', value: 'alice' }] },
+    { entries: [{ key: 'ip', value: '10.0.0.1' }] },
+    { entries: [{ key: 'path', value: '/api' }] },
+  ],
 };
 
 const redis = await startRedis();
 const pid = await redisPid(redis.port);
 const store = createRedisStore({ url: redis.url });
 await store.waitUntilReady(5000);
-const limiter = new RateLimiter({ store, clock: systemClock, config: () => config, keyPrefix: 'rl:', headers: { mode: 'none', xRateLimit: false }, nearLimitRatio: 0.8 });
+const limiter = new RateLimiter({
+  store,
+  clock: systemClock,
+  config: () => config,
+  keyPrefix: 'rl:',
+  headers: { mode: 'none', xRateLimit: false },
+  nearLimitRatio: 0.8,
+});
 
 /** Script calls so far and the µs Redis spent inside them (INFO commandstats). */
 async function evalCalls(): Promise<{ calls: number; usec: number }> {
@@ -76,7 +87,9 @@ for (let round = 1; round <= ROUNDS; round++) {
     const calls1 = await evalCalls();
     const perCall = REQUESTS / (calls1.calls - calls0.calls);
     const scriptUs = (calls1.usec - calls0.usec) / REQUESTS;
-    rows.push(`| ${round} | ${name} | ${(REQUESTS / seconds).toFixed(0)} | ${redisUs.toFixed(1)} | ${scriptUs.toFixed(1)} | ${selfUs.toFixed(1)} | ${perCall.toFixed(1)} | ${failed} |`);
+    rows.push(
+      `| ${round} | ${name} | ${(REQUESTS / seconds).toFixed(0)} | ${redisUs.toFixed(1)} | ${scriptUs.toFixed(1)} | ${selfUs.toFixed(1)} | ${perCall.toFixed(1)} | ${failed} |`,
+    );
     console.log(rows[rows.length - 1]);
   }
 }

@@ -31,7 +31,15 @@ import { measure, type Path, type RunResult } from './lib/rlqs-run.js';
 import { fmt, median, table } from './lib/stats.js';
 
 // --rlqs: how `npm run bench` chose this script.
-const args = benchArgs('bench/rlqs.ts', { rounds: 'string', seconds: 'string', rate: 'string', limit: 'string', 'idle-seconds': 'string', backend: 'string', rlqs: 'flag' });
+const args = benchArgs('bench/rlqs.ts', {
+  rounds: 'string',
+  seconds: 'string',
+  rate: 'string',
+  limit: 'string',
+  'idle-seconds': 'string',
+  backend: 'string',
+  rlqs: 'flag',
+});
 const opt = (name: 'rounds' | 'seconds' | 'rate' | 'limit' | 'idle-seconds', def: number): number => {
   const n = args.num(name, def);
   if (n <= 0) throw new Error(`bench/rlqs.ts: --${name} must be a positive number, got "${n}"`);
@@ -84,7 +92,17 @@ async function main(): Promise<void> {
       for (const path of round % 2 === 0 ? PATHS : [...PATHS].reverse()) {
         if (redis) await rawCommand(redis.port, ['FLUSHALL']); // no counter or share of an earlier run
         process.stderr.write(`round ${round + 1}/${ROUNDS}: ${NAMES[path]}…\n`);
-        const r = await measure({ path, limit: LIMIT, rate: RATE, seconds: SECONDS, idleS: IDLE_S, configDir: dir, upstreamPort: (upstream.address() as AddressInfo).port, ...(redis ? { redisUrl: redis.url } : {}), signal: stop.signal });
+        const r = await measure({
+          path,
+          limit: LIMIT,
+          rate: RATE,
+          seconds: SECONDS,
+          idleS: IDLE_S,
+          configDir: dir,
+          upstreamPort: (upstream.address() as AddressInfo).port,
+          ...(redis ? { redisUrl: redis.url } : {}),
+          signal: stop.signal,
+        });
         process.stderr.write(`  ${JSON.stringify(r)}\n`);
         results.get(path)!.push(r);
       }
@@ -100,7 +118,9 @@ async function main(): Promise<void> {
     const xs = results.get(path)!.map(f);
     const lo = Math.min(...xs);
     const hi = Math.max(...xs);
-    return xs.length > 1 && fmt(lo, digits) !== fmt(hi, digits) ? `${fmt(median(xs), digits)} (${fmt(lo, digits)}–${fmt(hi, digits)})` : fmt(median(xs), digits);
+    return xs.length > 1 && fmt(lo, digits) !== fmt(hi, digits)
+      ? `${fmt(median(xs), digits)} (${fmt(lo, digits)}–${fmt(hi, digits)})`
+      : fmt(median(xs), digits);
   };
   const row = (label: string, f: (r: RunResult) => number, digits: number) => [label, ...PATHS.map((p) => cell(p, f, digits))];
   const la = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
@@ -109,18 +129,21 @@ async function main(): Promise<void> {
       `\n# ${started.toISOString()}; Envoy ${binary.version} ×2 (--concurrency 1); service BACKEND=${BACKEND}; rule {name: all} ${LIMIT}/s; ` +
       `${RATE}/s (${RATE / 2}/s per Envoy) for ${SECONDS} s; ${ROUNDS} round(s) alternated, medians (range)\n` +
       `# load average ${la(load0)} at the start, ${la(load1)} at the end\n\n` +
-      table(['', ...PATHS.map((p) => NAMES[p])], [
-        row('admitted ÷ limit, overall', (r) => r.ratio, 2),
-        row('admitted ÷ limit, after the first second', (r) => r.ratioAfterFirst, 2),
-        row('request latency through Envoy, p50 ms', (r) => r.p50, 1),
-        row('request latency through Envoy, p99 ms', (r) => r.p99, 1),
-        row('service CPU per request above idle, ms', (r) => r.cpuMsPerRequest, 3),
-        row('service CPU at rest, ms per second', (r) => r.idleCpuMsPerS, 1),
-        row('messages to the service per request', (r) => r.messagesPerRequest, 3),
-        row('bytes to the service per request', (r) => r.bytesPerRequest, 1),
-      ]) +
-      '\n\nmessages: RateLimitService = Envoy\'s cluster.ratelimit.upstream_rq_total (a call per request); RLQS = usage reports the ' +
-      'service received (ratelimit_rlqs_reports_total; Envoy 1.40 counts one request per stream); bytes = Envoy\'s cluster.ratelimit.upstream_cx_tx_bytes_total.\n',
+      table(
+        ['', ...PATHS.map((p) => NAMES[p])],
+        [
+          row('admitted ÷ limit, overall', (r) => r.ratio, 2),
+          row('admitted ÷ limit, after the first second', (r) => r.ratioAfterFirst, 2),
+          row('request latency through Envoy, p50 ms', (r) => r.p50, 1),
+          row('request latency through Envoy, p99 ms', (r) => r.p99, 1),
+          row('service CPU per request above idle, ms', (r) => r.cpuMsPerRequest, 3),
+          row('service CPU at rest, ms per second', (r) => r.idleCpuMsPerS, 1),
+          row('messages to the service per request', (r) => r.messagesPerRequest, 3),
+          row('bytes to the service per request', (r) => r.bytesPerRequest, 1),
+        ],
+      ) +
+      "\n\nmessages: RateLimitService = Envoy's cluster.ratelimit.upstream_rq_total (a call per request); RLQS = usage reports the " +
+      "service received (ratelimit_rlqs_reports_total; Envoy 1.40 counts one request per stream); bytes = Envoy's cluster.ratelimit.upstream_cx_tx_bytes_total.\n",
   );
   const problems = [...results].flatMap(([p, rs]) => rs.flatMap((r, i) => r.problems.map((x) => `${NAMES[p]}, run ${i + 1}: ${x}`)));
   for (const p of problems) process.stdout.write(`note: ${p}\n`);

@@ -44,11 +44,29 @@ if (argv.includes('--audit')) {
   await import('./rlqs.js');
   process.exit(process.exitCode ?? 0);
 }
-const args = benchArgs('npm run bench', {
-  smoke: 'flag', rounds: 'string', requests: 'string', clients: 'string', streams: 'string', rate: 'string', 'rate-seconds': 'string', keys: 'string',
-  against: 'string', 'against-pid': 'string', json: 'string', 'only-redis': 'flag', 'young-gen': 'flag',
-  'side-requests': 'string', 'side-clients': 'string', 'side-streams': 'string', 'side-rate': 'string',
-}, argv);
+const args = benchArgs(
+  'npm run bench',
+  {
+    smoke: 'flag',
+    rounds: 'string',
+    requests: 'string',
+    clients: 'string',
+    streams: 'string',
+    rate: 'string',
+    'rate-seconds': 'string',
+    keys: 'string',
+    against: 'string',
+    'against-pid': 'string',
+    json: 'string',
+    'only-redis': 'flag',
+    'young-gen': 'flag',
+    'side-requests': 'string',
+    'side-clients': 'string',
+    'side-streams': 'string',
+    'side-rate': 'string',
+  },
+  argv,
+);
 const flag = (name: 'smoke' | 'only-redis' | 'young-gen') => args.flag(name);
 const smoke = flag('smoke');
 const ROUNDS = args.num('rounds', smoke ? 1 : 3);
@@ -116,8 +134,18 @@ try {
     started.push(noop);
     const targets: { key: string; target: Target; scenario: string; baseline?: string }[] = [
       { key: 'noop', target: noop, scenario: 'no-op RateLimitService (grpc-js, proto-loader)' },
-      { key: 'mem-lean', target: await startOurs('ours', { ...env, GRPC_TRANSPORT: 'lean' }), scenario: 'this service, memory store, lean transport', baseline: 'noop' },
-      { key: 'redis-lean', target: await startOurs('ours', { ...env, BACKEND: 'redis', REDIS_URL: redis.url }), scenario: 'this service, Redis store, lean transport', baseline: against !== undefined ? 'against' : 'noop' },
+      {
+        key: 'mem-lean',
+        target: await startOurs('ours', { ...env, GRPC_TRANSPORT: 'lean' }),
+        scenario: 'this service, memory store, lean transport',
+        baseline: 'noop',
+      },
+      {
+        key: 'redis-lean',
+        target: await startOurs('ours', { ...env, BACKEND: 'redis', REDIS_URL: redis.url }),
+        scenario: 'this service, Redis store, lean transport',
+        baseline: against !== undefined ? 'against' : 'noop',
+      },
     ];
     if (against !== undefined) targets.push({ key: 'against', target: external(against, againstPid), scenario: `RLS server at ${against} (--against)` });
     for (const t of targets.slice(1)) if (t.key !== 'against') started.push(t.target);
@@ -128,9 +156,14 @@ try {
       res.cpuUs = ((cpuSeconds(t.pid) - cpu0) * 1e6) / res.ok;
       return res;
     };
-    for (const t of targets) for (const shape of Object.keys(BODIES) as Shape[]) await h2load({ address: t.target.address, body: BODIES[shape], requests: Math.min(REQUESTS, 5000), clients: CLIENTS, streams: STREAMS, dir });
+    for (const t of targets)
+      for (const shape of Object.keys(BODIES) as Shape[])
+        await h2load({ address: t.target.address, body: BODIES[shape], requests: Math.min(REQUESTS, 5000), clients: CLIENTS, streams: STREAMS, dir });
     const redisTarget = targets.find((t) => t.key === 'redis-lean')!.target;
-    const redisBefore = { requests: await counter(redisTarget, 'ratelimit_redis_requests_total'), trips: await counter(redisTarget, 'ratelimit_redis_round_trips_total') };
+    const redisBefore = {
+      requests: await counter(redisTarget, 'ratelimit_redis_requests_total'),
+      trips: await counter(redisTarget, 'ratelimit_redis_round_trips_total'),
+    };
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? targets : [...targets].reverse(); // alternate: no server always runs first
       for (const t of order) {
@@ -142,12 +175,26 @@ try {
         }
       }
     }
-    const redisAfter = { requests: await counter(redisTarget, 'ratelimit_redis_requests_total'), trips: await counter(redisTarget, 'ratelimit_redis_round_trips_total') };
+    const redisAfter = {
+      requests: await counter(redisTarget, 'ratelimit_redis_requests_total'),
+      trips: await counter(redisTarget, 'ratelimit_redis_round_trips_total'),
+    };
     for (const t of targets) {
       for (const shape of Object.keys(BODIES) as Shape[]) {
         const rs = results.get(`${t.key}|${shape}`)!;
         const base = t.baseline !== undefined ? results.get(`${t.baseline}|${shape}`) : undefined;
-        const row: Row = { scenario: t.scenario, server: t.key, shape, rps: rs.map((x) => x.rps), cpu: rs.map((x) => x.cpuUs ?? Number.NaN), cpuRatios: base ? rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!) : [], p50: rs.map((x) => x.p50), p99: rs.map((x) => x.p99), p999: rs.map((x) => x.p999), ratios: base ? rs.map((x, i) => x.rps / base[i]!.rps) : [] };
+        const row: Row = {
+          scenario: t.scenario,
+          server: t.key,
+          shape,
+          rps: rs.map((x) => x.rps),
+          cpu: rs.map((x) => x.cpuUs ?? Number.NaN),
+          cpuRatios: base ? rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!) : [],
+          p50: rs.map((x) => x.p50),
+          p99: rs.map((x) => x.p99),
+          p999: rs.map((x) => x.p999),
+          ratios: base ? rs.map((x, i) => x.rps / base[i]!.rps) : [],
+        };
         if (t.baseline !== undefined) row.baseline = targets.find((b) => b.key === t.baseline)!.scenario;
         rows.push(row);
       }
@@ -157,19 +204,65 @@ try {
       for (const shape of Object.keys(BODIES) as Shape[]) {
         const rs = results.get(`redis-lean|${shape}`)!;
         const base = results.get(`noop|${shape}`)!;
-        rows.push({ scenario: 'this service, Redis store, lean transport', server: 'redis-lean', shape, rps: [], cpu: [], cpuRatios: rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!), p50: [], p99: [], p999: [], baseline: 'no-op RateLimitService (grpc-js, proto-loader)', ratios: rs.map((x, i) => x.rps / base[i]!.rps) });
+        rows.push({
+          scenario: 'this service, Redis store, lean transport',
+          server: 'redis-lean',
+          shape,
+          rps: [],
+          cpu: [],
+          cpuRatios: rs.map((x, i) => base[i]!.cpuUs! / x.cpuUs!),
+          p50: [],
+          p99: [],
+          p999: [],
+          baseline: 'no-op RateLimitService (grpc-js, proto-loader)',
+          ratios: rs.map((x, i) => x.rps / base[i]!.rps),
+        });
       }
     }
     const perRequest = (redisAfter.trips - redisBefore.trips) / (redisAfter.requests - redisBefore.requests);
     notes.push(`Redis round trips per request under the closed-loop load (${CLIENTS}×${STREAMS} in flight): ${perRequest.toFixed(3)}`);
     // Fixed rate, as a proxy sees it: latency at RATE requests per second on Redis (2 connections).
-    const fixed = await h2load({ address: redisTarget.address, body: BODIES['1 descriptor'], requests: Math.round((RATE * RATE_SECONDS) / 2), clients: 2, streams: 100, rps: RATE / 2, dir });
-    rows.push({ scenario: `this service, Redis store, fixed rate ${fmt(RATE)}/s`, server: 'redis-lean', shape: '1 descriptor', rps: [fixed.rps], cpu: [], cpuRatios: [], p50: [fixed.p50], p99: [fixed.p99], p999: [fixed.p999], ratios: [] });
+    const fixed = await h2load({
+      address: redisTarget.address,
+      body: BODIES['1 descriptor'],
+      requests: Math.round((RATE * RATE_SECONDS) / 2),
+      clients: 2,
+      streams: 100,
+      rps: RATE / 2,
+      dir,
+    });
+    rows.push({
+      scenario: `this service, Redis store, fixed rate ${fmt(RATE)}/s`,
+      server: 'redis-lean',
+      shape: '1 descriptor',
+      rps: [fixed.rps],
+      cpu: [],
+      cpuRatios: [],
+      p50: [fixed.p50],
+      p99: [fixed.p99],
+      p999: [fixed.p999],
+      ratios: [],
+    });
   }
 
   const engine = ONLY_REDIS ? [] : await compareEngines({ redisUrl: redis.url, total: smoke ? 5000 : 200_000, keys: 10_000, inFlight: 200, rounds: ROUNDS });
   if (typeof engine === 'string') notes.push(engine);
-  else for (const e of engine) rows.push({ scenario: e.name, server: 'engine', shape: '', rps: e.ours, cpu: [], cpuRatios: [], p50: [], p99: [], p999: [], baseline: 'rate-limiter-flexible', ratios: e.ours.map((x, i) => x / e.theirs[i]!), note: `rate-limiter-flexible: ${fmt(median(e.theirs))}/s` });
+  else
+    for (const e of engine)
+      rows.push({
+        scenario: e.name,
+        server: 'engine',
+        shape: '',
+        rps: e.ours,
+        cpu: [],
+        cpuRatios: [],
+        p50: [],
+        p99: [],
+        p999: [],
+        baseline: 'rate-limiter-flexible',
+        ratios: e.ours.map((x, i) => x / e.theirs[i]!),
+        note: `rate-limiter-flexible: ${fmt(median(e.theirs))}/s`,
+      });
 
   if (!ONLY_REDIS) notes.push(`memory store at ${fmt(KEYS_FOR_BYTES)} keys: ${bytesPerKey(KEYS_FOR_BYTES)}`);
 } finally {
@@ -188,10 +281,39 @@ if (side !== undefined) {
 }
 console.log(
   table(
-    ['scenario', 'descriptors', 'req/s (median)', 'p50 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/req', 'ratio to baseline: req/s', 'ratio: CPU per request', 'baseline'],
-    rows.map((r) => [r.scenario, r.shape, r.rps.length > 0 ? fmt(median(r.rps)) : '', ms(r.p50), ms(r.p99), ms(r.p999), r.cpu.length > 0 && r.cpu.every(Number.isFinite) ? fmt(median(r.cpu), 1) : '', r.ratios.length > 0 ? ratioText(r.ratios) : '', r.cpuRatios.length > 0 ? ratioText(r.cpuRatios) : '', [r.baseline ?? '', r.note ?? ''].filter((x) => x !== '').join('; ')]),
+    [
+      'scenario',
+      'descriptors',
+      'req/s (median)',
+      'p50 ms',
+      'p99 ms',
+      'p99.9 ms',
+      'server CPU µs/req',
+      'ratio to baseline: req/s',
+      'ratio: CPU per request',
+      'baseline',
+    ],
+    rows.map((r) => [
+      r.scenario,
+      r.shape,
+      r.rps.length > 0 ? fmt(median(r.rps)) : '',
+      ms(r.p50),
+      ms(r.p99),
+      ms(r.p999),
+      r.cpu.length > 0 && r.cpu.every(Number.isFinite) ? fmt(median(r.cpu), 1) : '',
+      r.ratios.length > 0 ? ratioText(r.ratios) : '',
+      r.cpuRatios.length > 0 ? ratioText(r.cpuRatios) : '',
+      [r.baseline ?? '', r.note ?? ''].filter((x) => x !== '').join('; '),
+    ]),
   ),
 );
 for (const n of notes) console.log(`- ${n}`);
-writeFileSync(jsonPath, JSON.stringify({ date: new Date().toISOString(), args: argv, node: process.version, cpus: cpus().map((c) => c.model), rows, notes, redisSideBySide: side ?? null }, null, 2));
+writeFileSync(
+  jsonPath,
+  JSON.stringify(
+    { date: new Date().toISOString(), args: argv, node: process.version, cpus: cpus().map((c) => c.model), rows, notes, redisSideBySide: side ?? null },
+    null,
+    2,
+  ),
+);
 console.log(`(JSON: ${jsonPath})`);

@@ -23,7 +23,15 @@ import { spawnService } from '../test/support/service-process.js';
 import { EXACT_RULES } from '../test/support/traffic-scenario.js';
 import { benchArgs } from './lib/args.js';
 
-const args = benchArgs('bench/soak.ts', { duration: 'string', interval: 'string', backend: 'string', faults: 'string', rate: 'string', connections: 'string', seed: 'string' });
+const args = benchArgs('bench/soak.ts', {
+  duration: 'string',
+  interval: 'string',
+  backend: 'string',
+  faults: 'string',
+  rate: 'string',
+  connections: 'string',
+  seed: 'string',
+});
 const opt = (name: 'duration' | 'interval' | 'backend' | 'faults' | 'seed', def: string) => args.str(name, def);
 function duration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
@@ -122,8 +130,12 @@ const seconds = (Date.now() - start) / 1000;
 await faultLoop;
 pool.close();
 
-console.log(`\ntotal: ${stats.calls} calls in ${seconds.toFixed(0)} s (${(stats.calls / seconds).toFixed(0)}/s); statuses ${JSON.stringify(stats.byStatus)}; overall ${JSON.stringify(stats.byOverall)}`);
-console.log(`RSS first ${mib(firstRss)} MiB, last ${mib(lastRss)} MiB, max ${mib(maxRss)} MiB; event-loop delay p99 max ${(maxP99 * 1000).toFixed(1)} ms; slowest call ${stats.maxMs.toFixed(0)} ms`);
+console.log(
+  `\ntotal: ${stats.calls} calls in ${seconds.toFixed(0)} s (${(stats.calls / seconds).toFixed(0)}/s); statuses ${JSON.stringify(stats.byStatus)}; overall ${JSON.stringify(stats.byOverall)}`,
+);
+console.log(
+  `RSS first ${mib(firstRss)} MiB, last ${mib(lastRss)} MiB, max ${mib(maxRss)} MiB; event-loop delay p99 max ${(maxP99 * 1000).toFixed(1)} ms; slowest call ${stats.maxMs.toFixed(0)} ms`,
+);
 if (faults) for (const line of faults.describe(start)) console.log(`fault: ${line}`);
 for (const b of stats.bad.slice(0, 10)) console.log(`unexpected: ${b}`);
 const failed = died !== undefined || stats.bad.length > 0;

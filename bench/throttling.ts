@@ -36,7 +36,14 @@ if (!compiled.ok) throw new Error(compiled.errors.map(String).join('\n'));
 const config = compiled.config;
 
 async function measure(store: CounterStore, key: string): Promise<number> {
-  const limiter = new RateLimiter({ store, clock: systemClock, config: () => config, keyPrefix: `rl:b:${Date.now()}:`, headers: { mode: 'all', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store,
+    clock: systemClock,
+    config: () => config,
+    keyPrefix: `rl:b:${Date.now()}:`,
+    headers: { mode: 'all', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   let sent = 0;
   const t0 = performance.now();
   await Promise.all(

@@ -47,7 +47,9 @@ const relocate: Plugin = {
       const rel = posix(relative(DIST, args.path));
       if (text.includes('import.meta.url')) text = text.replaceAll('import.meta.url', `__rlUrl(${JSON.stringify(rel)})`);
       if (/\b__(dirname|filename)\b/.test(text)) {
-        text = text.replace(/\b__dirname\b/g, `__rlPath(${JSON.stringify(posix(dirname(rel)))})`).replace(/\b__filename\b/g, `__rlPath(${JSON.stringify(rel)})`);
+        text = text
+          .replace(/\b__dirname\b/g, `__rlPath(${JSON.stringify(posix(dirname(rel)))})`)
+          .replace(/\b__filename\b/g, `__rlPath(${JSON.stringify(rel)})`);
       }
       return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
     });
@@ -94,10 +96,15 @@ const lazyBuiltins: Plugin = {
   name: 'lazy-builtins',
   setup(build) {
     const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
-    build.onResolve({ filter }, (args) => (args.namespace === 'lazy-builtin' ? undefined : { path: args.path.replace(/^(node:)?/, 'node:'), namespace: 'lazy-builtin' }));
+    build.onResolve({ filter }, (args) =>
+      args.namespace === 'lazy-builtin' ? undefined : { path: args.path.replace(/^(node:)?/, 'node:'), namespace: 'lazy-builtin' },
+    );
     build.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => {
       const real = require(args.path) as Record<string, unknown>;
-      const plain = (v: unknown) => typeof v === 'function' && Reflect.ownKeys(v).every((k) => k === 'length' || k === 'name' || k === 'prototype') && !/^class\b/.test(Function.prototype.toString.call(v));
+      const plain = (v: unknown) =>
+        typeof v === 'function' &&
+        Reflect.ownKeys(v).every((k) => k === 'length' || k === 'name' || k === 'prototype') &&
+        !/^class\b/.test(Function.prototype.toString.call(v));
       const names = Object.keys(real);
       const forwarded = names.filter((n) => /^[a-z]/.test(n) && plain(real[n]));
       const contents = [
@@ -121,7 +128,8 @@ const lazyBuiltins: Plugin = {
 const CODE_CACHE_PACKAGES = ['ioredis'];
 
 /** Rules checked before the cache is made, so that loading rules is compiled code at start. */
-const WARM_RULES = 'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
+const WARM_RULES =
+  'domain: warm\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 10}\n  - key: path\n    value: /a\n    descriptors:\n      - key: ip\n        rate_limit: {unit: minute, requests_per_unit: 5}\n';
 
 /**
  * dist/cli.js, a CommonJS script (dist/package.json says so; every folder under dist/ keeps tsc's ES modules with a
@@ -190,7 +198,8 @@ const result = await esbuild.build({
 await writeFile(BUNDLE, result.outputFiles[0]!.contents);
 // dist/ becomes a CommonJS folder for cli.js alone: every folder in it stays ES modules (the `./client` export,
 // the rules-reload worker), as package.json's "type" says for the rest of the package.
-for (const e of await readdir(DIST, { withFileTypes: true })) if (e.isDirectory()) await writeFile(join(DIST, e.name, 'package.json'), '{ "type": "module" }\n');
+for (const e of await readdir(DIST, { withFileTypes: true }))
+  if (e.isDirectory()) await writeFile(join(DIST, e.name, 'package.json'), '{ "type": "module" }\n');
 await writeFile(ENTRY, LOADER);
 await writeFile(join(DIST, 'package.json'), '{ "type": "commonjs" }\n');
 // tsc's map described the unbundled file
@@ -203,7 +212,16 @@ for (const f of await readdir(DIST)) if (/^cli\.bundle(\..*)?\.cache$/.test(f)) 
 const rules = await mkdtemp(join(tmpdir(), 'rl-bundle-'));
 try {
   await writeFile(join(rules, 'rules.yaml'), WARM_RULES);
-  execFileSync(process.execPath, [...flags, ENTRY], { env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_WRITE_CODE_CACHE: '1', RATELIMIT_CODE_CACHE_RULES: rules, RATELIMIT_CODE_CACHE_PACKAGES: CODE_CACHE_PACKAGES.join(',') }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [...flags, ENTRY], {
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      RATELIMIT_WRITE_CODE_CACHE: '1',
+      RATELIMIT_CODE_CACHE_RULES: rules,
+      RATELIMIT_CODE_CACHE_PACKAGES: CODE_CACHE_PACKAGES.join(','),
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 } finally {
   await rm(rules, { recursive: true, force: true });
 }

@@ -55,7 +55,10 @@ async function waitReady(url: string, child: ChildProcess, what: string, timeout
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) while starting`);
-    const ok = await fetch(url, { signal: AbortSignal.timeout(1000) }).then((r) => r.status === 200, () => false);
+    const ok = await fetch(url, { signal: AbortSignal.timeout(1000) }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -117,7 +120,9 @@ async function main(): Promise<void> {
     await waitReady(`http://127.0.0.1:${http}/healthz`, service, 'ratelimit-sidecar');
     const envoyFile = join(dir, 'envoy.yaml');
     writeFileSync(envoyFile, demoEnvoyConfig({ ingress, admin, upstream: upstreamPort, grpc }));
-    const envoy = spawn(envoyBin, ['-c', envoyFile, '--disable-hot-restart', '--concurrency', '1', '--log-level', 'error'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const envoy = spawn(envoyBin, ['-c', envoyFile, '--disable-hot-restart', '--concurrency', '1', '--log-level', 'error'], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     children.push(envoy);
     await waitReady(`http://127.0.0.1:${admin}/ready`, envoy, 'Envoy');
     // Ctrl-C in a terminal reaches the children too (one process group): a child that ends on it ends the demo

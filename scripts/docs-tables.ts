@@ -46,7 +46,12 @@ export async function metricsTable(): Promise<string> {
     const labels = (metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [];
     return `| \`${m.name}\` | ${String(m.type)} | ${labels.map((l) => `\`${l}\``).join(', ') || '—'} | ${cell(m.help)} |`;
   });
-  return ['| Metric | Type | Labels | Meaning |', '|---|---|---|---|', ...rows, '| `ratelimit_process_*`, `ratelimit_nodejs_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC, handles) from prom-client. The `ratelimit_nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` gauges sample the loop once a second and show how late that sample ran, over the samples since the last scrape (a stall that holds no sample back is not seen there; the deadline margin samples it while calls come). |'].join('\n');
+  return [
+    '| Metric | Type | Labels | Meaning |',
+    '|---|---|---|---|',
+    ...rows,
+    '| `ratelimit_process_*`, `ratelimit_nodejs_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC, handles) from prom-client. The `ratelimit_nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` gauges sample the loop once a second and show how late that sample ran, over the samples since the last scrape (a stall that holds no sample back is not seen there; the deadline margin samples it while calls come). |',
+  ].join('\n');
 }
 
 /** Replaces the table that starts with `header` in the page (the first such block of `|` lines). */
@@ -62,7 +67,10 @@ export function replaceTable(page: string, table: string): string {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   if (process.argv.includes('--write')) {
-    for (const [path, table] of [['docs/settings.md', settingsTable()], ['docs/metrics.md', await metricsTable()]] as const) {
+    for (const [path, table] of [
+      ['docs/settings.md', settingsTable()],
+      ['docs/metrics.md', await metricsTable()],
+    ] as const) {
       writeFileSync(path, replaceTable(readFileSync(path, 'utf8'), table));
     }
   } else {

@@ -20,7 +20,12 @@ function cell(text: string): string {
 
 export function referenceSettingsTable(): string {
   const rows = REFERENCE_SETTINGS.map((s) => {
-    const how = s.status === 'unsupported' && s.fatal ? 'unsupported (start fails)' : s.status === 'no-op' && s.fatal ? 'nothing to do (other values: start fails)' : STATUS[s.status];
+    const how =
+      s.status === 'unsupported' && s.fatal
+        ? 'unsupported (start fails)'
+        : s.status === 'no-op' && s.fatal
+          ? 'nothing to do (other values: start fails)'
+          : STATUS[s.status];
     return `| \`${s.name}\` | \`${s.default === '' ? '""' : s.default}\` | ${how} | ${cell(s.here)} |`;
   });
   return ['| Reference setting | Its default | Here | Our equivalent, or what to do |', '|---|---|---|---|', ...rows].join('\n');
@@ -44,10 +49,21 @@ export function referenceCliTable(): string {
 
 export function switchingTables(): string {
   return [
-    '### Settings', '', referenceSettingsTable(), '',
-    '### Endpoints', '', referenceEndpointsTable(), '',
-    '### Metrics', '', referenceMetricsTable(), '',
-    '### Commands', '', referenceCliTable(),
+    '### Settings',
+    '',
+    referenceSettingsTable(),
+    '',
+    '### Endpoints',
+    '',
+    referenceEndpointsTable(),
+    '',
+    '### Metrics',
+    '',
+    referenceMetricsTable(),
+    '',
+    '### Commands',
+    '',
+    referenceCliTable(),
   ].join('\n');
 }
 

@@ -29,7 +29,9 @@ export interface BenchArgs<S extends Record<string, OptionKind>> {
 
 /** `script` names the script in errors (e.g. 'bench/envoy.ts'). */
 export function benchArgs<const S extends Record<string, OptionKind>>(script: string, spec: S, argv: readonly string[] = process.argv.slice(2)): BenchArgs<S> {
-  const takes = Object.keys(spec).map((n) => `--${n}${spec[n] === 'flag' ? '' : spec[n] === 'optional' ? ' [value]' : ' <value>'}`).join(' ');
+  const takes = Object.keys(spec)
+    .map((n) => `--${n}${spec[n] === 'flag' ? '' : spec[n] === 'optional' ? ' [value]' : ' <value>'}`)
+    .join(' ');
   const fail = (message: string): never => {
     throw new Error(`${script}: ${message} (options: ${takes})`);
   };

@@ -35,10 +35,20 @@ async function drive(fn: Consume, total: number, keys: number, inFlight: number)
 }
 
 function engine(store: CounterStore): Consume {
-  const compiled = compileConfigFiles([{ name: 'bench.yaml', text: 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n' }], { mergeDomains: false });
+  const compiled = compileConfigFiles(
+    [{ name: 'bench.yaml', text: 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n' }],
+    { mergeDomains: false },
+  );
   if (!compiled.ok) throw new Error(compiled.errors.map(String).join('\n'));
   const config = compiled.config;
-  const limiter = new RateLimiter({ store, clock: systemClock, config: () => config, keyPrefix: 'rl:', headers: { mode: 'none', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store,
+    clock: systemClock,
+    config: () => config,
+    keyPrefix: 'rl:',
+    headers: { mode: 'none', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   return (key) => limiter.decide({ domain: 'bench', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: key }] }] });
 }
 

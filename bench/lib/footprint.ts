@@ -61,7 +61,14 @@ export function decide(port: number, body: Uint8Array, timeoutMs = 1000): Promis
  * Spawns `command` and asks `port` for a decision every `pollMs` until one is made; the start-up time is the
  * time from spawn to that answer (what a pod's first request through Envoy would wait at best).
  */
-export async function startAndTime(command: string, args: readonly string[], env: NodeJS.ProcessEnv, port: number, body: Uint8Array, opts: { timeoutMs?: number; pollMs?: number; detached?: boolean } = {}): Promise<Started> {
+export async function startAndTime(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  port: number,
+  body: Uint8Array,
+  opts: { timeoutMs?: number; pollMs?: number; detached?: boolean } = {},
+): Promise<Started> {
   const t0 = performance.now();
   const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'], detached: opts.detached ?? false });
   let stderr = '';
@@ -78,7 +85,8 @@ export async function startAndTime(command: string, args: readonly string[], env
   while (performance.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${command} exited (${child.exitCode}): ${stderr}`);
     const code = await decide(port, body, 500);
-    if (code === 1 || code === 2) return { child, pid: child.pid ?? 0, port, startupMs: performance.now() - t0, startupCpuMs: treeCpuSeconds(child.pid) * 1000, stop };
+    if (code === 1 || code === 2)
+      return { child, pid: child.pid ?? 0, port, startupMs: performance.now() - t0, startupCpuMs: treeCpuSeconds(child.pid) * 1000, stop };
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 2));
   }
   await stop();

@@ -72,19 +72,40 @@ export async function h2load(spec: LoadSpec): Promise<LoadResult> {
   const grpc = spec.body !== undefined;
   if (grpc) writeFileSync(bodyFile, grpcFrame(spec.body));
   const timeout = spec.timeoutMs === undefined ? 1000 : spec.timeoutMs;
-  const args = ['-n', String(spec.requests * (spec.rps !== undefined ? spec.clients : 1)), '-c', String(spec.clients), '-m', String(spec.streams),
-    ...(grpc ? ['-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers', ...(timeout === null ? [] : ['-H', `grpc-timeout: ${timeout}m`])] : []),
-    ...(spec.rps !== undefined ? ['--rps', String(spec.rps)] : []), '--log-file', logFile,
-    `http://${spec.address}${spec.path ?? (grpc ? RLS_PATH : '/')}`];
+  const args = [
+    '-n',
+    String(spec.requests * (spec.rps !== undefined ? spec.clients : 1)),
+    '-c',
+    String(spec.clients),
+    '-m',
+    String(spec.streams),
+    ...(grpc
+      ? ['-d', bodyFile, '-H', 'content-type: application/grpc', '-H', 'te: trailers', ...(timeout === null ? [] : ['-H', `grpc-timeout: ${timeout}m`])]
+      : []),
+    ...(spec.rps !== undefined ? ['--rps', String(spec.rps)] : []),
+    '--log-file',
+    logFile,
+    `http://${spec.address}${spec.path ?? (grpc ? RLS_PATH : '/')}`,
+  ];
   try {
     const { stdout } = await run('h2load', args, { maxBuffer: 1 << 24 });
     const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN);
     const ok = Number(/status codes: (\d+) 2xx/.exec(stdout)?.[1] ?? 0);
     const sent = Number(/requests: (\d+) total/.exec(stdout)?.[1] ?? 0);
-    const times = readFileSync(logFile, 'utf8').split('\n').filter((l) => l !== '').map((l) => Number(l.split('\t')[2]) / 1000).sort((a, b) => a - b);
+    const times = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => Number(l.split('\t')[2]) / 1000)
+      .sort((a, b) => a - b);
     return {
-      rps, ok, sent, times, ...requestTimes(stdout),
-      p50: percentile(times, 0.5), p99: percentile(times, 0.99), p999: percentile(times, 0.999),
+      rps,
+      ok,
+      sent,
+      times,
+      ...requestTimes(stdout),
+      p50: percentile(times, 0.5),
+      p99: percentile(times, 0.99),
+      p999: percentile(times, 0.999),
       command: `h2load ${args.filter((a) => !a.startsWith(spec.dir)).join(' ')}`,
     };
   } finally {

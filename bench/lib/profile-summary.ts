@@ -29,7 +29,13 @@ export function partOf(fn: string, url: string): string {
   if (url.startsWith('node:internal/process/task_queues') || url.startsWith('node:internal/async_hooks')) return 'node promises / ticks';
   if (url.startsWith('node:internal/modules') || url.includes('/tsx/') || url.includes('/esbuild/')) return 'module loading (start-up)';
   if (url.startsWith('node:events') || url.startsWith('node:internal/event_target')) return 'node events';
-  if (url.startsWith('node:')) return `node other (${url.slice(5).replace(/^internal\//, '').split('/')[0]})`;
+  if (url.startsWith('node:'))
+    return `node other (${
+      url
+        .slice(5)
+        .replace(/^internal\//, '')
+        .split('/')[0]
+    })`;
   const own = /\/(?:src|dist)\/(.*)$/.exec(url)?.[1];
   if (own !== undefined && !url.includes('/node_modules/')) {
     if (own.startsWith('storage/')) return 'service: storage';
@@ -38,7 +44,8 @@ export function partOf(fn: string, url: string): string {
     if (own.startsWith('metrics')) return 'service: metrics';
     return 'service: rest';
   }
-  if (url === '' && ['writeUtf8String', 'writeBuffer', 'writev', 'writeLatin1String', 'utf8Write', 'latin1Slice'].includes(fn)) return 'native socket writes and string codecs';
+  if (url === '' && ['writeUtf8String', 'writeBuffer', 'writev', 'writeLatin1String', 'utf8Write', 'latin1Slice'].includes(fn))
+    return 'native socket writes and string codecs';
   if (url === '' && fn === 'runMicrotasks') return 'node promises / ticks';
   if (url === '') return 'native other';
   return 'other JS';
@@ -67,10 +74,19 @@ export function summarizeProfile(file: string, requests: number, top = 15): stri
   // parts under 0.5 % of active time are folded into one line
   const small = sorted(parts).filter(([, us]) => us < active * 0.005);
   for (const [name] of small) parts.delete(name);
-  if (small.length > 0) parts.set(`${small.length} parts under 0.5 % each`, small.reduce((a, [, us]) => a + us, 0));
+  if (small.length > 0)
+    parts.set(
+      `${small.length} parts under 0.5 % each`,
+      small.reduce((a, [, us]) => a + us, 0),
+    );
   return [
     `active CPU in the profile: ${(active / requests).toFixed(1)} µs per request (${requests} requests)`,
-    '| part | µs/request | share |', '|---|---|---|', ...sorted(parts).map(line),
-    '', '| function (self time) | µs/request | share |', '|---|---|---|', ...sorted(fns).slice(0, top).map(line),
+    '| part | µs/request | share |',
+    '|---|---|---|',
+    ...sorted(parts).map(line),
+    '',
+    '| function (self time) | µs/request | share |',
+    '|---|---|---|',
+    ...sorted(fns).slice(0, top).map(line),
   ].join('\n');
 }

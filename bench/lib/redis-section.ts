@@ -42,7 +42,8 @@ const us = (xs: readonly number[]) => (xs.length === 0 || !xs.every(Number.isFin
 
 export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection> {
   const notes: string[] = [];
-  if (!haveReference()) return { text: '', notes: ['envoyproxy/ratelimit not found (../shared/tools/envoy-ratelimit): Redis side-by-side skipped'], samples: {} };
+  if (!haveReference())
+    return { text: '', notes: ['envoyproxy/ratelimit not found (../shared/tools/envoy-ratelimit): Redis side-by-side skipped'], samples: {} };
   const redises: RedisServer[] = [];
   const started: Target[] = [];
   try {
@@ -67,8 +68,16 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
       targets.push({ key, label, address: t.address, pid: t.pid, redisPid: await redisPid(r.port) });
     }
     const fallbacks0 = await Promise.all(ours.map((t) => counter(t, 'ratelimit_store_fallbacks_total')));
-    const samples = await sideBySide(targets, { bodies: spec.bodies, requests: spec.requests, clients: spec.clients, streams: spec.streams, rounds: spec.rounds, dir: spec.dir });
-    for (const t of targets) if (!Number.isFinite(treeCpuSeconds(t.pid))) notes.push(`${t.label} is no longer running: its figures after it stopped are not measurements`);
+    const samples = await sideBySide(targets, {
+      bodies: spec.bodies,
+      requests: spec.requests,
+      clients: spec.clients,
+      streams: spec.streams,
+      rounds: spec.rounds,
+      dir: spec.dir,
+    });
+    for (const t of targets)
+      if (!Number.isFinite(treeCpuSeconds(t.pid))) notes.push(`${t.label} is no longer running: its figures after it stopped are not measurements`);
     // Answers by FAILURE_MODE (the store missed the request's deadline) are not decisions: say how many there were.
     for (const [i, t] of ours.entries()) {
       const n = (await counter(t, 'ratelimit_store_fallbacks_total')) - fallbacks0[i]!;
@@ -76,8 +85,21 @@ export async function redisSection(spec: RedisSectionSpec): Promise<RedisSection
     }
     const rss = targets.map((t) => `${t.label} ${fmt(rssBytes(t.pid) / 2 ** 20)} MiB`);
     notes.push(`RSS after the closed-loop runs: ${rss.join('; ')}`);
-    const fixed = await sideBySide(targets.slice(0, 2), { bodies: { '1 descriptor': spec.bodies['1 descriptor'] }, requests: spec.rate * spec.rateSeconds, clients: 2, streams: 100, rounds: spec.rounds, dir: spec.dir }, spec.rate / 2);
-    for (const [key, m] of [...samples, ...fixed]) for (const [shape, xs] of m) for (const x of xs) if (x.ok !== x.sent) notes.push(`${key}, ${shape}: ${x.sent - x.ok} of ${x.sent} responses not HTTP 200`);
+    const fixed = await sideBySide(
+      targets.slice(0, 2),
+      {
+        bodies: { '1 descriptor': spec.bodies['1 descriptor'] },
+        requests: spec.rate * spec.rateSeconds,
+        clients: 2,
+        streams: 100,
+        rounds: spec.rounds,
+        dir: spec.dir,
+      },
+      spec.rate / 2,
+    );
+    for (const [key, m] of [...samples, ...fixed])
+      for (const [shape, xs] of m)
+        for (const x of xs) if (x.ok !== x.sent) notes.push(`${key}, ${shape}: ${x.sent - x.ok} of ${x.sent} responses not HTTP 200`);
     const text = render(targets, samples, fixed, spec);
     return { text, notes, samples: plain(samples), fixedRate: plain(fixed) };
   } finally {
@@ -98,19 +120,51 @@ function render(targets: readonly SideTarget[], s: SideSamples, fixed: SideSampl
       const xs = s.get(t.key)!.get(shape)!;
       const base = ref.get(shape)!;
       const isRef = t.key === 'reference';
-      rows.push([shape, t.label, fmt(median(xs.map((x) => x.rps))), us(xs.map((x) => x.cpuUs)), us(xs.map((x) => x.redisCpuUs)),
-        isRef ? '' : ratioText(ratios(xs, base, (x) => x.rps)), isRef ? '' : ratioText(ratios(xs, base, (x) => x.cpuUs)), isRef ? '' : ratioText(ratios(xs, base, (x) => x.redisCpuUs))]);
+      rows.push([
+        shape,
+        t.label,
+        fmt(median(xs.map((x) => x.rps))),
+        us(xs.map((x) => x.cpuUs)),
+        us(xs.map((x) => x.redisCpuUs)),
+        isRef ? '' : ratioText(ratios(xs, base, (x) => x.rps)),
+        isRef ? '' : ratioText(ratios(xs, base, (x) => x.cpuUs)),
+        isRef ? '' : ratioText(ratios(xs, base, (x) => x.redisCpuUs)),
+      ]);
     }
   }
   for (const t of targets) {
     const m = s.get(t.key)!;
     const one = m.get('1 descriptor')!;
     const three = m.get('3 descriptors')!;
-    rows.push(['+1 descriptor (marginal)', t.label, '', fmt(marginal(one, three, (x) => x.cpuUs), 1), fmt(marginal(one, three, (x) => x.redisCpuUs), 1), '', '', '']);
+    rows.push([
+      '+1 descriptor (marginal)',
+      t.label,
+      '',
+      fmt(
+        marginal(one, three, (x) => x.cpuUs),
+        1,
+      ),
+      fmt(
+        marginal(one, three, (x) => x.redisCpuUs),
+        1,
+      ),
+      '',
+      '',
+      '',
+    ]);
   }
   for (const t of targets.slice(0, 2)) {
     const xs = fixed.get(t.key)!.get('1 descriptor')!;
-    rows.push([`1 descriptor, fixed ${fmt(spec.rate)} req/s: p99 ${median(xs.map((x) => x.p99)).toFixed(2)} ms`, t.label, fmt(median(xs.map((x) => x.rps))), us(xs.map((x) => x.cpuUs)), us(xs.map((x) => x.redisCpuUs)), '', '', '']);
+    rows.push([
+      `1 descriptor, fixed ${fmt(spec.rate)} req/s: p99 ${median(xs.map((x) => x.p99)).toFixed(2)} ms`,
+      t.label,
+      fmt(median(xs.map((x) => x.rps))),
+      us(xs.map((x) => x.cpuUs)),
+      us(xs.map((x) => x.redisCpuUs)),
+      '',
+      '',
+      '',
+    ]);
   }
   const head = `h2load -c${spec.clients} -m${spec.streams} -n ${fmt(spec.requests)} per run, ${spec.rounds} round(s) alternated; each server on its own redis-server; CPU of each process tree from /proc; ratios are per round, ours / reference, median (range)`;
   return `${head}\n${table(['descriptors', 'server', 'req/s (median)', 'server CPU µs/req', 'its Redis CPU µs/req', 'req/s ratio', 'server CPU ratio', 'Redis CPU ratio'], rows)}`;

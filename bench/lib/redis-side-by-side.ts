@@ -43,15 +43,32 @@ async function measure(t: SideTarget, body: Uint8Array, spec: SideSpec, rps?: nu
   const cpu0 = treeCpuSeconds(t.pid);
   const redis0 = treeCpuSeconds(t.redisPid);
   const requests = rps === undefined ? spec.requests : Math.round(spec.requests / spec.clients);
-  const res: LoadResult = await h2load({ address: t.address, body, requests, clients: spec.clients, streams: spec.streams, dir: spec.dir, ...(rps === undefined ? {} : { rps }) });
+  const res: LoadResult = await h2load({
+    address: t.address,
+    body,
+    requests,
+    clients: spec.clients,
+    streams: spec.streams,
+    dir: spec.dir,
+    ...(rps === undefined ? {} : { rps }),
+  });
   const per = (s: number) => (s * 1e6) / Math.max(1, res.ok);
-  return { rps: res.rps, cpuUs: per(treeCpuSeconds(t.pid) - cpu0), redisCpuUs: per(treeCpuSeconds(t.redisPid) - redis0), p99: res.p99, ok: res.ok, sent: res.sent };
+  return {
+    rps: res.rps,
+    cpuUs: per(treeCpuSeconds(t.pid) - cpu0),
+    redisCpuUs: per(treeCpuSeconds(t.redisPid) - redis0),
+    p99: res.p99,
+    ok: res.ok,
+    sent: res.sent,
+  };
 }
 
 /** Warm every target up, then `rounds` rounds, the order of the targets reversed every other round. */
 export async function sideBySide(targets: readonly SideTarget[], spec: SideSpec, rps?: number): Promise<SideSamples> {
   const out: SideSamples = new Map(targets.map((t) => [t.key, new Map<string, SideSample[]>()]));
-  for (const t of targets) for (const body of Object.values(spec.bodies)) await h2load({ address: t.address, body, requests: Math.min(spec.requests, 5000), clients: spec.clients, streams: spec.streams, dir: spec.dir });
+  for (const t of targets)
+    for (const body of Object.values(spec.bodies))
+      await h2load({ address: t.address, body, requests: Math.min(spec.requests, 5000), clients: spec.clients, streams: spec.streams, dir: spec.dir });
   for (let r = 0; r < spec.rounds; r++) {
     const order = r % 2 === 0 ? targets : [...targets].reverse();
     for (const t of order) {

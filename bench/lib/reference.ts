@@ -16,7 +16,9 @@ import type { Target } from './servers.js';
  */
 export const REFERENCE_START =
   process.env['REFERENCE_START'] ||
-  (process.env['ENVOY_RATELIMIT_DIR'] ? join(process.env['ENVOY_RATELIMIT_DIR'], 'start.sh') : fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url)));
+  (process.env['ENVOY_RATELIMIT_DIR']
+    ? join(process.env['ENVOY_RATELIMIT_DIR'], 'start.sh')
+    : fileURLToPath(new URL('../../../shared/tools/envoy-ratelimit/start.sh', import.meta.url)));
 
 export function haveReference(path = REFERENCE_START): boolean {
   return existsSync(path);
@@ -40,7 +42,10 @@ export interface ReferenceOptions {
 /** Starts the reference with the rules in `rulesDir` on `redisAddress` (host:port); resolves once its gRPC port accepts. */
 export async function startReference(rulesDir: string, redisAddress: string, start = REFERENCE_START, options: ReferenceOptions = {}): Promise<Target> {
   const [grpc, http, debug] = [options.grpcPort ?? (await freePort()), await freePort(), await freePort()];
-  const child = spawn(start, [String(grpc), String(http), String(debug), rulesDir, redisAddress, ...(options.env ?? [])], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(start, [String(grpc), String(http), String(debug), rulesDir, redisAddress, ...(options.env ?? [])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -51,7 +56,8 @@ export async function startReference(rulesDir: string, redisAddress: string, sta
   };
   for (let i = 0; i < 200; i++) {
     if (child.exitCode !== null) throw new Error(`envoyproxy/ratelimit exited (${child.exitCode}): ${stderr}`);
-    if (await accepts(grpc)) return { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${grpc}`, ...(child.pid === undefined ? {} : { pid: child.pid }), stop };
+    if (await accepts(grpc))
+      return { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${grpc}`, ...(child.pid === undefined ? {} : { pid: child.pid }), stop };
     await new Promise((r) => setTimeout(r, 50));
   }
   await stop();

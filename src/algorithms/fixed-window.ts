@@ -14,12 +14,7 @@ export interface FixedWindowState {
   readonly count: number;
 }
 
-function evaluate(
-  state: FixedWindowState | undefined,
-  nowMs: number,
-  params: AlgorithmParams,
-  hits: number,
-): Evaluation<FixedWindowState> {
+function evaluate(state: FixedWindowState | undefined, nowMs: number, params: AlgorithmParams, hits: number): Evaluation<FixedWindowState> {
   const { limit, windowMs } = params;
   // A state of a later window than now's (a caller whose clock is behind, or a call decided after the window it
   // was made in had ended) is the window the store is in: decide there, never write an older window over it.

@@ -41,12 +41,7 @@ function ceilMs(ms: number, frac: number): number {
   return frac > 0 ? ms + 1 : ms;
 }
 
-export function evaluateMeter(
-  state: MeterState | undefined,
-  nowMs: number,
-  params: AlgorithmParams,
-  hits: number,
-): Evaluation<MeterState> {
+export function evaluateMeter(state: MeterState | undefined, nowMs: number, params: AlgorithmParams, hits: number): Evaluation<MeterState> {
   const { limit, windowMs, burst } = params;
   if (limit === 0) {
     // No refill at all: only checks (hits = 0) pass; a window is the honest retry-after.
@@ -109,7 +104,10 @@ export function evaluateMeter(
     resetMs = wait;
   }
   return {
-    outcome: delayMs > 0 ? { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs, delayMs } : { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs },
+    outcome:
+      delayMs > 0
+        ? { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs, delayMs }
+        : { allowed, remainingIfCommitted, remainingIfNotCommitted, resetMs },
     next: { tatMs: nowMs + nm, tatFrac: nf, den: limit },
     // Past TAT the bucket is full, which is what no state means.
     ttlMs: Math.max(1, ceilMs(nm, nf)),

@@ -41,12 +41,7 @@ function untilEmpty(ws: number, current: number, previous: number, nowMs: number
   return 0;
 }
 
-function evaluate(
-  state: SlidingWindowCounterState | undefined,
-  nowMs: number,
-  params: AlgorithmParams,
-  hits: number,
-): Evaluation<SlidingWindowCounterState> {
+function evaluate(state: SlidingWindowCounterState | undefined, nowMs: number, params: AlgorithmParams, hits: number): Evaluation<SlidingWindowCounterState> {
   const { limit, windowMs } = params;
   // A state of a later window than now's is the window the store is in (see fixed-window.ts): decide there,
   // with the previous window weighing fully (elapsed 0) while now is before that window's start.
@@ -76,10 +71,7 @@ function evaluate(
   } else {
     const m = limit - hits;
     const inThisWindow = current <= m ? firstAtMost(previous, m - current, windowMs) : windowMs;
-    resetMs =
-      inThisWindow < windowMs
-        ? ws + inThisWindow - nowMs
-        : ws + windowMs + firstAtMost(current, m, windowMs) - nowMs;
+    resetMs = inThisWindow < windowMs ? ws + inThisWindow - nowMs : ws + windowMs + firstAtMost(current, m, windowMs) - nowMs;
   }
 
   return {

@@ -42,13 +42,7 @@ function lowerBound(lo: number, hi: number, pred: (i: number) => boolean): numbe
   return lo;
 }
 
-function withEntry(
-  state: SlidingWindowLogState | undefined,
-  first: number,
-  time: number,
-  cum: number,
-  hits: number,
-): SlidingWindowLogState {
+function withEntry(state: SlidingWindowLogState | undefined, first: number, time: number, cum: number, hits: number): SlidingWindowLogState {
   if (state === undefined) return { times: [time], cums: [cum], counts: [hits], head: 0, end: 1 };
   let { times, cums, counts, end } = state;
   let head = first;
@@ -65,12 +59,7 @@ function withEntry(
   return { times, cums, counts, head, end: end + 1 };
 }
 
-function evaluate(
-  state: SlidingWindowLogState | undefined,
-  nowMs: number,
-  params: AlgorithmParams,
-  hits: number,
-): Evaluation<SlidingWindowLogState> {
+function evaluate(state: SlidingWindowLogState | undefined, nowMs: number, params: AlgorithmParams, hits: number): Evaluation<SlidingWindowLogState> {
   const { limit, windowMs } = params;
   const cutoff = nowMs - windowMs; // entries at t <= cutoff no longer count
   let first = 0;

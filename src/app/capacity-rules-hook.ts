@@ -37,14 +37,17 @@ export function capacityRules(inner: CounterStore, options: CapacityRulesOptions
     onLoad(config) {
       const limits = capacityLimitsOf(config);
       if (limits.length > 0 && !shares.connected) {
-        options.warn('rules have capacity limits but CAPACITY_SERVER is not set: each keeps its fallback share (pessimistic and safe: 0)', { rules: limits.slice(0, 20).map((l) => l.rule) });
+        options.warn('rules have capacity limits but CAPACITY_SERVER is not set: each keeps its fallback share (pessimistic and safe: 0)', {
+          rules: limits.slice(0, 20).map((l) => l.rule),
+        });
       }
       const first = new Map<string, string>();
       for (const l of limits) {
         const key = `${l.windowMs}/${l.ceiling}/${l.fallback}/${String(l.wants)}/${l.minWants}/${l.headroomPercent}`;
         const seen = first.get(l.resource);
         if (seen === undefined) first.set(l.resource, key);
-        else if (seen !== key) options.warn('capacity limits of one resource differ: the first one asks for the resource', { resource: l.resource, rule: l.rule });
+        else if (seen !== key)
+          options.warn('capacity limits of one resource differ: the first one asks for the resource', { resource: l.resource, rule: l.rule });
       }
       shares.sync(limits);
     },

@@ -37,7 +37,11 @@ export async function setUpExtAuthz(
     limiter: deps.limiter,
     config: deps.config,
     defaultDomain: settings.authzDomain,
-    descriptors: { regionHeaders: settings.authzRegionHeaders.map((h) => h.toLowerCase()), clientAddressHeader: settings.authzClientAddressHeader.toLowerCase(), ...(geoip ? { region: geoip.lookup } : {}) },
+    descriptors: {
+      regionHeaders: settings.authzRegionHeaders.map((h) => h.toLowerCase()),
+      clientAddressHeader: settings.authzClientAddressHeader.toLowerCase(),
+      ...(geoip ? { region: geoip.lookup } : {}),
+    },
     failureMode: settings.failureMode,
     onResult: (result, domain) => deps.metrics.countAuthzCheck(domain, result),
   });

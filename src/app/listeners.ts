@@ -41,15 +41,26 @@ export async function startExtraListeners(settings: Settings, metrics: Metrics, 
   try {
     if (settings.debugPort !== undefined) {
       const { debugHost: host, debugPort: port } = settings;
-      out.push(await startDebugServer({ host, port, registry: metrics.registry, domains: () => holder.config.describe() as ConfigDescription, rules: () => holder.describe(), onError }).catch((err: unknown) => {
-        throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
-      }));
+      out.push(
+        await startDebugServer({
+          host,
+          port,
+          registry: metrics.registry,
+          domains: () => holder.config.describe() as ConfigDescription,
+          rules: () => holder.describe(),
+          onError,
+        }).catch((err: unknown) => {
+          throw new StartupError(`cannot listen for DEBUG_PORT on ${host}:${port}: ${(err as Error).message}`);
+        }),
+      );
     }
     if (settings.usePrometheus) {
       const { host, port } = parseListenAddr(settings.prometheusAddr);
-      out.push(await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {
-        throw new StartupError(`cannot listen for PROMETHEUS_ADDR on ${settings.prometheusAddr}: ${(err as Error).message}`);
-      }));
+      out.push(
+        await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {
+          throw new StartupError(`cannot listen for PROMETHEUS_ADDR on ${settings.prometheusAddr}: ${(err as Error).message}`);
+        }),
+      );
     }
   } catch (err) {
     await Promise.all(out.map((l) => l.close()));

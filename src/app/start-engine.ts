@@ -24,7 +24,12 @@ export interface StartedEngine {
   readonly health: HealthState;
 }
 
-export function startEngine({ settings, clock, log, metrics, teardown }: StartContext, rules: StartedRules, { store }: StartedStore, timer: Timer = clockTimer(clock)): StartedEngine {
+export function startEngine(
+  { settings, clock, log, metrics, teardown }: StartContext,
+  rules: StartedRules,
+  { store }: StartedStore,
+  timer: Timer = clockTimer(clock),
+): StartedEngine {
   const requestLimits: RequestLimits = {
     maxMessageBytes: settings.maxRequestBytes,
     maxDescriptors: settings.maxRequestDescriptors,
@@ -49,7 +54,9 @@ export function startEngine({ settings, clock, log, metrics, teardown }: StartCo
       mode: settings.rateLimitHeaders,
       xRateLimit: settings.xRateLimitHeaders,
       retryAfter: settings.retryAfterHeader,
-      ...(settings.limitResponseHeadersEnabled ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } } : {}),
+      ...(settings.limitResponseHeadersEnabled
+        ? { reference: { limit: settings.limitLimitHeader, remaining: settings.limitRemainingHeader, reset: settings.limitResetHeader } }
+        : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
     observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),

@@ -18,7 +18,12 @@ export interface GrpcParts {
   readonly onError: (protocol: string) => (err: unknown, status: string) => void;
 }
 
-export function startGrpc({ settings, clock, metrics }: StartContext, { limiter, margin, health, requestLimits }: StartedEngine, { extAuthz, capacity, credentials }: StartedServices, parts: GrpcParts): Promise<RunningTransport> {
+export function startGrpc(
+  { settings, clock, metrics }: StartContext,
+  { limiter, margin, health, requestLimits }: StartedEngine,
+  { extAuthz, capacity, credentials }: StartedServices,
+  parts: GrpcParts,
+): Promise<RunningTransport> {
   const { loopClock, guard, rlqs, onError } = parts;
   return startTransport({
     host: settings.grpcHost,
@@ -37,7 +42,8 @@ export function startGrpc({ settings, clock, metrics }: StartContext, { limiter,
     health,
     ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraOnError: onError('capacity') }),
     bidi: new Map([[rlqs.path, rlqs.route]]),
-    requestLimits: capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
+    requestLimits:
+      capacity === undefined ? requestLimits : { ...requestLimits, maxMessageBytes: Math.max(requestLimits.maxMessageBytes, settings.capacityMaxRequestBytes) },
     deadlineMarginMs: () => margin.forCall() + loopClock.unseenWaitMs(),
     defaultTimeoutMs: settings.redisCommandTimeoutMs,
     maxWaitMs: settings.decisionMaxWaitMs,

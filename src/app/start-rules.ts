@@ -32,21 +32,27 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
   if (dirProblem !== undefined) throw new StartupError(`cannot start: CONFIG_DIR ${dirProblem}`);
 
   // A capacity server (CAPACITY_CONFIG) may run without rate-limit rules; otherwise no rules file is an error.
-  const loadOptions = { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes, allowEmpty: settings.capacityConfig !== '' };
+  const loadOptions = {
+    mergeDomains: settings.mergeDomainConfig,
+    allFiles: settings.configAllFiles,
+    maxFileBytes: settings.configMaxFileBytes,
+    allowEmpty: settings.capacityConfig !== '',
+  };
   // What the watcher's changes reload: the holder, set once the first load succeeded.
   const target: { holder?: RulesHolder } = {};
   // The watcher starts before the first load: its baseline then predates what we load, so no change
   // made while we start up can be missed (at worst it causes one extra, identical reload).
-  const watcher = settings.configWatch && xds === undefined
-    ? watchConfigDir(settings.configDir, {
-        allFiles: settings.configAllFiles,
-        debounceMs: settings.configDebounceMs,
-        pollIntervalMs: settings.configPollIntervalMs,
-        maxFileBytes: settings.configMaxFileBytes,
-        onChange: () => void target.holder?.reload(),
-        onError: (err: unknown) => log.warn('rules watcher error', { error: err }),
-      })
-    : undefined;
+  const watcher =
+    settings.configWatch && xds === undefined
+      ? watchConfigDir(settings.configDir, {
+          allFiles: settings.configAllFiles,
+          debounceMs: settings.configDebounceMs,
+          pollIntervalMs: settings.configPollIntervalMs,
+          maxFileBytes: settings.configMaxFileBytes,
+          onChange: () => void target.holder?.reload(),
+          onError: (err: unknown) => log.warn('rules watcher error', { error: err }),
+        })
+      : undefined;
   const stopWatching = teardown.defer('rules watcher', () => watcher?.close());
   const initial = xds !== undefined ? { ok: true as const, config: xds.initial, warnings: [] } : await loadConfigDir(settings.configDir, loadOptions);
   if (!initial.ok) throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
@@ -54,16 +60,21 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
   // Reloads parse and validate in a worker thread, so that no rules file can stall the requests being served.
   const reload = () => loadConfigDirInWorker(settings.configDir, { ...loadOptions, timeoutMs: settings.configLoadTimeoutMs });
   const onChange: ((config: CompiledConfig) => void)[] = [];
-  const rules = new RulesHolder(initial.config, reload, (status, changed) => {
-    metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
-    metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
-    metrics.configLastReloadTime.set(clock.nowMs() / 1000);
-    if (status.ok && changed) metrics.setRules(rulesSnapshot(rules.config));
-    if (status.ok && changed) for (const hook of onChange) hook(rules.config);
-    if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
-    else if (changed) log.info('rules reloaded', { version: status.version, domains: [...rules.config.domains.keys()] });
-    if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
-  }, initial.warnings);
+  const rules = new RulesHolder(
+    initial.config,
+    reload,
+    (status, changed) => {
+      metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
+      metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
+      metrics.configLastReloadTime.set(clock.nowMs() / 1000);
+      if (status.ok && changed) metrics.setRules(rulesSnapshot(rules.config));
+      if (status.ok && changed) for (const hook of onChange) hook(rules.config);
+      if (!status.ok) log.error('rules reload failed; keeping the last good rules', { errors: status.errors, version: status.version });
+      else if (changed) log.info('rules reloaded', { version: status.version, domains: [...rules.config.domains.keys()] });
+      if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
+    },
+    initial.warnings,
+  );
   if (initial.warnings.length > 0) log.warn('rules have ignored keys', { warnings: initial.warnings.map(String) });
   target.holder = rules;
   metrics.configLastReloadSuccess.set(1);

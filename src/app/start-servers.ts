@@ -27,13 +27,27 @@ export interface StartedServers extends StartedServices {
   readonly stopGrpc: () => Promise<void>;
 }
 
-export async function startServers(ctx: StartContext, rules: StartedRules, { counterRedis }: StartedStore, engine: StartedEngine, graceMs: () => number): Promise<StartedServers> {
+export async function startServers(
+  ctx: StartContext,
+  rules: StartedRules,
+  { counterRedis }: StartedStore,
+  engine: StartedEngine,
+  graceMs: () => number,
+): Promise<StartedServers> {
   const { settings, log, metrics, teardown } = ctx;
   const { holder } = rules;
   const { model, health, margin } = engine;
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
-  const rlqs = setUpRlqs({ config: () => holder.config, shadowMode: settings.shadowMode, ttlS: settings.rlqsAssignmentTtlS, idleAbandonS: settings.rlqsIdleAbandonS, ...(counterRedis === undefined ? {} : { redis: { client: counterRedis.connection, keyPrefix: settings.cacheKeyPrefix } }), metrics, log: (message, fields) => rlqsLog.warn(message, fields) });
+  const rlqs = setUpRlqs({
+    config: () => holder.config,
+    shadowMode: settings.shadowMode,
+    ttlS: settings.rlqsAssignmentTtlS,
+    idleAbandonS: settings.rlqsIdleAbandonS,
+    ...(counterRedis === undefined ? {} : { redis: { client: counterRedis.connection, keyPrefix: settings.cacheKeyPrefix } }),
+    metrics,
+    log: (message, fields) => rlqsLog.warn(message, fields),
+  });
   const stopRlqs = teardown.defer('quota streams', () => rlqs.close());
 
   const onError = (err: unknown) => log.warn('request failed', { error: err });

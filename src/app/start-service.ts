@@ -46,7 +46,10 @@ export interface RunningService {
   close(options?: { now?: boolean }): Promise<void>;
 }
 
-export async function startService(settings: Settings, deps: { clock?: Clock; timer?: Timer; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {}): Promise<RunningService> {
+export async function startService(
+  settings: Settings,
+  deps: { clock?: Clock; timer?: Timer; log?: Logger; metrics?: Metrics; notices?: readonly Notice[] } = {},
+): Promise<RunningService> {
   const clock = deps.clock ?? systemClock;
   const log = deps.log ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   const metrics = deps.metrics ?? createMetrics();
@@ -99,7 +102,12 @@ async function startPhases(ctx: StartContext, timer: Timer | undefined, graceMs:
   return { rules, stored, engine, servers };
 }
 
-function logStarted(settings: Settings, log: Logger, { initial: config, xds }: StartedRules, { grpc, adminPort, credentials, extra, extAuthz, capacity }: StartedServers): void {
+function logStarted(
+  settings: Settings,
+  log: Logger,
+  { initial: config, xds }: StartedRules,
+  { grpc, adminPort, credentials, extra, extAuthz, capacity }: StartedServers,
+): void {
   const described = config.describe() as ConfigDescription;
   log.info('ratelimit-sidecar started', {
     version: VERSION,

@@ -29,8 +29,17 @@ export async function startServices(ctx: StartContext, rules: StartedRules, { li
     // BACKEND=redis: the capacity leases get their own connection (closed with the capacity service).
     const capacityRedis = settings.backend === 'redis' ? createRedisStore(redisOptions(settings, clock, componentLogger(log, 'capacity'))) : undefined;
     teardown.defer('capacity Redis', () => capacityRedis?.close());
-    const report: CapacityReport = { ...metrics.capacityReport(), watch: (stats) => metrics.watchCapacity(stats), watchRedis: (stats) => metrics.watchCapacityRedis(stats) };
-    const started = await setUpCapacity(settings, { clock, log: componentLogger(log, 'capacity'), report, ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }) });
+    const report: CapacityReport = {
+      ...metrics.capacityReport(),
+      watch: (stats) => metrics.watchCapacity(stats),
+      watchRedis: (stats) => metrics.watchCapacityRedis(stats),
+    };
+    const started = await setUpCapacity(settings, {
+      clock,
+      log: componentLogger(log, 'capacity'),
+      report,
+      ...(capacityRedis === undefined ? {} : { redis: capacityRedis.connection }),
+    });
     teardown.defer('capacity service', () => started.close());
     capacity = started;
   }

@@ -25,11 +25,19 @@ export async function startStore({ settings, clock, log, metrics, teardown }: St
   let counterRedis: RedisStore | undefined;
   const stored = await buildStore(settings, { clock, log: componentLogger(log, 'store'), metrics, onRedis: (r) => (counterRedis = r) });
   // Limits with `capacity:` are decided in process from this replica's granted share (docs/capacity-client.md).
-  const capacityLimits = capacityRules(stored, { servers: settings.capacityServer, clientId: settings.capacityClientId, clock, warn: (message, fields) => log.warn(message, fields) });
+  const capacityLimits = capacityRules(stored, {
+    servers: settings.capacityServer,
+    clientId: settings.capacityClientId,
+    clock,
+    warn: (message, fields) => log.warn(message, fields),
+  });
   const store = capacityLimits.store;
   teardown.defer('counter store', () => store.close());
   const leases = leaseRulesHook({ backend: settings.backend, store: stored, warn: (message, fields) => log.warn(message, fields) });
-  rules.onChange.push((config) => void leases(config, false), (config) => capacityLimits.onLoad(config));
+  rules.onChange.push(
+    (config) => void leases(config, false),
+    (config) => capacityLimits.onLoad(config),
+  );
   capacityLimits.onLoad(rules.holder.config);
   await leases(rules.holder.config, true);
   const { xds } = rules;

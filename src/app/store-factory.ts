@@ -58,7 +58,10 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
 }
 
 /** `onRedis`: told the RedisStore under the counter store (BACKEND=redis), whose connection others may share. */
-export async function buildStore(settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void }): Promise<CounterStore> {
+export async function buildStore(
+  settings: Settings,
+  deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void },
+): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
   if (settings.backend === 'memory') {
     const memory = new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });

@@ -49,7 +49,12 @@ export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): Xds
         node: { id: settings.xdsNodeId, metadata: parseNodeMetadata(settings.xdsNodeMetadata), userAgentName: 'ratelimit-sidecar', userAgentVersion: VERSION },
         headers: parseHeaderMap(settings.xdsClientAdditionalHeaders),
         ...(tls === undefined ? {} : { tls }),
-        backoff: { initialMs: settings.xdsBackoffInitialInterval, maxMs: settings.xdsBackoffMaxInterval, randomFactor: settings.xdsBackoffRandomFactor, jitter: settings.xdsBackoffJitter },
+        backoff: {
+          initialMs: settings.xdsBackoffInitialInterval,
+          maxMs: settings.xdsBackoffMaxInterval,
+          randomFactor: settings.xdsBackoffRandomFactor,
+          jitter: settings.xdsBackoffJitter,
+        },
         maxMessageBytes: settings.xdsMaxMsgSizeInBytes,
         maxResourceBytes: settings.configMaxFileBytes,
         keepaliveMs: settings.xdsKeepaliveTime,
@@ -60,7 +65,10 @@ export function xdsRules(settings: Settings, log: Logger, metrics: Metrics): Xds
           // Small sets compile at once; larger ones in a worker thread, as file reloads do, so that requests keep
           // being answered while a large set is validated (tens of ms per hundred descriptors).
           const bytes = files.reduce((n, f) => n + f.text.length, 0);
-          const result = bytes <= INLINE_MAX_BYTES ? compileConfigFiles(files, compileOptions) : await compileFilesInWorker(files, { ...compileOptions, timeoutMs: settings.configLoadTimeoutMs });
+          const result =
+            bytes <= INLINE_MAX_BYTES
+              ? compileConfigFiles(files, compileOptions)
+              : await compileFilesInWorker(files, { ...compileOptions, timeoutMs: settings.configLoadTimeoutMs });
           const status = holder.apply(result.ok ? { ok: true, config: result.config, warnings: result.warnings } : { ok: false, errors: result.errors });
           if (!status.ok) return { ok: false, errors: status.errors };
           first = true;

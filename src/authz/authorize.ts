@@ -44,7 +44,10 @@ export class Authorizer {
     if (descriptors.length === 0) return this.done('no_descriptors', domain, ALLOW_EMPTY);
     let answer: CheckAnswer;
     try {
-      const decision = await this.options.limiter.decide({ domain, descriptors, hitsAddend: 0 }, { ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(call === undefined ? {} : { call }) });
+      const decision = await this.options.limiter.decide(
+        { domain, descriptors, hitsAddend: 0 },
+        { ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(call === undefined ? {} : { call }) },
+      );
       answer = answerFor(decision);
     } catch (err) {
       if (!(err instanceof StoreError) || this.options.failureMode !== 'closed') throw err;

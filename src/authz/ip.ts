@@ -24,7 +24,7 @@ export function parseIp(text: string): IpAddress | undefined {
   if (version !== 6) return undefined;
   const noZone = text.split('%')[0]!.toLowerCase();
   const bytes = new Uint8Array(16);
-  const [head, tail] = noZone.includes('::') ? noZone.split('::') as [string, string] : [noZone, undefined];
+  const [head, tail] = noZone.includes('::') ? (noZone.split('::') as [string, string]) : [noZone, undefined];
   const groups = (part: string): number[] => {
     if (part === '') return [];
     const out: number[] = [];
@@ -59,7 +59,7 @@ export function formatIp(ip: IpAddress): string {
   // RFC 5952: the longest run (leftmost on ties) of two or more zero groups becomes '::'.
   let bestStart = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

@@ -7,13 +7,7 @@
  * - CLIENT_CLOSED: the client (or the resource) was closed while the call waited.
  */
 export type CapacityErrorCode =
-  | 'CAPACITY_NO_MASTER'
-  | 'CAPACITY_REDIRECT_LOOP'
-  | 'CAPACITY_UNAVAILABLE'
-  | 'LIMITER_TIMEOUT'
-  | 'LIMITER_ABORTED'
-  | 'LIMITER_QUEUE_FULL'
-  | 'CLIENT_CLOSED';
+  'CAPACITY_NO_MASTER' | 'CAPACITY_REDIRECT_LOOP' | 'CAPACITY_UNAVAILABLE' | 'LIMITER_TIMEOUT' | 'LIMITER_ABORTED' | 'LIMITER_QUEUE_FULL' | 'CLIENT_CLOSED';
 
 export class CapacityError extends Error {
   constructor(

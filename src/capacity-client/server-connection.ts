@@ -40,7 +40,9 @@ export class Connection {
   }
 
   async getCapacity(request: WireGetCapacityRequest): Promise<WireGetCapacityResponse> {
-    return this.withMaster<WireGetCapacityRequest, WireGetCapacityResponse>('GetCapacity', request, (r) => (r.response?.length ?? 0) === 0 ? r.mastership : undefined);
+    return this.withMaster<WireGetCapacityRequest, WireGetCapacityResponse>('GetCapacity', request, (r) =>
+      (r.response?.length ?? 0) === 0 ? r.mastership : undefined,
+    );
   }
 
   async releaseCapacity(clientId: string, resourceIds: string[]): Promise<WireReleaseCapacityResponse> {

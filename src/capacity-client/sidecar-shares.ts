@@ -54,7 +54,13 @@ export class SidecarShares {
     this.client =
       options.servers.length === 0
         ? undefined
-        : new CapacityClient({ ...options.client, servers: options.servers, ...(options.clientId ? { clientId: options.clientId } : {}), time: this.time, beforeRefresh: (now) => this.updateWants(now) });
+        : new CapacityClient({
+            ...options.client,
+            servers: options.servers,
+            ...(options.clientId ? { clientId: options.clientId } : {}),
+            time: this.time,
+            beforeRefresh: (now) => this.updateWants(now),
+          });
   }
 
   /** Whether a capacity server is configured. */
@@ -121,5 +127,12 @@ function clampWants(wants: number, spec: ShareSpec): number {
 }
 
 function sameAsking(a: ShareSpec, b: ShareSpec): boolean {
-  return a.fallback === b.fallback && a.wants === b.wants && a.minWants === b.minWants && a.headroomPercent === b.headroomPercent && a.ceiling === b.ceiling && a.windowMs === b.windowMs;
+  return (
+    a.fallback === b.fallback &&
+    a.wants === b.wants &&
+    a.minWants === b.minWants &&
+    a.headroomPercent === b.headroomPercent &&
+    a.ceiling === b.ceiling &&
+    a.windowMs === b.windowMs
+  );
 }

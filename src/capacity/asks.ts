@@ -102,7 +102,11 @@ export function serverCapacityAsks(req: M.GetServerCapacityRequest): Asks {
         priority = Math.max(priority, band.priority);
       }
       // A resource asked with no band at all still holds a lease; it counts as one subclient so shares stay finite.
-      return { id: idKey(r.resource_id), sent: r.resource_id, ask: { client, wants: Math.min(wants, MAX_AMOUNT), subclients: Math.max(1, subclients), reportedHas: hasOf(r.has?.capacity), priority } };
+      return {
+        id: idKey(r.resource_id),
+        sent: r.resource_id,
+        ask: { client, wants: Math.min(wants, MAX_AMOUNT), subclients: Math.max(1, subclients), reportedHas: hasOf(r.has?.capacity), priority },
+      };
     }),
   );
 }

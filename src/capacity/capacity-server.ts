@@ -262,7 +262,11 @@ export class CapacityServer {
       // priority_bands: the algorithm runs in this client's band on what the higher bands leave, and never
       // grants more than is unallocated over all bands.
       const view = res.bands.band(ask.priority).view(ask.client);
-      has = decideShare(algorithm.kind, res.bands.capacityFor(ask.priority, capacity), view, { client: ask.client, wants: ask.wants, subclients: ask.subclients });
+      has = decideShare(algorithm.kind, res.bands.capacityFor(ask.priority, capacity), view, {
+        client: ask.client,
+        wants: ask.wants,
+        subclients: ask.subclients,
+      });
       if (res.bands.count > 1) has = Math.max(0, Math.min(has, capacity - store.sumHas + (store.get(ask.client)?.has ?? 0)));
     }
     // Whatever the inputs (a parent's capacity included), a grant is a finite number ≥ 0: nothing non-finite
@@ -286,7 +290,8 @@ export function answered<T>(asks: Asks, leases: readonly (M.Lease | undefined)[]
     const j = asks.entry[i]!;
     if (leases[j] !== undefined) out.push(make(j, i));
   }
-  if (out.length === 0 && asks.entry.length > 0) throw new RequestTooLargeError('too many capacity resources or leases held (CAPACITY_MAX_RESOURCES, CAPACITY_MAX_LEASES); try again later');
+  if (out.length === 0 && asks.entry.length > 0)
+    throw new RequestTooLargeError('too many capacity resources or leases held (CAPACITY_MAX_RESOURCES, CAPACITY_MAX_LEASES); try again later');
   return out;
 }
 

@@ -76,11 +76,16 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
   const file = settings.capacityConfig;
   const { clock, log } = deps;
   const redis = settings.backend === 'redis' ? deps.redis : undefined;
-  if (settings.backend === 'redis' && redis === undefined) throw new StartupError('BACKEND=redis with CAPACITY_CONFIG needs a Redis connection for the capacity leases');
+  if (settings.backend === 'redis' && redis === undefined)
+    throw new StartupError('BACKEND=redis with CAPACITY_CONFIG needs a Redis connection for the capacity leases');
   // In memory, leases live in one process: workers behind one port would each grant the whole capacity.
-  if (redis === undefined && settings.workers > 1) throw new StartupError('CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory: capacity leases are kept in the memory of one process (docs/capacity.md)');
+  if (redis === undefined && settings.workers > 1)
+    throw new StartupError('CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory: capacity leases are kept in the memory of one process (docs/capacity.md)');
   // Each replica would take its own lease from the parent and share it out of the one Redis state: over-grant.
-  if (redis !== undefined && settings.capacityParent !== '') throw new StartupError('CAPACITY_PARENT with BACKEND=redis is not supported yet: use BACKEND=memory for an intermediate capacity server (docs/capacity.md)');
+  if (redis !== undefined && settings.capacityParent !== '')
+    throw new StartupError(
+      'CAPACITY_PARENT with BACKEND=redis is not supported yet: use BACKEND=memory for an intermediate capacity server (docs/capacity.md)',
+    );
   const first = await loadCapacityFile(file);
   if (!first.ok) throw new StartupError(`capacity resource file ${file} is invalid`, first.errors.map(String));
   let current = first.config;
@@ -125,7 +130,16 @@ export async function setUpCapacity(settings: CapacitySettings, deps: CapacityDe
   deps.report?.watchResources?.(() => server.resourceCount);
   const sweep = setInterval(() => server.cleanAll(), CLEAN_INTERVAL_MS);
   sweep.unref();
-  const onRedis = redis === undefined ? undefined : new RedisCapacity(server, { client: redis, prefix: settings.cacheKeyPrefix, clock, maxLeases: settings.capacityMaxLeases, ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }) });
+  const onRedis =
+    redis === undefined
+      ? undefined
+      : new RedisCapacity(server, {
+          client: redis,
+          prefix: settings.cacheKeyPrefix,
+          clock,
+          maxLeases: settings.capacityMaxLeases,
+          ...(settings.decisionMaxWaitMs === undefined ? {} : { timeoutMs: settings.decisionMaxWaitMs }),
+        });
   if (onRedis !== undefined) deps.report?.watchRedis?.(() => onRedis.stats());
   const routes = capacityRoutes(onRedis ?? server, settings.capacityMaxRequestBytes);
   return {

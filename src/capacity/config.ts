@@ -122,7 +122,11 @@ function readAlgorithmConfig(ctx: FileContext, field: Field, path: string): Algo
   const leaseLength = seconds('lease_length', 1);
   const refreshInterval = seconds('refresh_interval', 1);
   if (leaseLength !== undefined && refreshInterval !== undefined && refreshInterval > leaseLength) {
-    ctx.error(valueNode(ctx, fields.get('refresh_interval')!), join(path, 'refresh_interval'), `${refreshInterval} is longer than lease_length ${leaseLength}: a lease must outlive its refresh interval`);
+    ctx.error(
+      valueNode(ctx, fields.get('refresh_interval')!),
+      join(path, 'refresh_interval'),
+      `${refreshInterval} is longer than lease_length ${leaseLength}: a lease must outlive its refresh interval`,
+    );
   }
   const learning = seconds('learning_mode_duration', -MAX_SECONDS, leaseLength ?? 0);
   const parameters = readParameters(ctx, fields.get('parameters'), join(path, 'parameters'));
@@ -137,7 +141,8 @@ function readAlgorithmConfig(ctx: FileContext, field: Field, path: string): Algo
     ctx.error(map, join(path, 'parameters'), `${PRIORITY_BANDS_PARAMETER} must be 'true' or 'false', not '${bands.value}'`);
   }
   const priorityBands = bands?.value === 'true';
-  if (priorityBands && wireKind !== 'FAIR_SHARE' && wireKind !== 'PROPORTIONAL_SHARE') ctx.error(map, join(path, 'parameters'), `${PRIORITY_BANDS_PARAMETER} applies to kinds FAIR_SHARE and PROPORTIONAL_SHARE only`);
+  if (priorityBands && wireKind !== 'FAIR_SHARE' && wireKind !== 'PROPORTIONAL_SHARE')
+    ctx.error(map, join(path, 'parameters'), `${PRIORITY_BANDS_PARAMETER} applies to kinds FAIR_SHARE and PROPORTIONAL_SHARE only`);
   if (wireKind === undefined || leaseLength === undefined || refreshInterval === undefined || learning === undefined) return undefined;
   return Object.freeze({
     priorityBands,
@@ -176,7 +181,10 @@ function readTemplate(ctx: FileContext, map: YAMLMap, path: string): ResourceTem
 
 /** Validates the text of a resource file; `file` names it in errors. */
 export function parseCapacityConfig(file: string, text: string): CapacityLoad {
-  const fail = (line: number, column: number, reason: string): CapacityLoad => ({ ok: false, errors: [new ConfigError({ file, line, column, path: '', reason })] });
+  const fail = (line: number, column: number, reason: string): CapacityLoad => ({
+    ok: false,
+    errors: [new ConfigError({ file, line, column, path: '', reason })],
+  });
   if (Buffer.byteLength(text) > DEFAULT_LIMITS.maxFileBytes) return fail(1, 1, `file larger than ${DEFAULT_LIMITS.maxFileBytes} bytes`);
   const lineCounter = new LineCounter();
   let ctx: FileContext;
@@ -193,7 +201,11 @@ export function parseCapacityConfig(file: string, text: string): CapacityLoad {
     root = ctx.deref(doc.contents);
     if (root === undefined || !isMap(root)) return fail(1, 1, `a resource file must be a mapping with 'resources', not ${describeNode(root as never)}`);
     const fields = readFields(ctx, root, '', TOP, 0, false);
-    templates = readMapList(ctx, fields.get('resources'), 'resources').map((item) => ({ t: readTemplate(ctx, item.map, item.path), map: item.map, path: item.path }));
+    templates = readMapList(ctx, fields.get('resources'), 'resources').map((item) => ({
+      t: readTemplate(ctx, item.map, item.path),
+      map: item.map,
+      path: item.path,
+    }));
   } catch (err) {
     if (!(err instanceof LimitExceeded) && !(err instanceof RangeError)) throw err;
     const { line, col } = lineCounter.linePos(err instanceof LimitExceeded ? err.offset : 0);
@@ -203,7 +215,13 @@ export function parseCapacityConfig(file: string, text: string): CapacityLoad {
   if (star < 0) ctx.error(root, 'resources', `a template with identifier_glob "*" is required (the catch-all, last)`);
   else if (star !== templates.length - 1) ctx.error(templates[star]!.map, `${templates[star]!.path}.identifier_glob`, `the "*" template must be the last one`);
   if (ctx.errors.length > 0) return { ok: false, errors: ctx.errors };
-  return { ok: true, config: compileCapacityConfig(file, templates.map((x) => x.t!)) };
+  return {
+    ok: true,
+    config: compileCapacityConfig(
+      file,
+      templates.map((x) => x.t!),
+    ),
+  };
 }
 
 export function compileCapacityConfig(file: string, templates: readonly ResourceTemplate[]): CapacityConfig {

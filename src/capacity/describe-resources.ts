@@ -21,7 +21,10 @@ function firstResources(server: CapacityServer): Resource[] {
   return out;
 }
 
-export function capacityStats(server: CapacityServer, nowMs: number): { resource: string; capacity: number; granted: number; wanted: number; clients: number; learning: boolean }[] {
+export function capacityStats(
+  server: CapacityServer,
+  nowMs: number,
+): { resource: string; capacity: number; granted: number; wanted: number; clients: number; learning: boolean }[] {
   return firstResources(server).map((res) => ({
     resource: idText(res.id),
     capacity: server.capacity(res),
@@ -44,7 +47,14 @@ export function describeCapacity(server: CapacityServer, file: string, nowMs: nu
       res.store.forEach((client, lease) => {
         if (clients.length < MAX_LISTED_CLIENTS && listed < MAX_LISTED_CLIENTS_TOTAL) {
           listed++;
-          clients.push({ client: idText(client), has: lease.has, wants: lease.wants, subclients: lease.subclients, priority: lease.priority, expiry_time: Math.floor(lease.expiryMs / 1000) });
+          clients.push({
+            client: idText(client),
+            has: lease.has,
+            wants: lease.wants,
+            subclients: lease.subclients,
+            priority: lease.priority,
+            expiry_time: Math.floor(lease.expiryMs / 1000),
+          });
         }
       });
       const t = res.template;

@@ -124,5 +124,9 @@ export interface MethodCodec {
 export function methodCodec(method: CapacityMethod): MethodCodec {
   const service = doormanDefinition()[CAPACITY_SERVICE] as protoLoader.ServiceDefinition;
   const def = service[method]!;
-  return { decode: (bytes) => def.requestDeserialize(bytes), encode: (message) => def.responseSerialize(message as object), encodeRequest: (message) => def.requestSerialize(message as object) };
+  return {
+    decode: (bytes) => def.requestDeserialize(bytes),
+    encode: (message) => def.responseSerialize(message as object),
+    encodeRequest: (message) => def.requestSerialize(message as object),
+  };
 }

@@ -133,14 +133,16 @@ export class ParentLink {
           });
           next = Math.min(next, Math.max(1, r.gets.refresh_interval) * 1000);
         }
-        if (res.response.length === 0 && res.mastership?.master_address) this.log.warn('capacity parent is not the master', { parent: this.address, master: res.mastership.master_address });
+        if (res.response.length === 0 && res.mastership?.master_address)
+          this.log.warn('capacity parent is not the master', { parent: this.address, master: res.mastership.master_address });
       }
       if (!Number.isFinite(next)) next = 1000;
       this.failures = 0;
     } catch (err) {
       this.failures++;
       next = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(this.failures, 5));
-      if (this.failures === 1 || this.failures % 10 === 0) this.log.warn('capacity parent unreachable; leases run out at their expiry', { parent: this.address, failures: this.failures, error: err });
+      if (this.failures === 1 || this.failures % 10 === 0)
+        this.log.warn('capacity parent unreachable; leases run out at their expiry', { parent: this.address, failures: this.failures, error: err });
     } finally {
       this.inFlight = false;
     }

@@ -135,7 +135,9 @@ export class RedisCapacity {
     const deadline = this.deadline();
     const refused = this.server.reserve(asks.decide.map((a) => a.id));
     const res: Resource[] = [];
-    const leases = await together(asks.decide, (a, i) => (refused.has(a.id) ? Promise.resolve(undefined) : this.enqueue(a, a.ask.client, a.ask, deadline, (r) => (res[i] = r))));
+    const leases = await together(asks.decide, (a, i) =>
+      refused.has(a.id) ? Promise.resolve(undefined) : this.enqueue(a, a.ask.client, a.ask, deadline, (r) => (res[i] = r)),
+    );
     return { res, leases };
   }
 
@@ -152,7 +154,13 @@ export class RedisCapacity {
    * still in Redis when it passes finishes in the background (bounded by the Redis command timeout), and the
    * next decision sees its writes through the log, but this caller has its UNAVAILABLE already.
    */
-  private enqueue(which: { id: string; sent: string }, client: string, ask: Ask | undefined, deadline: number, onResource?: (res: Resource) => void): Promise<M.Lease | undefined> {
+  private enqueue(
+    which: { id: string; sent: string },
+    client: string,
+    ask: Ask | undefined,
+    deadline: number,
+    onResource?: (res: Resource) => void,
+  ): Promise<M.Lease | undefined> {
     // The Resource is looked up now, not when the request arrived: a resource dropped meanwhile (its last
     // lease gone) is made afresh, and one with asks queued is never dropped (server.holds).
     const res = this.server.resource(which.id, which.id === which.sent ? undefined : which.sent);
@@ -269,7 +277,12 @@ export class RedisCapacity {
         setLease(res, p.client, undefined);
       } else if (last) {
         // Still contended: the asks get what they hold (it is counted in Redis), never a new grant.
-        answers.push({ lease: old === undefined ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 } : leaseMessage(old) });
+        answers.push({
+          lease:
+            old === undefined
+              ? { expiry_time: Math.floor(now / 1000), refresh_interval: res.template.algorithm.refreshInterval, capacity: 0 }
+              : leaseMessage(old),
+        });
         this.conflicts++;
       } else if (old === undefined && res.store.size >= (this.options.maxLeases ?? Infinity)) {
         // Past CAPACITY_MAX_LEASES: left out of the answer (asks.ts answered).

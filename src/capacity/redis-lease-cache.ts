@@ -111,7 +111,21 @@ export class RedisLeaseCache {
     const k = capacityKeys(this.prefix, redisId(res.id));
     const copy = this.copies.get(res.id);
     const marker = `${now} ${this.nonce}${(this.proposals++).toString(36)}`;
-    const args = [k.leases, k.version, k.since, k.log, k.expiries, marker, copy?.marker ?? '', copy?.version ?? '-1', this.logLength, now, force ? '1' : '0', writeFrame(res, changed), MARKER_GRACE_MS];
+    const args = [
+      k.leases,
+      k.version,
+      k.since,
+      k.log,
+      k.expiries,
+      marker,
+      copy?.marker ?? '',
+      copy?.version ?? '-1',
+      this.logLength,
+      now,
+      force ? '1' : '0',
+      writeFrame(res, changed),
+      MARKER_GRACE_MS,
+    ];
     let items: string[];
     this.stats.exchanges++;
     try {

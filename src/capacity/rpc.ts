@@ -57,7 +57,8 @@ export function capacityRoutes(server: CapacityAnswers, maxBytes = Infinity): Ma
   for (const method of CAPACITY_METHODS) {
     const codec = CODECS[method];
     routes.set(`/${CAPACITY_SERVICE}/${method}`, (bytes) => {
-      if (bytes.length > maxBytes) return Promise.reject(new RequestTooLargeError(`${method} request of ${bytes.length} bytes is larger than ${maxBytes} (CAPACITY_MAX_REQUEST_BYTES)`));
+      if (bytes.length > maxBytes)
+        return Promise.reject(new RequestTooLargeError(`${method} request of ${bytes.length} bytes is larger than ${maxBytes} (CAPACITY_MAX_REQUEST_BYTES)`));
       let request: unknown;
       try {
         request = codec.decode(bytes);

@@ -101,7 +101,20 @@ export class ShareIndex {
 
   /** Adds a client (its id must not be in the index). */
   insert(id: string, wants: number, subclients: number, has = 0): void {
-    const node: Node = { r: wants / subclients, id, prio: hash(id), s: subclients, w: wants, h: has, left: undefined, right: undefined, n: 1, sumS: subclients, sumW: wants, sumH: has };
+    const node: Node = {
+      r: wants / subclients,
+      id,
+      prio: hash(id),
+      s: subclients,
+      w: wants,
+      h: has,
+      left: undefined,
+      right: undefined,
+      n: 1,
+      sumS: subclients,
+      sumW: wants,
+      sumH: has,
+    };
     const [a, b] = split(this.root, node.r, id);
     this.root = merge(merge(a, node), b);
   }

@@ -80,7 +80,12 @@ const leaseSizes: number[] = [];
  * GetCapacityResponse and GetServerCapacityResponse alike: `response` (field 1) entries of resource_id (1),
  * gets (2) and what `restSize` / `writeRest` add, then the optional mastership (2).
  */
-function encodeResponses<T extends { resource_id: string; gets: M.Lease }>(items: readonly T[], mastership: M.Mastership | undefined, restSize: (item: T) => number, writeRest: (w: ProtoWriter, item: T) => void): Buffer {
+function encodeResponses<T extends { resource_id: string; gets: M.Lease }>(
+  items: readonly T[],
+  mastership: M.Mastership | undefined,
+  restSize: (item: T) => number,
+  writeRest: (w: ProtoWriter, item: T) => void,
+): Buffer {
   let total = 0;
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;

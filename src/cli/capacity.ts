@@ -42,7 +42,7 @@ export async function runCapacityCli(argv: readonly string[], out: Write, err: W
       fn.call(client, request, { deadline: Date.now() + 5000 }, (e, v) => (e ? reject(e) : resolve(v as T)));
     });
   try {
-    for (let i = 0; i < words.length; ) {
+    for (let i = 0; i < words.length;) {
       const cmd = words[i++];
       if (cmd === 'get' && i + 3 <= words.length) {
         const [clientId, resource, wantsText] = words.slice(i, (i += 3)) as [string, string, string];
@@ -52,7 +52,9 @@ export async function runCapacityCli(argv: readonly string[], out: Write, err: W
         if (res.response.length === 0) out.write(`${resource}: no answer (not the master; master: ${res.mastership?.master_address ?? 'unknown'})\n`);
         for (const r of res.response) {
           const safe = r.safe_capacity === undefined ? '' : `, safe capacity ${r.safe_capacity}`;
-          out.write(`${clientId} ${r.resource_id}: capacity ${r.gets.capacity} until ${new Date(r.gets.expiry_time * 1000).toISOString()}, refresh every ${r.gets.refresh_interval}s${safe}\n`);
+          out.write(
+            `${clientId} ${r.resource_id}: capacity ${r.gets.capacity} until ${new Date(r.gets.expiry_time * 1000).toISOString()}, refresh every ${r.gets.refresh_interval}s${safe}\n`,
+          );
         }
       } else if (cmd === 'release' && i + 2 <= words.length) {
         const [clientId, resource] = words.slice(i, (i += 2)) as [string, string];

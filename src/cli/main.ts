@@ -38,7 +38,12 @@ checked first, with the same quality of errors.`;
 
 /** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
 export function serveHelp(): string {
-  const lines = ['usage: ratelimit serve [--flag value ...]', '', 'Every setting is an env var or the --flag beside it (a flag wins). envoyproxy/ratelimit\'s names are read too (docs/switching.md).', ''];
+  const lines = [
+    'usage: ratelimit serve [--flag value ...]',
+    '',
+    "Every setting is an env var or the --flag beside it (a flag wins). envoyproxy/ratelimit's names are read too (docs/switching.md).",
+    '',
+  ];
   for (const s of Object.values(SETTINGS)) {
     const def = Array.isArray(s.default) ? s.default.join(',') : s.default === undefined ? '(off)' : String(s.default);
     lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${def === '' ? '""' : def})`, `      ${s.description}`);
@@ -128,7 +133,11 @@ async function check(argv: string[]): Promise<number> {
     }
     process.stdout.write(`${settings.capacityConfig}: OK — ${capacity.config.templates.length} resource template(s)\n`);
   }
-  const result = await loadConfigDir(dir, { mergeDomains: settings.mergeDomainConfig, allFiles: settings.configAllFiles, maxFileBytes: settings.configMaxFileBytes });
+  const result = await loadConfigDir(dir, {
+    mergeDomains: settings.mergeDomainConfig,
+    allFiles: settings.configAllFiles,
+    maxFileBytes: settings.configMaxFileBytes,
+  });
   if (!result.ok) {
     for (const e of result.errors) process.stderr.write(`${String(e)}\n`);
     process.stderr.write(`${result.errors.length} error(s) in ${dir}\n`);
@@ -136,7 +145,9 @@ async function check(argv: string[]): Promise<number> {
   }
   for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
   const domains = [...result.config.domains.values()];
-  process.stdout.write(`${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`);
+  process.stdout.write(
+    `${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`,
+  );
   return 0;
 }
 
@@ -154,7 +165,9 @@ export async function main(argv: string[]): Promise<number> {
         return await runCapacityCli(rest, process.stdout, process.stderr);
       case '--version':
       case 'version':
-        process.stdout.write(rest.includes('--help') || rest.includes('-h') ? 'usage: ratelimit --version\n\nPrints the version.\n' : `ratelimit-sidecar ${VERSION}\n`);
+        process.stdout.write(
+          rest.includes('--help') || rest.includes('-h') ? 'usage: ratelimit --version\n\nPrints the version.\n' : `ratelimit-sidecar ${VERSION}\n`,
+        );
         return 0;
       case 'help':
       case '--help':

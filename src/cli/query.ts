@@ -38,7 +38,9 @@ query options:
   --help                this text
   k=v[,k=v...]          one descriptor per argument, entries in order; escape a comma or backslash in a value with \\`;
 
-interface Writable { write(text: string): unknown }
+interface Writable {
+  write(text: string): unknown;
+}
 
 type Callback = (e: grpc.ServiceError | null, r: WireResponse) => void;
 interface RlsClient {
@@ -110,7 +112,9 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   const client = new Client(server, grpc.credentials.createInsecure()) as unknown as RlsClient;
   try {
     const response = await new Promise<WireResponse>((resolve, reject) => {
-      const request = spend ? { domain, descriptors, hits_addend: hits } : { domain, descriptors: descriptors.map((d) => ({ ...d, hits_addend: { value: 0 } })) };
+      const request = spend
+        ? { domain, descriptors, hits_addend: hits }
+        : { domain, descriptors: descriptors.map((d) => ({ ...d, hits_addend: { value: 0 } })) };
       client.ShouldRateLimit(request, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
     const wanted = Math.max(hits, 1);
@@ -125,7 +129,10 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     // A dry run read the quota before the request: show what the request would leave, as a real answer does.
     const shown = spend || over ? response : afterRequest(response, wanted);
     if (json) out.write(`${JSON.stringify(responseToJson(shown), null, 2)}\n`);
-    else out.write(`${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`);
+    else
+      out.write(
+        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`,
+      );
     return over ? 3 : 0;
   } catch (e) {
     const se = e as grpc.ServiceError;
@@ -207,7 +214,14 @@ function durationJson(d: { seconds: string; nanos: number }): string {
  * A google.protobuf.Value as proto-loader decodes it: protobufjs bundles the well-known types with camelCase
  * names (keepCase keeps them so, as proto-objects.ts notes for encoding), and `kind` names the member that is set.
  */
-type WireValue = { kind?: string; numberValue?: number; stringValue?: string; boolValue?: boolean; structValue?: { fields: Record<string, unknown> }; listValue?: { values?: unknown[] } };
+type WireValue = {
+  kind?: string;
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: { fields: Record<string, unknown> };
+  listValue?: { values?: unknown[] };
+};
 
 function valueJson(v: unknown): unknown {
   const w = v as WireValue;

@@ -30,7 +30,10 @@ export interface ReferenceSetting {
 
 const off = (v: string) => /^(false|0|no|off|)$/i.test(v.trim());
 const empty = (v: string) => v.trim() === '';
-const is = (...values: string[]) => (v: string) => values.includes(v.trim().toLowerCase());
+const is =
+  (...values: string[]) =>
+  (v: string) =>
+    values.includes(v.trim().toLowerCase());
 
 function row(name: string, def: string, status: ReferenceStatus, here: string, extra: Partial<ReferenceSetting> = {}): ReferenceSetting {
   return { name, default: def, status, here, ...extra };
@@ -49,43 +52,88 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('DEBUG_PORT', '6070', 'same', 'DEBUG_PORT (`/rlconfig` and more); off unless set'),
   row('GRPC_HOST', '0.0.0.0', 'same', 'GRPC_HOST'),
   row('GRPC_PORT', '8081', 'same', 'GRPC_PORT'),
-  row('GRPC_UDS', '', 'unsupported', 'listen on a Unix socket with GRPC_HOST=unix:/path/to.sock (GRPC_UNIX_SOCKET_MODE sets its permissions)', { accepts: empty, fatal: true }),
+  row('GRPC_UDS', '', 'unsupported', 'listen on a Unix socket with GRPC_HOST=unix:/path/to.sock (GRPC_UNIX_SOCKET_MODE sets its permissions)', {
+    accepts: empty,
+    fatal: true,
+  }),
   row('PROTO', 'tcp', 'no-op', 'we always listen on tcp; unset PROTO', { accepts: is('tcp'), fatal: true }),
   row('GRPC_MAX_CONNECTION_AGE', '24h', 'unsupported', 'connections are not aged out; unset it (Envoy re-balances on its own reconnects)'),
   row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'unsupported', 'see GRPC_MAX_CONNECTION_AGE; unset it'),
-  row('GRPC_SERVER_USE_TLS', 'false', 'mapped', 'true: gRPC TLS with GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (read as GRPC_TLS_CERT, GRPC_TLS_KEY), and client certificates required when GRPC_CLIENT_TLS_CACERT is set (GRPC_TLS_CLIENT_CA); false: those three are ignored, as the reference ignores them'),
+  row(
+    'GRPC_SERVER_USE_TLS',
+    'false',
+    'mapped',
+    'true: gRPC TLS with GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (read as GRPC_TLS_CERT, GRPC_TLS_KEY), and client certificates required when GRPC_CLIENT_TLS_CACERT is set (GRPC_TLS_CLIENT_CA); false: those three are ignored, as the reference ignores them',
+  ),
   row('GRPC_SERVER_TLS_CERT', '', 'mapped', 'GRPC_TLS_CERT when GRPC_SERVER_USE_TLS=true (reloaded when the file changes)'),
   row('GRPC_SERVER_TLS_KEY', '', 'mapped', 'GRPC_TLS_KEY when GRPC_SERVER_USE_TLS=true'),
   row('GRPC_CLIENT_TLS_CACERT', '', 'mapped', 'GRPC_TLS_CLIENT_CA (mutual TLS) when GRPC_SERVER_USE_TLS=true'),
-  row('GRPC_CLIENT_TLS_SAN', '', 'unsupported', 'client certificates are not matched against a SAN here; GRPC_TLS_CLIENT_CA only checks that they chain to it', { accepts: empty }),
+  row(
+    'GRPC_CLIENT_TLS_SAN',
+    '',
+    'unsupported',
+    'client certificates are not matched against a SAN here; GRPC_TLS_CLIENT_CA only checks that they chain to it',
+    { accepts: empty },
+  ),
   // logs
   row('LOG_LEVEL', 'WARN', 'same', 'LOG_LEVEL (any case; trace, debug, info, warn/warning, error, fatal/panic = error); our default is info'),
   row('LOG_FORMAT', 'text', 'same', 'LOG_FORMAT (json or text); our default is json'),
   // rules
   row('CONFIG_TYPE', 'FILE', 'same', 'CONFIG_TYPE: FILE (CONFIG_DIR) or GRPC_XDS_SOTW (rules from an xDS server, docs/xds.md)'),
-  row('FORCE_START_WITHOUT_INITIAL_CONFIG', 'false', 'same', 'FORCE_START_WITHOUT_INITIAL_CONFIG (GRPC_XDS_SOTW): ready at once; until the first set arrives every request is answered OK, where the reference answers UNKNOWN (behind failure_mode_deny: false both mean no limit)'),
+  row(
+    'FORCE_START_WITHOUT_INITIAL_CONFIG',
+    'false',
+    'same',
+    'FORCE_START_WITHOUT_INITIAL_CONFIG (GRPC_XDS_SOTW): ready at once; until the first set arrives every request is answered OK, where the reference answers UNKNOWN (behind failure_mode_deny: false both mean no limit)',
+  ),
   row('CONFIG_GRPC_XDS_NODE_ID', 'default', 'same', 'CONFIG_GRPC_XDS_NODE_ID'),
   row('CONFIG_GRPC_XDS_NODE_METADATA', '', 'same', 'CONFIG_GRPC_XDS_NODE_METADATA (key=value,...)'),
   row('CONFIG_GRPC_XDS_SERVER_URL', 'localhost:18000', 'same', 'CONFIG_GRPC_XDS_SERVER_URL'),
-  row('CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL', '3s', 'same', 'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL (read and checked; reconnects follow XDS_CLIENT_BACKOFF_*)'),
+  row(
+    'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL',
+    '3s',
+    'same',
+    'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL (read and checked; reconnects follow XDS_CLIENT_BACKOFF_*)',
+  ),
   row('CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS (key:value,...)'),
   row('CONFIG_GRPC_XDS_SERVER_USE_TLS', 'false', 'same', 'CONFIG_GRPC_XDS_SERVER_USE_TLS'),
   row('CONFIG_GRPC_XDS_CLIENT_TLS_CERT', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_TLS_CERT'),
   row('CONFIG_GRPC_XDS_CLIENT_TLS_KEY', '', 'same', 'CONFIG_GRPC_XDS_CLIENT_TLS_KEY'),
   row('CONFIG_GRPC_XDS_SERVER_TLS_CACERT', '', 'same', 'CONFIG_GRPC_XDS_SERVER_TLS_CACERT'),
   row('CONFIG_GRPC_XDS_SERVER_TLS_SAN', '', 'same', 'CONFIG_GRPC_XDS_SERVER_TLS_SAN'),
-  row('XDS_CLIENT_BACKOFF_INITIAL_INTERVAL', '10s', 'same', 'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL, the first reconnect wait, doubling after each failure; our default is 500ms (the reference, its random factor taken as growth factor, always waits this long)'),
+  row(
+    'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL',
+    '10s',
+    'same',
+    'XDS_CLIENT_BACKOFF_INITIAL_INTERVAL, the first reconnect wait, doubling after each failure; our default is 500ms (the reference, its random factor taken as growth factor, always waits this long)',
+  ),
   row('XDS_CLIENT_BACKOFF_MAX_INTERVAL', '60s', 'same', 'XDS_CLIENT_BACKOFF_MAX_INTERVAL'),
   row('XDS_CLIENT_BACKOFF_RANDOM_FACTOR', '0.5', 'same', 'XDS_CLIENT_BACKOFF_RANDOM_FACTOR: each wait spread by ± this share'),
   row('XDS_CLIENT_BACKOFF_JITTER', 'true', 'same', 'XDS_CLIENT_BACKOFF_JITTER'),
   row('XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES', '', 'same', 'XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES'),
-  row('RUNTIME_ROOT', '/srv/runtime_data/current', 'mapped', 'CONFIG_DIR = RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, with CONFIG_ALL_FILES=true (every non-dot file whatever its extension, in non-dot subdirectories too)'),
+  row(
+    'RUNTIME_ROOT',
+    '/srv/runtime_data/current',
+    'mapped',
+    'CONFIG_DIR = RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY, with CONFIG_ALL_FILES=true (every non-dot file whatever its extension, in non-dot subdirectories too)',
+  ),
   row('RUNTIME_SUBDIRECTORY', '', 'mapped', 'see RUNTIME_ROOT'),
   row('RUNTIME_APPDIRECTORY', 'config', 'mapped', 'see RUNTIME_ROOT'),
-  row('RUNTIME_IGNOREDOTFILES', 'false', 'unsupported', 'dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap\'s `..data` copies); rename rule files that start with a dot', { accepts: is('true', '1') }),
+  row(
+    'RUNTIME_IGNOREDOTFILES',
+    'false',
+    'unsupported',
+    "dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap's `..data` copies); rename rule files that start with a dot",
+    { accepts: is('true', '1') },
+  ),
   row('RUNTIME_WATCH_ROOT', 'true', 'no-op', 'the rules directory is always watched, ConfigMap symlink swaps included (CONFIG_WATCH)'),
   row('MERGE_DOMAIN_CONFIG', 'false', 'same', 'MERGE_DOMAIN_CONFIG'),
-  row('HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED', 'false', 'same', 'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: not serving while the rules in force hold no domain'),
+  row(
+    'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED',
+    'false',
+    'same',
+    'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: not serving while the rules in force hold no domain',
+  ),
   // stats
   row('USE_STATSD', 'true', 'unsupported', STATS, { accepts: off }),
   row('STATSD_HOST', 'localhost', 'unsupported', STATS),
@@ -109,10 +157,20 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('EXPIRATION_JITTER_MAX_SECONDS', '300', 'unsupported', 'keys expire exactly at the window end; unset it'),
   row('LOCAL_CACHE_SIZE_IN_BYTES', '0', 'mapped', 'LOCAL_CACHE_SIZE = bytes ÷ 100 entries (0 = off); our default is 100000 entries'),
   row('NEAR_LIMIT_RATIO', '0.8', 'same', 'NEAR_LIMIT_RATIO'),
-  row('STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT', 'false', 'no-op', 'a rejected request consumes nothing here, on any of its limits; the reference with true spares only the other limits of a rejected request, the one that rejected it still counts the hits'),
+  row(
+    'STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT',
+    'false',
+    'no-op',
+    'a rejected request consumes nothing here, on any of its limits; the reference with true spares only the other limits of a rejected request, the one that rejected it still counts the hits',
+  ),
   row('SHADOW_MODE', 'false', 'same', 'SHADOW_MODE: every limit reports but never rejects'),
   row('QUOTA_MODE', 'false', 'unsupported', 'set `quota_mode: true` on the rules instead', { accepts: off }),
-  row('RESPONSE_DYNAMIC_METADATA', 'false', 'same', 'RESPONSE_DYNAMIC_METADATA: the request (domain, descriptors, hits_addend) and the matched rules\' metadata as dynamic_metadata in every response; we add quotaModeEnabled / quotaModeViolations when quota_mode rules matched'),
+  row(
+    'RESPONSE_DYNAMIC_METADATA',
+    'false',
+    'same',
+    "RESPONSE_DYNAMIC_METADATA: the request (domain, descriptors, hits_addend) and the matched rules' metadata as dynamic_metadata in every response; we add quotaModeEnabled / quotaModeViolations when quota_mode rules matched",
+  ),
   row('LIMIT_RESPONSE_HEADERS_ENABLED', 'false', 'same', 'LIMIT_RESPONSE_HEADERS_ENABLED (see also RATELIMIT_HEADERS and X_RATELIMIT_HEADERS)'),
   row('LIMIT_LIMIT_HEADER', 'RateLimit-Limit', 'same', 'LIMIT_LIMIT_HEADER'),
   row('LIMIT_REMAINING_HEADER', 'RateLimit-Remaining', 'same', 'LIMIT_REMAINING_HEADER'),
@@ -120,22 +178,44 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   // redis
   row('REDIS_SOCKET_TYPE', 'unix', 'mapped', 'tcp: REDIS_URL host:port becomes redis://host:port; unix sockets are not supported and stop the start'),
   row('REDIS_TYPE', 'SINGLE', 'same', 'REDIS_TYPE (single, sentinel, cluster; any case)'),
-  row('REDIS_URL', '/var/run/nutcracker/ratelimit.sock', 'same', 'REDIS_URL: `host:port` (single), `master,host:port,...` (sentinel) and `host:port,...` (cluster) are read as the reference does; `redis://` URLs too'),
+  row(
+    'REDIS_URL',
+    '/var/run/nutcracker/ratelimit.sock',
+    'same',
+    'REDIS_URL: `host:port` (single), `master,host:port,...` (sentinel) and `host:port,...` (cluster) are read as the reference does; `redis://` URLs too',
+  ),
   row('REDIS_AUTH', '', 'mapped', 'the password (or `user:password`) of REDIS_URL'),
   row('REDIS_SENTINEL_AUTH', '', 'mapped', 'REDIS_SENTINEL_PASSWORD'),
   row('REDIS_TLS', 'false', 'mapped', 'rediss:// in REDIS_URL'),
   row('REDIS_TLS_CACERT', '', 'mapped', 'REDIS_TLS_CA'),
   row('REDIS_TLS_CLIENT_CERT', '', 'mapped', 'REDIS_TLS_CERT'),
   row('REDIS_TLS_CLIENT_KEY', '', 'mapped', 'REDIS_TLS_KEY'),
-  row('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', 'set REDIS_TLS_SERVERNAME to the name in the certificate (or REDIS_TLS_INSECURE=true in tests only)', { accepts: off }),
+  row(
+    'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION',
+    'false',
+    'unsupported',
+    'set REDIS_TLS_SERVERNAME to the name in the certificate (or REDIS_TLS_INSECURE=true in tests only)',
+    { accepts: off },
+  ),
   row('REDIS_POOL_SIZE', '10', 'no-op', 'one multiplexed, pipelined connection per Redis node; nothing to size'),
   row('REDIS_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'no-op', 'no pool; see REDIS_POOL_SIZE'),
   row('REDIS_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
   row('REDIS_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),
   row('REDIS_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
   row('REDIS_TIMEOUT', '10s', 'unsupported', 'use REDIS_CONNECT_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (milliseconds)'),
-  row('REDIS_HEALTH_CHECK_ACTIVE_CONNECTION', 'false', 'unsupported', 'gRPC health is already NOT_SERVING while Redis cannot decide, in every FAILURE_MODE; GET /healthcheck is not (it is the Kubernetes readiness probe): GET /readyz is the HTTP check that follows Redis', { accepts: off }),
-  row('REDIS_STARTUP_INITIAL_INTERVAL', '1s', 'no-op', 'by default (REDIS_STARTUP=background) we start without waiting for Redis and answer by FAILURE_MODE until it is up; REDIS_STARTUP=wait or fail with REDIS_STARTUP_TIMEOUT_MS waits first'),
+  row(
+    'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION',
+    'false',
+    'unsupported',
+    'gRPC health is already NOT_SERVING while Redis cannot decide, in every FAILURE_MODE; GET /healthcheck is not (it is the Kubernetes readiness probe): GET /readyz is the HTTP check that follows Redis',
+    { accepts: off },
+  ),
+  row(
+    'REDIS_STARTUP_INITIAL_INTERVAL',
+    '1s',
+    'no-op',
+    'by default (REDIS_STARTUP=background) we start without waiting for Redis and answer by FAILURE_MODE until it is up; REDIS_STARTUP=wait or fail with REDIS_STARTUP_TIMEOUT_MS waits first',
+  ),
   row('REDIS_STARTUP_MAX_INTERVAL', '30s', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_STARTUP_MAX_ELAPSED_TIME', '0', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_PERSECOND', 'false', 'unsupported', PERSECOND, { accepts: off }),
@@ -178,28 +258,52 @@ export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
   ['gRPC `grpc.health.v1.Health/Check`', 'the same (also Watch and List; service names "", `ratelimit`)'],
   ['HTTP `GET /healthcheck` (PORT): 200 `OK` or 500', 'the same on HTTP_PORT (PORT is read as HTTP_PORT); also `/healthz` (alive) and `/readyz`'],
   ['HTTP `POST /json` (PORT)', 'the same on HTTP_PORT'],
-  ['debug `GET /rlconfig` (DEBUG_PORT): the loaded rules as text', 'the same on DEBUG_PORT (off unless DEBUG_PORT is set); `/rules` on HTTP_PORT gives them as JSON'],
+  [
+    'debug `GET /rlconfig` (DEBUG_PORT): the loaded rules as text',
+    'the same on DEBUG_PORT (off unless DEBUG_PORT is set); `/rules` on HTTP_PORT gives them as JSON',
+  ],
   ['debug `GET /stats` (DEBUG_PORT): statsd counters as text', '`/stats` on DEBUG_PORT gives the Prometheus text'],
   ['debug `GET /debug/pprof/*`', 'not offered (use `node --inspect` or `--cpu-prof`)'],
   ['Prometheus `/metrics` on PROMETHEUS_ADDR (USE_PROMETHEUS=true)', 'the same; `/metrics` is also always on HTTP_PORT'],
 ];
 
 export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`', '`ratelimit_hits_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`', '`ratelimit_over_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`', '`ratelimit_near_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`', '`ratelimit_within_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`'],
-  ['`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`', '`ratelimit_shadow_mode_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`'],
+  [
+    '`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`',
+    '`ratelimit_hits_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`',
+  ],
+  [
+    '`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`',
+    '`ratelimit_over_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`',
+  ],
+  [
+    '`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`',
+    '`ratelimit_near_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`',
+  ],
+  [
+    '`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`',
+    '`ratelimit_within_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`',
+  ],
+  [
+    '`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`',
+    '`ratelimit_shadow_mode_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`',
+  ],
   ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
   ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
   ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
   ['`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`', '`ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`'],
-  ['`ratelimit_server.ShouldRateLimit.response_time`', '`ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`'],
+  [
+    '`ratelimit_server.ShouldRateLimit.response_time`',
+    '`ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`',
+  ],
 ];
 
 export const REFERENCE_CLI: readonly (readonly [string, string])[] = [
   ['`/bin/ratelimit` (settings from the environment)', '`ratelimit serve` (settings from the environment or `--flags`; `ratelimit serve --help` lists them)'],
-  ['`/bin/ratelimit_client -dial_string HOST:PORT -domain D -descriptors k=v,k2=v2`', '`ratelimit query --spend --server HOST:PORT --domain D k=v,k2=v2` (`--json` for JSON; without `--spend` a dry run that counts nothing)'],
+  [
+    '`/bin/ratelimit_client -dial_string HOST:PORT -domain D -descriptors k=v,k2=v2`',
+    '`ratelimit query --spend --server HOST:PORT --domain D k=v,k2=v2` (`--json` for JSON; without `--spend` a dry run that counts nothing)',
+  ],
   ['`/bin/ratelimit_config_check -config_dir DIR`', '`ratelimit check DIR`'],
   ['(none)', '`ratelimit --version`'],
 ];

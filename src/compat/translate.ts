@@ -58,12 +58,24 @@ export function translateReferenceEnv(env: Env): Translation {
     const from = runtime.filter((n) => env[n] !== undefined).join('+');
     set('CONFIG_DIR', dir, from);
     set('CONFIG_ALL_FILES', 'true', from);
-    notices.push({ level: 'info', setting: from, message: `rules from ${dir} (${from}), every non-dot file whatever its extension, as the reference loads them` });
+    notices.push({
+      level: 'info',
+      setting: from,
+      message: `rules from ${dir} (${from}), every non-dot file whatever its extension, as the reference loads them`,
+    });
     if (env.DEBUG_PORT === undefined) {
-      notices.push({ level: 'warn', setting: 'DEBUG_PORT', message: 'DEBUG_PORT is unset: /rlconfig and /stats are off here (the reference serves them on 6070 by default); set DEBUG_PORT=6070 to keep them' });
+      notices.push({
+        level: 'warn',
+        setting: 'DEBUG_PORT',
+        message: 'DEBUG_PORT is unset: /rlconfig and /stats are off here (the reference serves them on 6070 by default); set DEBUG_PORT=6070 to keep them',
+      });
     }
     if (env.RUNTIME_IGNOREDOTFILES === undefined) {
-      notices.push({ level: 'info', setting: 'RUNTIME_IGNOREDOTFILES', message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)` });
+      notices.push({
+        level: 'info',
+        setting: 'RUNTIME_IGNOREDOTFILES',
+        message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)`,
+      });
     }
   }
 
@@ -113,9 +125,11 @@ function translateGrpcTls(env: Env, set: (ours: string, value: string, from: str
 function translateRedis(env: Env, set: (ours: string, value: string, from: string) => void, notices: Notice[], problems: string[]): void {
   const socket = env.REDIS_SOCKET_TYPE?.trim().toLowerCase();
   if (socket !== undefined && socket !== 'tcp') {
-    problems.push(socket === 'unix'
-      ? `REDIS_SOCKET_TYPE=unix: unix sockets are not supported; reach Redis over TCP with REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`
-      : `REDIS_SOCKET_TYPE: '${env.REDIS_SOCKET_TYPE}' is not one of tcp, unix`);
+    problems.push(
+      socket === 'unix'
+        ? `REDIS_SOCKET_TYPE=unix: unix sockets are not supported; reach Redis over TCP with REDIS_SOCKET_TYPE=tcp and REDIS_URL=host:port`
+        : `REDIS_SOCKET_TYPE: '${env.REDIS_SOCKET_TYPE}' is not one of tcp, unix`,
+    );
     return;
   }
   const url = env.REDIS_URL?.trim();
@@ -133,7 +147,10 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
       problems.push(`REDIS_URL=${shown}: unix sockets are not supported; give host:port (with REDIS_SOCKET_TYPE=tcp)`);
       return;
     }
-    const parts = url.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const parts = url
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
     const type = (env.REDIS_TYPE ?? 'single').trim().toLowerCase();
     let nodes = parts;
     if (type === 'sentinel') {
@@ -158,7 +175,11 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
     base = new URL(`redis://${nodes[0]}`);
     if (env.BACKEND === undefined && env.BACKEND_TYPE === undefined) {
       set('BACKEND', 'redis', 'REDIS_URL');
-      notices.push({ level: 'info', setting: 'REDIS_URL', message: `REDIS_URL=${shown} is the reference's host:port form and BACKEND_TYPE is unset (the reference's default is redis): counters in Redis` });
+      notices.push({
+        level: 'info',
+        setting: 'REDIS_URL',
+        message: `REDIS_URL=${shown} is the reference's host:port form and BACKEND_TYPE is unset (the reference's default is redis): counters in Redis`,
+      });
     }
   } else {
     try {

@@ -35,8 +35,20 @@ export type RawAuthzAction =
   | { readonly type: 'request_headers'; readonly header: string; readonly key: string; readonly skipIfAbsent: boolean }
   | { readonly type: 'query_parameters'; readonly param: string; readonly key: string; readonly skipIfAbsent: boolean }
   | { readonly type: 'generic_key'; readonly key: string; readonly value: string }
-  | { readonly type: 'header_value_match'; readonly key: string; readonly value: string; readonly expectMatch: boolean; readonly headers: readonly RawHeaderMatcher[] }
-  | { readonly type: 'query_parameter_value_match'; readonly key: string; readonly value: string; readonly expectMatch: boolean; readonly params: readonly RawQueryMatcher[] }
+  | {
+      readonly type: 'header_value_match';
+      readonly key: string;
+      readonly value: string;
+      readonly expectMatch: boolean;
+      readonly headers: readonly RawHeaderMatcher[];
+    }
+  | {
+      readonly type: 'query_parameter_value_match';
+      readonly key: string;
+      readonly value: string;
+      readonly expectMatch: boolean;
+      readonly params: readonly RawQueryMatcher[];
+    }
   | { readonly type: 'cookie'; readonly name: string; readonly key: string; readonly skipIfAbsent: boolean }
   | { readonly type: 'method'; readonly key: string }
   | { readonly type: 'path'; readonly key: string; readonly stripQuery: boolean }
@@ -78,8 +90,20 @@ export interface CompiledQueryMatcher {
 
 export type CompiledAuthzAction =
   | Exclude<RawAuthzAction, { type: 'header_value_match' | 'query_parameter_value_match' }>
-  | { readonly type: 'header_value_match'; readonly key: string; readonly value: string; readonly expectMatch: boolean; readonly headers: readonly CompiledHeaderMatcher[] }
-  | { readonly type: 'query_parameter_value_match'; readonly key: string; readonly value: string; readonly expectMatch: boolean; readonly params: readonly CompiledQueryMatcher[] };
+  | {
+      readonly type: 'header_value_match';
+      readonly key: string;
+      readonly value: string;
+      readonly expectMatch: boolean;
+      readonly headers: readonly CompiledHeaderMatcher[];
+    }
+  | {
+      readonly type: 'query_parameter_value_match';
+      readonly key: string;
+      readonly value: string;
+      readonly expectMatch: boolean;
+      readonly params: readonly CompiledQueryMatcher[];
+    };
 
 export interface CompiledAuthz {
   readonly rateLimits: readonly { readonly actions: readonly CompiledAuthzAction[] }[];

@@ -37,12 +37,6 @@ export function sortConfigErrors(errors: ConfigError[], fileOrder: readonly stri
   const rank = new Map(fileOrder.map((f, i) => [f, i] as const));
   return errors
     .map((e, i) => ({ e, i }))
-    .sort(
-      (a, b) =>
-        (rank.get(a.e.file) ?? -1) - (rank.get(b.e.file) ?? -1) ||
-        a.e.line - b.e.line ||
-        a.e.column - b.e.column ||
-        a.i - b.i,
-    )
+    .sort((a, b) => (rank.get(a.e.file) ?? -1) - (rank.get(b.e.file) ?? -1) || a.e.line - b.e.line || a.e.column - b.e.column || a.i - b.i)
     .map((x) => x.e);
 }

@@ -44,6 +44,7 @@ export function parseDuration(text: string, minMs: number, maxMs: number): Windo
   const m = WINDOW.exec(text.trim());
   if (m === null) return { ok: false, reason: `'${text}' is not a duration like 250ms, 30s, 20m or 1h` };
   const ms = Number(m[1]) * UNIT_MS[m[2]!]!;
-  if (!Number.isSafeInteger(ms) || ms < minMs || ms > maxMs) return { ok: false, reason: `'${text}' is not from ${formatWindow(minMs)} to ${formatWindow(maxMs)}` };
+  if (!Number.isSafeInteger(ms) || ms < minMs || ms > maxMs)
+    return { ok: false, reason: `'${text}' is not from ${formatWindow(minMs)} to ${formatWindow(maxMs)}` };
   return { ok: true, ms };
 }

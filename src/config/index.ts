@@ -7,14 +7,7 @@ export type { ConfigFile } from './load/loader.js';
 export { watchConfigDir } from './load/watcher.js';
 export type { ConfigWatcher, WatchOptions } from './load/watcher.js';
 export type { ConfigDescription, DescribedDomain, DescribedLimit, DescribedRule } from './compile/describe-rules.js';
-export type {
-  CompiledConfig,
-  CompiledDomain,
-  CompiledLimit,
-  CompiledRule,
-  ConfigErrorInfo,
-  RuleMatch,
-} from './types.js';
+export type { CompiledConfig, CompiledDomain, CompiledLimit, CompiledRule, ConfigErrorInfo, RuleMatch } from './types.js';
 export { DEFAULT_LIMITS } from './limits.js';
 export type { ConfigLimits } from './limits.js';
 export { compileFilesInWorker, loadConfigDirInWorker } from './load/load-in-worker.js';

@@ -10,7 +10,6 @@
  */
 import { encodeEscaped, wellFormed } from '../vocab/bytes.js';
 
-
 export const PLACEHOLDERS = ['retry_after', 'limit', 'remaining', 'window', 'name', 'domain', 'descriptor', 'reset_at'] as const;
 export type Placeholder = (typeof PLACEHOLDERS)[number];
 

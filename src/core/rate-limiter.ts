@@ -87,7 +87,9 @@ export class RateLimiter {
   async decide(original: RateLimitRequest, decideOptions: DecideOptions = {}): Promise<RateLimitDecision> {
     const started = performance.now();
     validate(original);
-    const bounded = checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS, (field) => this.observer.onOversized?.(original.domain, field));
+    const bounded = checkRequest(original, this.options.requestLimits ?? DEFAULT_REQUEST_LIMITS, (field) =>
+      this.observer.onOversized?.(original.domain, field),
+    );
     const { request, criticality } = classify(bounded, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
@@ -111,7 +113,8 @@ export class RateLimiter {
 
     // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
     if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
-    const observed = checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const observed =
+      checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
     const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
     // A copy only when some check ran above its configured limit (a soft or share ceiling).
     let reported = stored;
@@ -154,7 +157,8 @@ export class RateLimiter {
     for (const r of resolved) {
       for (let j = 0; j < r.limits.length; j++) {
         const limit = r.limits[j]!;
-        if (hasThrottling(limit) || limit.softRequestsPerUnit > 0) reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
+        if (hasThrottling(limit) || limit.softRequestsPerUnit > 0)
+          reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
       }
     }
     const throttled = throttlingSignals(reports, !overLimit, criticality);
@@ -162,14 +166,25 @@ export class RateLimiter {
     const decision: RateLimitDecision = {
       overallCode: overLimit ? 'OVER_LIMIT' : 'OK',
       statuses,
-      responseHeadersToAdd: throttled === undefined ? buildResponseHeaders(applied, overLimit, this.options.headers) : [...buildResponseHeaders(applied, overLimit, this.options.headers), ...throttled.headers],
+      responseHeadersToAdd:
+        throttled === undefined
+          ? buildResponseHeaders(applied, overLimit, this.options.headers)
+          : [...buildResponseHeaders(applied, overLimit, this.options.headers), ...throttled.headers],
       requestHeadersToAdd: [],
-      ...(this.options.responseDynamicMetadata === true ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }, passedMetadata) } : {}),
+      ...(this.options.responseDynamicMetadata === true
+        ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }, passedMetadata) }
+        : {}),
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
-    return owners === undefined ? decision : this.atLimit.finish(decision, { request, checks, owners, outcomes, nowMs, ...(decideOptions.call !== undefined ? { call: decideOptions.call } : {}) }, observer);
+    return owners === undefined
+      ? decision
+      : this.atLimit.finish(
+          decision,
+          { request, checks, owners, outcomes, nowMs, ...(decideOptions.call !== undefined ? { call: decideOptions.call } : {}) },
+          observer,
+        );
   }
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
@@ -244,4 +259,3 @@ function validate(request: RateLimitRequest): void {
   if (request.domain === '') throw new InvalidRequestError('rate limit domain must not be empty');
   if (request.descriptors.length === 0) throw new InvalidRequestError('rate limit descriptor list must not be empty');
 }
-

@@ -55,23 +55,36 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         : counterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, limit.algorithm, limit.windowMs);
       if (limit.onLimit !== undefined) hasOnLimit = true;
       checkLimits.push(limit);
-      checks.push(planCheck({
-        key,
-        ...(envoy ? { keyFormat: 'envoy' as const } : {}),
-        algorithm: limit.algorithm,
-        limit: limit.requestsPerUnit,
-        windowMs: limit.windowMs,
-        burst: limit.burst,
-        hits: r.hits,
-        enforce,
-        ...countOver(limit, shadow),
-        onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.delayDeadlineMs, ctx.checkOnly),
-        ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
-        ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
-      }, limit, { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality }));
+      checks.push(
+        planCheck(
+          {
+            key,
+            ...(envoy ? { keyFormat: 'envoy' as const } : {}),
+            algorithm: limit.algorithm,
+            limit: limit.requestsPerUnit,
+            windowMs: limit.windowMs,
+            burst: limit.burst,
+            hits: r.hits,
+            enforce,
+            ...countOver(limit, shadow),
+            onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.delayDeadlineMs, ctx.checkOnly),
+            ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
+            ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
+          },
+          limit,
+          { keyPrefix: ctx.keyPrefix, domain: ctx.domain, ruleStatsKey: r.rule?.statsKey, criticality: ctx.criticality },
+        ),
+      );
       const planned = checks[checks.length - 1]!;
       if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && isRefundAlgorithm(limit.algorithm)) {
-        refunds.push({ key, algorithm: limit.algorithm, limit: planned.limit, windowMs: limit.windowMs, units: r.refundUnits, windowStart: ctx.nowMs - (ctx.nowMs % limit.windowMs) });
+        refunds.push({
+          key,
+          algorithm: limit.algorithm,
+          limit: planned.limit,
+          windowMs: limit.windowMs,
+          units: r.refundUnits,
+          windowStart: ctx.nowMs - (ctx.nowMs % limit.windowMs),
+        });
       }
     }
   }
@@ -134,12 +147,27 @@ function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d
   // does); an override whose unit Envoy sent as UNKNOWN is ignored.
   if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
     const windowMs = UNIT_SECONDS[d.limit.unit] * 1000;
-    const limit: CompiledLimit = { requestsPerUnit: d.limit.requestsPerUnit, windowMs, unit: d.limit.unit, algorithm: 'fixed_window', burst: d.limit.requestsPerUnit, softRequestsPerUnit: 0 };
+    const limit: CompiledLimit = {
+      requestsPerUnit: d.limit.requestsPerUnit,
+      windowMs,
+      unit: d.limit.unit,
+      algorithm: 'fixed_window',
+      burst: d.limit.requestsPerUnit,
+      softRequestsPerUnit: 0,
+    };
     return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
   }
   const match = domain?.lookup(d.entries);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
-  return { rule: match.rule, limits: match.rule.limits, counterEntries: match.counterEntries, statsKey: match.statsKey, hits, firstCheck: 0, ...(match.metadata !== undefined ? { metadata: match.metadata } : {}) };
+  return {
+    rule: match.rule,
+    limits: match.rule.limits,
+    counterEntries: match.counterEntries,
+    statsKey: match.statsKey,
+    hits,
+    firstCheck: 0,
+    ...(match.metadata !== undefined ? { metadata: match.metadata } : {}),
+  };
 }
 
 /** Limits named in any matched rule's `replaces` are dropped from every descriptor of the request. */
@@ -161,4 +189,3 @@ export function policyName(r: Resolved, limit: CompiledLimit): string {
   const base = r.statsKey;
   return r.limits.length > 1 ? `${base}/${limit.algorithm}/${limit.windowMs / 1000}s` : base;
 }
-

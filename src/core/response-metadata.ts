@@ -17,7 +17,11 @@ import type { RateLimitRequest, RequestDescriptor } from '../vocab/types.js';
 
 type Metadata = Readonly<Record<string, unknown>>;
 
-export function responseMetadata(request: RateLimitRequest, quota: { descriptors: readonly number[]; violations: readonly number[] }, passed: readonly Metadata[] = []): Record<string, unknown> {
+export function responseMetadata(
+  request: RateLimitRequest,
+  quota: { descriptors: readonly number[]; violations: readonly number[] },
+  passed: readonly Metadata[] = [],
+): Record<string, unknown> {
   const merged = passed.reduce<Metadata>(mergeMetadata, {});
   return {
     domain: request.domain,

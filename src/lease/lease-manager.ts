@@ -201,7 +201,14 @@ export class LeaseManager {
       return;
     }
     const { terms } = lease;
-    const args: GiveBackArgs = { key: lease.key, algorithm: terms.algorithm, limit: terms.limit, windowMs: terms.windowMs, units: usable, windowStart: lease.windowStart };
+    const args: GiveBackArgs = {
+      key: lease.key,
+      algorithm: terms.algorithm,
+      limit: terms.limit,
+      windowMs: terms.windowMs,
+      units: usable,
+      windowStart: lease.windowStart,
+    };
     this.counts.giveBacks++;
     const giving = this.options.backend.giveBack(args, nowMs).then(
       (returned) => {

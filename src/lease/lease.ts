@@ -15,7 +15,14 @@ export interface LeaseTerms {
 }
 
 export function sameTerms(a: LeaseTerms, b: LeaseTerms): boolean {
-  return a.algorithm === b.algorithm && a.limit === b.limit && a.windowMs === b.windowMs && a.burst === b.burst && a.spec.size === b.spec.size && a.spec.ttlMs === b.spec.ttlMs;
+  return (
+    a.algorithm === b.algorithm &&
+    a.limit === b.limit &&
+    a.windowMs === b.windowMs &&
+    a.burst === b.burst &&
+    a.spec.size === b.spec.size &&
+    a.spec.ttlMs === b.spec.ttlMs
+  );
 }
 
 /** How long a spent lease (the limit had fewer units than asked) answers "no quota" before asking again. */

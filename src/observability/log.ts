@@ -63,7 +63,8 @@ function textLine(json: string): string {
   const str = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
   const head = `${str(time)} ${str(level).toUpperCase()}${component === undefined ? '' : ` [${str(component)}]`} ${str(msg ?? '')}`;
   const tail = Object.entries(fields).map(([k, v]) => {
-    if (v !== null && typeof v === 'object' && typeof (v as { stack?: unknown }).stack === 'string') return ` ${k}=${JSON.stringify((v as { message?: unknown }).message)}\n${(v as { stack: string }).stack}`;
+    if (v !== null && typeof v === 'object' && typeof (v as { stack?: unknown }).stack === 'string')
+      return ` ${k}=${JSON.stringify((v as { message?: unknown }).message)}\n${(v as { stack: string }).stack}`;
     return ` ${k}=${JSON.stringify(v)}`;
   });
   return head + tail.join('');

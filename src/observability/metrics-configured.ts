@@ -13,7 +13,10 @@ type Labels = 'domain' | 'key';
 export type ConfiguredKeys = () => ReadonlyMap<string, ReadonlySet<string>>;
 
 export class ConfiguredCounter extends Counter<Labels> {
-  constructor(config: CounterConfiguration<Labels>, private readonly configured: ConfiguredKeys) {
+  constructor(
+    config: CounterConfiguration<Labels>,
+    private readonly configured: ConfiguredKeys,
+  ) {
     super(config);
   }
 

@@ -33,7 +33,13 @@ export interface DecisionMetrics {
 export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): DecisionMetrics {
   // Per-request counts are added up here and handed to the counters when they are read (metrics-pending.ts).
   const flush = { rules: () => {}, decisions: () => {} };
-  const decisions = new Counter({ name: 'ratelimit_decisions_total', help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.', labelNames: ['domain', 'code'] as const, registers, collect: () => flush.decisions() });
+  const decisions = new Counter({
+    name: 'ratelimit_decisions_total',
+    help: 'Decisions (ShouldRateLimit and ext_authz Check) by domain (configured name, or `unknown`) and overall code.',
+    labelNames: ['domain', 'code'] as const,
+    registers,
+    collect: () => flush.decisions(),
+  });
   const duration = new Histogram({
     name: 'ratelimit_decision_duration_seconds',
     help: 'Time to decide one request, store round trip included.',
@@ -44,11 +50,25 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
   const atLimit = onLimitMetrics(registers, bounds);
   const throttling = throttlingMetrics(registers, bounds);
   // The same counts under envoyproxy/ratelimit's Prometheus names (metrics-reference.ts).
-  const byName = new Map(['ratelimit_hits_total', 'ratelimit_over_limit_total', 'ratelimit_near_limit_total', 'ratelimit_within_limit_total', 'ratelimit_shadow_mode_total'].map((name, i) => [name, perRule[i]!]));
+  const byName = new Map(
+    ['ratelimit_hits_total', 'ratelimit_over_limit_total', 'ratelimit_near_limit_total', 'ratelimit_within_limit_total', 'ratelimit_shadow_mode_total'].map(
+      (name, i) => [name, perRule[i]!],
+    ),
+  );
   referenceRuleCounters(registers, (name) => byName.get(name)!);
-  const oversized = new Counter({ name: 'ratelimit_oversized_input_total', help: 'Requests decided with client-shaped input beyond its bound: a value longer than MAX_VALUE_BYTES (counted under a hash of it), a hits_addend above MAX_HITS_ADDEND (counted as 2^32-1).', labelNames: ['field'] as const, registers });
+  const oversized = new Counter({
+    name: 'ratelimit_oversized_input_total',
+    help: 'Requests decided with client-shaped input beyond its bound: a value longer than MAX_VALUE_BYTES (counted under a hash of it), a hits_addend above MAX_HITS_ADDEND (counted as 2^32-1).',
+    labelNames: ['field'] as const,
+    registers,
+  });
   for (const field of ['value', 'hits_addend']) oversized.inc({ field }, 0);
-  const folded = new Counter({ name: 'ratelimit_detailed_series_folded_total', help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).', labelNames: ['domain'] as const, registers });
+  const folded = new Counter({
+    name: 'ratelimit_detailed_series_folded_total',
+    help: 'Descriptor reports whose request-derived stats key was counted under key `other` (METRICS_MAX_DETAILED_SERIES reached).',
+    labelNames: ['domain'] as const,
+    registers,
+  });
   for (const code of CODES) decisions.inc({ domain: UNKNOWN_DOMAIN, code }, 0);
 
   const ruleCounts = new PendingCounts<'domain' | 'key'>(perRule);
@@ -143,8 +163,8 @@ function ruleCounters(registers: Registry[], bounds: SeriesBounds, flush: () => 
   const labelNames = ['domain', 'key'] as const;
   const counter = (name: string, help: string) => new ConfiguredCounter({ name, help, labelNames, registers, collect: flush }, () => bounds.configuredKeys());
   return [
-    counter('ratelimit_hits_total', 'Hits counted against a rule (key: the rule\'s stats key as in envoyproxy/ratelimit, or `other`).'),
-    counter('ratelimit_over_limit_total', 'Hits over a rule\'s limit (enforced or not).'),
+    counter('ratelimit_hits_total', "Hits counted against a rule (key: the rule's stats key as in envoyproxy/ratelimit, or `other`)."),
+    counter('ratelimit_over_limit_total', "Hits over a rule's limit (enforced or not)."),
     counter('ratelimit_near_limit_total', 'Admitted hits above NEAR_LIMIT_RATIO of a limit.'),
     counter('ratelimit_within_limit_total', 'Admitted hits.'),
     counter('ratelimit_shadow_mode_total', 'Hits over a shadow_mode rule (admitted).'),

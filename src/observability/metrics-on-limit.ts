@@ -7,7 +7,12 @@ import type { DecisionObserver } from '../core/observer.js';
 import type { SeriesBounds } from './metrics-labels.js';
 
 export function onLimitMetrics(registers: Registry[], bounds: SeriesBounds): Pick<DecisionObserver, 'onAtLimit' | 'onDelayReleased'> {
-  const delayed = new Counter({ name: 'ratelimit_on_limit_delayed_total', help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.', labelNames: ['domain'] as const, registers });
+  const delayed = new Counter({
+    name: 'ratelimit_on_limit_delayed_total',
+    help: 'Requests admitted by on_limit delay: answered OK once their reserved slot came.',
+    labelNames: ['domain'] as const,
+    registers,
+  });
   const delays = new Histogram({
     name: 'ratelimit_on_limit_delay_seconds',
     help: 'How long on_limit delay held admitted requests for their reserved slot.',
@@ -20,7 +25,12 @@ export function onLimitMetrics(registers: Registry[], bounds: SeriesBounds): Pic
     labelNames: ['domain', 'result'] as const,
     registers,
   });
-  const degraded = new Counter({ name: 'ratelimit_on_limit_degraded_total', help: 'Requests over a limit admitted by on_limit degrade (with its request headers).', labelNames: ['domain'] as const, registers });
+  const degraded = new Counter({
+    name: 'ratelimit_on_limit_degraded_total',
+    help: 'Requests over a limit admitted by on_limit degrade (with its request headers).',
+    labelNames: ['domain'] as const,
+    registers,
+  });
   return {
     onAtLimit(domain, action, delayMs) {
       if (action === 'degraded') degraded.inc({ domain: bounds.domain(domain) });

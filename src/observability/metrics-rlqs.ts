@@ -22,11 +22,36 @@ export interface RlqsMetrics {
 }
 
 export function rlqsMetrics(registers: Registry[]): RlqsMetrics {
-  const reports = new Counter({ name: 'ratelimit_rlqs_reports_total', help: 'Usage-report messages received on the quota streams, per domain.', labelNames: ['domain'] as const, registers });
-  const reported = new Counter({ name: 'ratelimit_rlqs_reported_requests_total', help: 'Requests Envoys reported on the quota streams, per domain, as they decided them (`allowed` or `denied`).', labelNames: ['domain', 'result'] as const, registers });
-  const sent = new Counter({ name: 'ratelimit_rlqs_assignments_total', help: 'Bucket assignments sent on the quota streams, per domain and kind (token_bucket, allow_all, deny_all, abandon).', labelNames: ['domain', 'kind'] as const, registers });
-  const wouldDeny = new Counter({ name: 'ratelimit_rlqs_shadow_would_deny_total', help: 'Requests admitted under a shadow-mode rule that its global limit would have denied (estimated from the reports).', labelNames: ['domain'] as const, registers });
-  const refused = new Counter({ name: 'ratelimit_rlqs_refused_total', help: 'Quota-stream refusals: streams_per_connection; report_rate, malformed (report dropped); bucket_limit, bucket_id_size (bucket answered, not tracked); bucket_id_encoding (id not UTF-8, left unanswered).', labelNames: ['reason'] as const, registers });
+  const reports = new Counter({
+    name: 'ratelimit_rlqs_reports_total',
+    help: 'Usage-report messages received on the quota streams, per domain.',
+    labelNames: ['domain'] as const,
+    registers,
+  });
+  const reported = new Counter({
+    name: 'ratelimit_rlqs_reported_requests_total',
+    help: 'Requests Envoys reported on the quota streams, per domain, as they decided them (`allowed` or `denied`).',
+    labelNames: ['domain', 'result'] as const,
+    registers,
+  });
+  const sent = new Counter({
+    name: 'ratelimit_rlqs_assignments_total',
+    help: 'Bucket assignments sent on the quota streams, per domain and kind (token_bucket, allow_all, deny_all, abandon).',
+    labelNames: ['domain', 'kind'] as const,
+    registers,
+  });
+  const wouldDeny = new Counter({
+    name: 'ratelimit_rlqs_shadow_would_deny_total',
+    help: 'Requests admitted under a shadow-mode rule that its global limit would have denied (estimated from the reports).',
+    labelNames: ['domain'] as const,
+    registers,
+  });
+  const refused = new Counter({
+    name: 'ratelimit_rlqs_refused_total',
+    help: 'Quota-stream refusals: streams_per_connection; report_rate, malformed (report dropped); bucket_limit, bucket_id_size (bucket answered, not tracked); bucket_id_encoding (id not UTF-8, left unanswered).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
   return {
     rlqsObserver(known) {
       const d = (domain: string) => (known(domain) ? domain : 'unknown');

@@ -9,11 +9,36 @@ import type { SeriesBounds } from './metrics-labels.js';
 
 export function throttlingMetrics(registers: Registry[], bounds: SeriesBounds): Pick<DecisionObserver, 'onThrottling'> {
   const labelNames = ['domain', 'class'] as const;
-  const softExceeded = new Counter({ name: 'ratelimit_soft_exceeded_hits_total', help: 'Hits admitted above a limit by soft throttling (marked with x-ratelimit-soft-exceeded).', labelNames, registers });
-  const softWarnings = new Counter({ name: 'ratelimit_soft_warning_hits_total', help: 'Hits admitted above soft_requests_per_unit and within the limit (marked with x-ratelimit-soft-warning).', labelNames, registers });
-  const borrowed = new Counter({ name: 'ratelimit_elastic_borrowed_hits_total', help: 'Hits admitted above a limit by elastic throttling, on the rule\'s spare capacity.', labelNames, registers });
-  const bansStarted = new Counter({ name: 'ratelimit_bans_started_total', help: 'Bans started by a rejection under a rule with `ban`.', labelNames, registers });
-  const banRejections = new Counter({ name: 'ratelimit_ban_rejections_total', help: 'Limit checks rejected because their key was banned (not counted).', labelNames, registers });
+  const softExceeded = new Counter({
+    name: 'ratelimit_soft_exceeded_hits_total',
+    help: 'Hits admitted above a limit by soft throttling (marked with x-ratelimit-soft-exceeded).',
+    labelNames,
+    registers,
+  });
+  const softWarnings = new Counter({
+    name: 'ratelimit_soft_warning_hits_total',
+    help: 'Hits admitted above soft_requests_per_unit and within the limit (marked with x-ratelimit-soft-warning).',
+    labelNames,
+    registers,
+  });
+  const borrowed = new Counter({
+    name: 'ratelimit_elastic_borrowed_hits_total',
+    help: "Hits admitted above a limit by elastic throttling, on the rule's spare capacity.",
+    labelNames,
+    registers,
+  });
+  const bansStarted = new Counter({
+    name: 'ratelimit_bans_started_total',
+    help: 'Bans started by a rejection under a rule with `ban`.',
+    labelNames,
+    registers,
+  });
+  const banRejections = new Counter({
+    name: 'ratelimit_ban_rejections_total',
+    help: 'Limit checks rejected because their key was banned (not counted).',
+    labelNames,
+    registers,
+  });
   return {
     onThrottling(domain, criticality, counts) {
       const l = { domain: bounds.domain(domain), class: criticality };

@@ -72,24 +72,58 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   const capacity = capacityMetrics(registers);
   const rlqs = rlqsMetrics(registers);
   const store = storeMetrics(registers);
-  new Gauge({ name: 'ratelimit_build_info', help: 'Always 1; the labels name the running build (package version, Node.js version).', labelNames: ['version', 'node_version'] as const, registers })
-    .set({ version: packageVersion(), node_version: process.version }, 1);
+  new Gauge({
+    name: 'ratelimit_build_info',
+    help: 'Always 1; the labels name the running build (package version, Node.js version).',
+    labelNames: ['version', 'node_version'] as const,
+    registers,
+  }).set({ version: packageVersion(), node_version: process.version }, 1);
   const decisions = decisionMetrics(registers, bounds);
-  const configVersion = new Gauge({ name: 'ratelimit_config_version_info', help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).', labelNames: ['version'] as const, registers });
+  const configVersion = new Gauge({
+    name: 'ratelimit_config_version_info',
+    help: 'Always 1; the label is the content hash of the rules in use (as at GET /rules).',
+    labelNames: ['version'] as const,
+    registers,
+  });
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
   let currentVersion: string | undefined;
 
-  const grpcErrors = new Counter({ name: 'ratelimit_grpc_errors_total', help: 'Requests answered with a gRPC error, by status code.', labelNames: ['code'] as const, registers });
+  const grpcErrors = new Counter({
+    name: 'ratelimit_grpc_errors_total',
+    help: 'Requests answered with a gRPC error, by status code.',
+    labelNames: ['code'] as const,
+    registers,
+  });
   for (const code of GRPC_ERROR_CODES) grpcErrors.inc({ code }, 0);
-  const configReloads = new Counter({ name: 'ratelimit_config_reloads_total', help: 'Rule reloads by result (success | failure).', labelNames: ['result'] as const, registers });
+  const configReloads = new Counter({
+    name: 'ratelimit_config_reloads_total',
+    help: 'Rule reloads by result (success | failure).',
+    labelNames: ['result'] as const,
+    registers,
+  });
   for (const result of ['success', 'failure']) configReloads.inc({ result }, 0);
-  const storeFallbacks = new Counter({ name: 'ratelimit_store_fallbacks_total', help: 'Decisions made by FAILURE_MODE because the store could not answer in time.', labelNames: ['mode'] as const, registers });
+  const storeFallbacks = new Counter({
+    name: 'ratelimit_store_fallbacks_total',
+    help: 'Decisions made by FAILURE_MODE because the store could not answer in time.',
+    labelNames: ['mode'] as const,
+    registers,
+  });
   for (const mode of FAILURE_MODES) storeFallbacks.inc({ mode }, 0);
 
-  const authzChecks = new Counter({ name: 'ratelimit_authz_checks_total', help: 'ext_authz Check answers by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors, store_failure (503, FAILURE_MODE=closed).', labelNames: ['domain', 'result'] as const, registers });
+  const authzChecks = new Counter({
+    name: 'ratelimit_authz_checks_total',
+    help: 'ext_authz Check answers by domain (configured name, or `unknown`) and result: allowed, over_limit, unknown_domain, no_descriptors, store_failure (503, FAILURE_MODE=closed).',
+    labelNames: ['domain', 'result'] as const,
+    registers,
+  });
   for (const result of AUTHZ_RESULTS) authzChecks.inc({ domain: UNKNOWN_DOMAIN, result }, 0);
 
-  const grpcGuard = new Counter({ name: 'ratelimit_grpc_guard_total', help: 'gRPC connection guard actions: connection_refused, reset_goaway (a connection retired for its resets), peer_refused (GRPC_RESET_REFUSE_ADDRESS), message_timeout, idle_close, watch_refused.', labelNames: ['action'] as const, registers });
+  const grpcGuard = new Counter({
+    name: 'ratelimit_grpc_guard_total',
+    help: 'gRPC connection guard actions: connection_refused, reset_goaway (a connection retired for its resets), peer_refused (GRPC_RESET_REFUSE_ADDRESS), message_timeout, idle_close, watch_refused.',
+    labelNames: ['action'] as const,
+    registers,
+  });
   for (const action of [...GUARD_ACTIONS, 'watch_refused']) grpcGuard.inc({ action }, 0);
 
   return {
@@ -105,13 +139,23 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       xdsMetrics(registers, status);
     },
     watchDelayWaits(pending) {
-      scrapedGauge(registers, 'ratelimit_on_limit_waiting', 'Delayed requests (on_limit delay) waiting for their reserved slot now; a call that ends stops its wait at once.', pending);
+      scrapedGauge(
+        registers,
+        'ratelimit_on_limit_waiting',
+        'Delayed requests (on_limit delay) waiting for their reserved slot now; a call that ends stops its wait at once.',
+        pending,
+      );
     },
     watchGrpcConnections(stats) {
       scrapedGauge(registers, 'ratelimit_grpc_connections', 'Open HTTP/2 connections on the gRPC port (GRPC_MAX_CONNECTIONS).', () => stats().connections);
       scrapedGauge(registers, 'ratelimit_grpc_watch_streams', 'Open grpc.health.v1 Watch calls (GRPC_MAX_WATCH_STREAMS).', () => stats().watches);
     },
-    grpcLateAnswers: new Counter({ name: 'ratelimit_grpc_late_answers_total', help: 'Unary calls answered after the caller\'s deadline, by method.', labelNames: ['method'] as const, registers }),
+    grpcLateAnswers: new Counter({
+      name: 'ratelimit_grpc_late_answers_total',
+      help: "Unary calls answered after the caller's deadline, by method.",
+      labelNames: ['method'] as const,
+      registers,
+    }),
     grpcRequestDuration: new Histogram({
       name: 'ratelimit_grpc_request_duration_seconds',
       help: 'Unary gRPC calls from headers received to status sent (queueing included), by method.',
@@ -120,12 +164,25 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       registers,
     }),
     configReloads,
-    configLastReloadSuccess: new Gauge({ name: 'ratelimit_config_last_reload_success', help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.', registers }),
-    configLastReloadTime: new Gauge({ name: 'ratelimit_config_last_reload_timestamp_seconds', help: 'Unix time of the last rules load or reload attempt (successful or not).', registers }),
+    configLastReloadSuccess: new Gauge({
+      name: 'ratelimit_config_last_reload_success',
+      help: '1 if the last reload succeeded, 0 if the last good rules are still in use after a failure.',
+      registers,
+    }),
+    configLastReloadTime: new Gauge({
+      name: 'ratelimit_config_last_reload_timestamp_seconds',
+      help: 'Unix time of the last rules load or reload attempt (successful or not).',
+      registers,
+    }),
     configDomains,
     storeFallbacks,
     watchStoreReady(ready) {
-      scrapedGauge(registers, 'ratelimit_store_ready', '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.', () => (ready() ? 1 : 0));
+      scrapedGauge(
+        registers,
+        'ratelimit_store_ready',
+        '1 while the counter store decides successfully (Redis: connected and the last calls or probe succeeded), else 0.',
+        () => (ready() ? 1 : 0),
+      );
     },
     setRules(snapshot) {
       decisions.setRules(snapshot);
@@ -136,7 +193,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     },
     setMaxDetailedSeries: (max) => decisions.setMaxDetailedSeries(max),
     watchDeadlineMargin(ms) {
-      scrapedGauge(registers, 'ratelimit_grpc_deadline_margin_seconds', 'Time kept before each caller\'s deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.', () => ms() / 1000);
+      scrapedGauge(
+        registers,
+        'ratelimit_grpc_deadline_margin_seconds',
+        "Time kept before each caller's deadline: DEADLINE_MARGIN_MS, or more as measured from event-loop and send delay.",
+        () => ms() / 1000,
+      );
     },
   };
 }

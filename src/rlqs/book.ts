@@ -92,7 +92,8 @@ export class QuotaBook {
   ownHolders(keys: Iterable<string>): OwnHolder[] {
     const own: OwnHolder[] = [];
     for (const key of keys) {
-      for (const [sub, h] of this.tracked.get(key)?.holders ?? []) if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
+      for (const [sub, h] of this.tracked.get(key)?.holders ?? [])
+        if (h.share >= 0) own.push({ bucket: key, stream: sub.id, share: h.share, demand: h.demand });
     }
     return own;
   }
@@ -152,7 +153,14 @@ export class QuotaBook {
     return answer;
   }
 
-  private assign(s: Subscriber, domain: string, u: BucketUsage, now: number, pushes: Map<Subscriber, BucketAction[]>, peers: Map<string, PeerHolder[]> | undefined): Assignment {
+  private assign(
+    s: Subscriber,
+    domain: string,
+    u: BucketUsage,
+    now: number,
+    pushes: Map<Subscriber, BucketAction[]>,
+    peers: Map<string, PeerHolder[]> | undefined,
+  ): Assignment {
     const ttlS = this.o.ttlS;
     const rule = this.o.rule(domain, u.entries);
     const key = bucketKey(domain, u.entries);
@@ -293,7 +301,7 @@ export class QuotaBook {
   /** Tracked buckets and open streams per domain (for the metrics). */
   stats(): Map<string, { buckets: number; streams: number }> {
     const out = new Map<string, { buckets: number; streams: number }>();
-    const of = (d: string) => out.get(d) ?? (out.set(d, { buckets: 0, streams: 0 }).get(d)!);
+    const of = (d: string) => out.get(d) ?? out.set(d, { buckets: 0, streams: 0 }).get(d)!;
     for (const t of this.tracked.values()) of(t.domain).buckets++;
     for (const s of this.subscribers) if (s.domain !== '') of(s.domain).streams++;
     return out;

@@ -15,7 +15,11 @@ export function describeBook(tracked: ReadonlyMap<string, Tracked>, streams: num
     rule: t.rule.name,
     limit: { requests: t.rule.perFill, per_seconds: t.rule.fillS },
     shadow: t.rule.shadow,
-    holders: [...t.holders].map(([s, h]) => ({ stream: s.id, share: Math.max(0, h.share), demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10 })),
+    holders: [...t.holders].map(([s, h]) => ({
+      stream: s.id,
+      share: Math.max(0, h.share),
+      demand: h.demand === undefined ? null : Math.round(h.demand * 10) / 10,
+    })),
     other_replicas: t.peers.map((p) => ({ share: p.share, demand: p.demand === undefined ? null : Math.round(p.demand * 10) / 10 })),
   }));
   return { streams, tracked: tracked.size, buckets };

@@ -103,7 +103,14 @@ function bucketUsage(c: ProtoReader, name: string, limits: DecodeLimits): Bucket
     else if (u.number === 4) denied = u.uint('num_requests_denied');
   }
   if (id === undefined) return c.fail(`${name}.bucket_id missing`, c.at);
-  return { entries: id.entries, allowed, denied, elapsedS, ...(id.oversize ? { oversize: true as const } : {}), ...(id.notUtf8 ? { notUtf8: true as const } : {}) };
+  return {
+    entries: id.entries,
+    allowed,
+    denied,
+    elapsedS,
+    ...(id.oversize ? { oversize: true as const } : {}),
+    ...(id.notUtf8 ? { notUtf8: true as const } : {}),
+  };
 }
 
 /** One element of field 2: a map entry { uint64 key = 1; BucketQuotaUsage value = 2 } or a BucketQuotaUsage itself. */

@@ -72,7 +72,13 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
   const nowMs = o.nowMs ?? (() => performance.now());
   const known = (domain: string) => o.config().domains.has(domain);
   const observer = o.metrics.rlqsObserver(known);
-  const exchange = o.redis === undefined ? undefined : redisShareExchange({ ...o.redis, log: throttledLog({ log: (message, error) => o.log?.(message, { error: String(error) }), clock: systemClock, intervalMs: 10_000 }) });
+  const exchange =
+    o.redis === undefined
+      ? undefined
+      : redisShareExchange({
+          ...o.redis,
+          log: throttledLog({ log: (message, error) => o.log?.(message, { error: String(error) }), clock: systemClock, intervalMs: 10_000 }),
+        });
   const book = new QuotaBook({
     nowMs,
     ttlS: o.ttlS,

@@ -90,9 +90,11 @@ export function rlqsRoute(o: RlqsServiceOptions): RlqsRoute {
         }
         // Shared shares (BACKEND=redis): answered once the store was read, in the order the reports came.
         const previous = pending;
-        pending = Promise.all([answer, previous]).then(([a]) => {
-          if (!closed && a.length > 0) call.write(encodeResponse(a));
-        }).catch(() => undefined);
+        pending = Promise.all([answer, previous])
+          .then(([a]) => {
+            if (!closed && a.length > 0) call.write(encodeResponse(a));
+          })
+          .catch(() => undefined);
       },
       halfClose: () => call.end(),
       closed: () => {

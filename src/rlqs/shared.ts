@@ -74,7 +74,7 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
   const keyOf = (bucket: string) => `${o.keyPrefix}rlqs:${bucket}`;
   const signals = `${o.keyPrefix}rlqs:signals`;
   let lastSignal: string | undefined;
-  const failed = (error: unknown) => o.log?.('quota shares: Redis did not answer; the other replicas\' last known shares are used', error);
+  const failed = (error: unknown) => o.log?.("quota shares: Redis did not answer; the other replicas' last known shares are used", error);
 
   const readOne = async (bucket: string, at: number): Promise<PeerHolder[]> => {
     const key = keyOf(bucket);
@@ -118,14 +118,20 @@ export function redisShareExchange(o: RedisExchangeOptions): ShareExchange {
       }
       for (const [bucket, fields] of byBucket) {
         const key = keyOf(bucket);
-        o.client.hset(key, fields).then(() => o.client.pexpire(key, ENTRY_TTL_MS)).catch(failed);
+        o.client
+          .hset(key, fields)
+          .then(() => o.client.pexpire(key, ENTRY_TTL_MS))
+          .catch(failed);
       }
     },
     remove(bucket, stream) {
       o.client.hdel(keyOf(bucket), mine + stream).catch(failed);
     },
     signal(bucket) {
-      o.client.xadd(signals, 'MAXLEN', '~', String(MAX_SIGNALS), '*', 'b', bucket).then(() => o.client.pexpire(signals, ENTRY_TTL_MS)).catch(failed);
+      o.client
+        .xadd(signals, 'MAXLEN', '~', String(MAX_SIGNALS), '*', 'b', bucket)
+        .then(() => o.client.pexpire(signals, ENTRY_TTL_MS))
+        .catch(failed);
     },
     async signalled() {
       if (lastSignal === undefined) {

@@ -36,13 +36,23 @@ export function fairShares(limit: number, demands: readonly (number | undefined)
     else list.push(i);
   });
   const groups = [...members.values()];
-  const parts = waterFill(total, groups.map((g) => g.reduce((sum, i) => sum + want[i]!, 0)));
+  const parts = waterFill(
+    total,
+    groups.map((g) => g.reduce((sum, i) => sum + want[i]!, 0)),
+  );
   const exact = new Array<number>(n).fill(0);
   groups.forEach((g, k) => {
-    const inner = waterFill(parts[k]!, g.map((i) => want[i]!));
+    const inner = waterFill(
+      parts[k]!,
+      g.map((i) => want[i]!),
+    );
     g.forEach((i, q) => (exact[i] = inner[q]!));
   });
-  return wholeTokens(exact, total, demands.map((d) => d !== undefined));
+  return wholeTokens(
+    exact,
+    total,
+    demands.map((d) => d !== undefined),
+  );
 }
 
 /**
@@ -113,5 +123,9 @@ export function capShares(shares: readonly number[], free: number): number[] {
   const room = Math.max(0, Math.floor(free));
   const sum = shares.reduce((a, b) => a + b, 0);
   if (sum <= room) return [...shares];
-  return wholeTokens(shares.map((x) => (x * room) / sum), room, shares.map((x) => x > 0));
+  return wholeTokens(
+    shares.map((x) => (x * room) / sum),
+    room,
+    shares.map((x) => x > 0),
+  );
 }

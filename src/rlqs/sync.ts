@@ -24,7 +24,9 @@ export function startShareSync(book: QuotaBook, exchange: ShareExchange, interva
   const run = () => {
     if (running) return;
     running = true;
-    syncOnce(book, exchange).catch(() => undefined).finally(() => (running = false));
+    syncOnce(book, exchange)
+      .catch(() => undefined)
+      .finally(() => (running = false));
   };
   const timer = setInterval(run, intervalMs);
   run(); // the first reads where the signals are now

@@ -11,7 +11,9 @@ import { SETTINGS } from './settings.js';
  * The settings that only mean something with BACKEND=redis. REDIS_COMMAND_TIMEOUT_MS is not one: it also
  * bounds a decision without a gRPC deadline on the memory store.
  */
-const REDIS_ONLY: readonly SettingName[] = (Object.keys(SETTINGS) as SettingName[]).filter((n) => SETTINGS[n].env.startsWith('REDIS_') && n !== 'redisCommandTimeoutMs');
+const REDIS_ONLY: readonly SettingName[] = (Object.keys(SETTINGS) as SettingName[]).filter(
+  (n) => SETTINGS[n].env.startsWith('REDIS_') && n !== 'redisCommandTimeoutMs',
+);
 
 export interface CombinationResult {
   /** Stop the start (SettingsError). */
@@ -27,14 +29,25 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
   if (settings.backend === 'memory' && redis.length > 0) {
     const names = redis.join(', ');
     if (!given.has('backend')) {
-      errors.push(`${names} set, but BACKEND is not: counters would stay in this process's memory and Redis would never be used; set BACKEND=redis (or BACKEND=memory to keep counters in memory on purpose)`);
+      errors.push(
+        `${names} set, but BACKEND is not: counters would stay in this process's memory and Redis would never be used; set BACKEND=redis (or BACKEND=memory to keep counters in memory on purpose)`,
+      );
     } else {
-      notices.push({ level: 'warn', setting: redis[0]!, message: `${names} set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used` });
+      notices.push({
+        level: 'warn',
+        setting: redis[0]!,
+        message: `${names} set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used`,
+      });
     }
   }
   if (settings.grpcTransport === 'grpc-js') {
     // The gRPC port has one transport; a configuration that names the other still starts and serves alike.
-    notices.push({ level: 'warn', setting: 'GRPC_TRANSPORT', message: 'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)' });
+    notices.push({
+      level: 'warn',
+      setting: 'GRPC_TRANSPORT',
+      message:
+        'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)',
+    });
   }
   return { errors, notices };
 }

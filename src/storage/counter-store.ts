@@ -54,7 +54,13 @@ export interface LimitCheck {
    * with needsAggregate and vetoes the batch (nothing written), for the caller to ask again with the number.
    * `algorithm` counts the aggregate (default: the check's own).
    */
-  readonly elastic?: { readonly max: number; readonly capacity: number; readonly key: string; readonly use?: number | 'ask'; readonly algorithm?: AlgorithmName };
+  readonly elastic?: {
+    readonly max: number;
+    readonly capacity: number;
+    readonly key: string;
+    readonly use?: number | 'ask';
+    readonly algorithm?: AlgorithmName;
+  };
   /**
    * Rate-based ban: while the state under `key` holds an end later than nowMs, the check is rejected without
    * being evaluated or counted (resetMs = the ban's remaining time). An enforced check with hits > 0 that the

@@ -51,7 +51,12 @@ export function degradeCheck(
 ): { outcome: AlgorithmOutcome; write?: PendingWrite } | undefined {
   const key = check.onLimit?.degradeKey;
   if (key === undefined || outcome.allowed || check.hits === 0) return undefined;
-  const degraded: AlgorithmOutcome = { allowed: true, remainingIfCommitted: 0, remainingIfNotCommitted: outcome.remainingIfNotCommitted, resetMs: outcome.resetMs };
+  const degraded: AlgorithmOutcome = {
+    allowed: true,
+    remainingIfCommitted: 0,
+    remainingIfNotCommitted: outcome.remainingIfNotCommitted,
+    resetMs: outcome.resetMs,
+  };
   const max = check.onLimit?.degradeMax;
   if (max === undefined) return { outcome: degraded };
   const counter = standIn(check, key, max);

@@ -78,7 +78,16 @@ export class OverLimitCache implements CounterStore {
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i]!;
       const o = outcomes[i];
-      if (o && check.hits === 1 && check.onLimit === undefined && check.countOver === undefined && !o.allowed && o.remaining === 0 && o.resetMs > 0 && (check.elastic === undefined || o.ban !== undefined)) {
+      if (
+        o &&
+        check.hits === 1 &&
+        check.onLimit === undefined &&
+        check.countOver === undefined &&
+        !o.allowed &&
+        o.remaining === 0 &&
+        o.resetMs > 0 &&
+        (check.elastic === undefined || o.ban !== undefined)
+      ) {
         if (seen === undefined) {
           seen = new Map<string, number>();
           for (const c of checks) seen.set(c.key, (seen.get(c.key) ?? 0) + 1);

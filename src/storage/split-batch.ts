@@ -38,7 +38,11 @@ export async function applyRest(
   const restChecks = rest.map((i) => checks[i]!);
   if (!localAdmitted) {
     putBack();
-    const read = await store.apply(restChecks.map((c) => ({ ...c, hits: 0 })), nowMs, options);
+    const read = await store.apply(
+      restChecks.map((c) => ({ ...c, hits: 0 })),
+      nowMs,
+      options,
+    );
     return { outcomes: read.map((o, k) => ({ ...o, allowed: o.allowed && restChecks[k]!.hits <= o.remaining })), admitted: false };
   }
   let outcomes: LimitOutcome[];

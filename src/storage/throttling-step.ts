@@ -68,7 +68,12 @@ export function evaluateCheck(check: LimitCheck, nowMs: number, read: (key: stri
   if (check.ban !== undefined) {
     const ban = read(check.ban.key, banCheck(check.ban.key)) as BanState | undefined;
     if (ban !== undefined && ban.start > nowMs) {
-      return { outcome: { allowed: false, remainingIfCommitted: 0, remainingIfNotCommitted: 0, resetMs: ban.start - nowMs }, writes: [], borrowed: false, ban: 'active' };
+      return {
+        outcome: { allowed: false, remainingIfCommitted: 0, remainingIfNotCommitted: 0, resetMs: ban.start - nowMs },
+        writes: [],
+        borrowed: false,
+        ban: 'active',
+      };
     }
   }
   const algorithm = getAlgorithm(check.algorithm);
@@ -83,7 +88,12 @@ export function evaluateCheck(check: LimitCheck, nowMs: number, read: (key: stri
   const aggregateOf = (): Evaluation<unknown> | undefined =>
     elastic === undefined || elastic.use !== undefined
       ? undefined
-      : getAlgorithm(elastic.algorithm ?? check.algorithm).evaluate(read(elastic.key, aggregateCheck(check, elastic.key)), nowMs, { ...params, limit: AGGREGATE_LIMIT }, check.hits);
+      : getAlgorithm(elastic.algorithm ?? check.algorithm).evaluate(
+          read(elastic.key, aggregateCheck(check, elastic.key)),
+          nowMs,
+          { ...params, limit: AGGREGATE_LIMIT },
+          check.hits,
+        );
   if (elastic !== undefined && !own.outcome.allowed) {
     const atMax = algorithm.evaluate(state, nowMs, { ...params, limit: elastic.max }, check.hits);
     if (atMax.outcome.allowed && elastic.use === 'ask') return { outcome, writes: [], borrowed: false, needsAggregate: true };

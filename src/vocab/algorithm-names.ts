@@ -4,13 +4,7 @@
  * contract they fulfil, are in algorithms/.
  */
 
-export const ALGORITHM_NAMES = [
-  'fixed_window',
-  'sliding_window_log',
-  'sliding_window_counter',
-  'token_bucket',
-  'leaky_bucket',
-] as const;
+export const ALGORITHM_NAMES = ['fixed_window', 'sliding_window_log', 'sliding_window_counter', 'token_bucket', 'leaky_bucket'] as const;
 export type AlgorithmName = (typeof ALGORITHM_NAMES)[number];
 
 export function isAlgorithmName(name: string): name is AlgorithmName {

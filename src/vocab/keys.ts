@@ -50,13 +50,7 @@ export function counterTag(domain: string, entries: readonly DescriptorEntry[]):
   return tag === '' ? '%.' : tag;
 }
 
-export function counterKey(
-  prefix: string,
-  domain: string,
-  entries: readonly DescriptorEntry[],
-  algorithm: AlgorithmName,
-  windowMs: number,
-): string {
+export function counterKey(prefix: string, domain: string, entries: readonly DescriptorEntry[], algorithm: AlgorithmName, windowMs: number): string {
   return `${prefix}{${counterTag(domain, entries)}}:${algorithm}:${windowMs}`;
 }
 

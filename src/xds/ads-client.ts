@@ -19,7 +19,14 @@
 import { createHash } from 'node:crypto';
 import type * as GrpcJs from '@grpc/grpc-js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { ADS_METHOD, decodeDiscoveryResponse, encodeDiscoveryRequest, RATE_LIMIT_CONFIG_TYPE, type DiscoveryResponse, type NodeInfo } from './discovery-messages.js';
+import {
+  ADS_METHOD,
+  decodeDiscoveryResponse,
+  encodeDiscoveryRequest,
+  RATE_LIMIT_CONFIG_TYPE,
+  type DiscoveryResponse,
+  type NodeInfo,
+} from './discovery-messages.js';
 import { RefusalRun } from './refusals.js';
 import { resourcesToFilesInSlices, type ResourceFile } from './resources.js';
 
@@ -50,7 +57,11 @@ export interface XdsClientOptions {
   readonly keepaliveTimeoutMs: number;
   /** Validates, compiles and swaps in a set (may take a while: the next response waits for it). */
   readonly apply: (files: readonly ResourceFile[], version: string) => ApplyResult | Promise<ApplyResult>;
-  readonly log: { info(msg: string, f?: Record<string, unknown>): void; warn(msg: string, f?: Record<string, unknown>): void; error(msg: string, f?: Record<string, unknown>): void };
+  readonly log: {
+    info(msg: string, f?: Record<string, unknown>): void;
+    warn(msg: string, f?: Record<string, unknown>): void;
+    error(msg: string, f?: Record<string, unknown>): void;
+  };
   readonly readFile: (path: string) => Buffer;
   readonly random?: () => number;
   readonly now?: () => number;
@@ -104,7 +115,17 @@ export class XdsClient {
     this.backoff = new Backoff(o.backoff, o.random);
     this.refusals = new RefusalRun(o.now ?? Date.now);
     this.keepaliveMs = o.keepaliveMs;
-    this.s = { server: o.serverUrl, nodeId: o.node.id, state: 'disconnected', version: '', appliedAt: '', accepted: 0, refused: 0, repeatedNacks: 0, connects: 0 };
+    this.s = {
+      server: o.serverUrl,
+      nodeId: o.node.id,
+      state: 'disconnected',
+      version: '',
+      appliedAt: '',
+      accepted: 0,
+      refused: 0,
+      repeatedNacks: 0,
+      connects: 0,
+    };
   }
 
   status(): XdsStatus {
@@ -153,7 +174,12 @@ export class XdsClient {
     const client = new grpc.Client(this.o.serverUrl, credentials, options);
     const metadata = new grpc.Metadata();
     for (const [k, v] of this.o.headers) metadata.set(k, v);
-    const call = client.makeBidiStreamRequest<Buffer, Buffer>(ADS_METHOD, (b) => b, (b) => b, metadata);
+    const call = client.makeBidiStreamRequest<Buffer, Buffer>(
+      ADS_METHOD,
+      (b) => b,
+      (b) => b,
+      metadata,
+    );
     this.client = client;
     this.call = call;
     let ended = false;
@@ -184,7 +210,10 @@ export class XdsClient {
   private slowPings(): void {
     if (this.keepaliveMs <= 0) return;
     this.keepaliveMs = Math.min(this.keepaliveMs * 2, 2 ** 31 - 1);
-    this.o.log.info('the xDS server finds the keepalive pings too frequent; pinging less often from now on', { server: this.o.serverUrl, keepaliveMs: this.keepaliveMs });
+    this.o.log.info('the xDS server finds the keepalive pings too frequent; pinging less often from now on', {
+      server: this.o.serverUrl,
+      keepaliveMs: this.keepaliveMs,
+    });
   }
 
   private closeStream(): void {
@@ -281,7 +310,10 @@ export class XdsClient {
     const verdict = this.refusals.shouldLog(detail);
     if (verdict.log) {
       const fields = { version: resp.versionInfo, inForce: this.s.version, errors: detail.split('\n') };
-      this.o.log.error('xDS rules refused (NACK); keeping the rules in force', verdict.unlogged > 0 ? { ...fields, refusalsNotLogged: verdict.unlogged } : fields);
+      this.o.log.error(
+        'xDS rules refused (NACK); keeping the rules in force',
+        verdict.unlogged > 0 ? { ...fields, refusalsNotLogged: verdict.unlogged } : fields,
+      );
     }
     this.nack(call, resp.nonce, detail);
   }

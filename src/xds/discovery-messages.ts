@@ -84,7 +84,9 @@ export function encodeDiscoveryRequest(r: DiscoveryRequest): Buffer {
   const metadata = metadataSize(r.node.metadata);
   const node = nodeSize(r.node, metadata);
   const status = r.errorDetail === undefined ? -1 : 2 + textSize(2, r.errorDetail);
-  const w = new ProtoWriter(textSize(1, r.versionInfo) + lenFieldSize(node) + textSize(4, r.typeUrl) + textSize(5, r.responseNonce) + (status >= 0 ? lenFieldSize(status) : 0));
+  const w = new ProtoWriter(
+    textSize(1, r.versionInfo) + lenFieldSize(node) + textSize(4, r.typeUrl) + textSize(5, r.responseNonce) + (status >= 0 ? lenFieldSize(status) : 0),
+  );
   writeText(w, 1, r.versionInfo);
   w.header(2, node);
   writeNode(w, r.node, metadata);
@@ -147,11 +149,21 @@ function decodeValue(r: ProtoReader, depth: number): JsonValue {
   let value: JsonValue = null;
   while (r.next()) {
     switch (r.number) {
-      case 1: value = null; break;
-      case 2: value = r.double('number_value'); break;
-      case 3: value = r.utf8('string_value'); break;
-      case 4: value = r.wireType === VARINT && r.varint !== 0; break;
-      case 5: value = decodeStruct(r.sub('struct_value'), depth + 1); break;
+      case 1:
+        value = null;
+        break;
+      case 2:
+        value = r.double('number_value');
+        break;
+      case 3:
+        value = r.utf8('string_value');
+        break;
+      case 4:
+        value = r.wireType === VARINT && r.varint !== 0;
+        break;
+      case 5:
+        value = decodeStruct(r.sub('struct_value'), depth + 1);
+        break;
       case 6: {
         const list: JsonValue[] = [];
         const l = r.sub('list_value');
@@ -159,7 +171,8 @@ function decodeValue(r: ProtoReader, depth: number): JsonValue {
         value = list;
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return value;

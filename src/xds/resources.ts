@@ -59,15 +59,34 @@ function decodeDescriptor(r: ProtoReader, depth: number): Obj {
   const children: JsonValue[] = [];
   while (r.next()) {
     switch (r.number) {
-      case 1: out.key = r.utf8('key'); break;
-      case 2: { const v = r.utf8('value'); if (v !== '') out.value = v; break; }
-      case 3: out.rate_limit = decodePolicy(r.sub('rate_limit')); break;
-      case 4: children.push(decodeDescriptor(r.sub('descriptors'), depth + 1)); break;
-      case 5: if (flag(r, 'shadow_mode')) out.shadow_mode = true; break;
-      case 6: if (flag(r, 'detailed_metric')) out.detailed_metric = true; break;
-      case 7: if (flag(r, 'quota_mode')) out.quota_mode = true; break;
-      case 8: out.metadata = decodeStruct(r.sub('metadata')); break;
-      default: break;
+      case 1:
+        out.key = r.utf8('key');
+        break;
+      case 2: {
+        const v = r.utf8('value');
+        if (v !== '') out.value = v;
+        break;
+      }
+      case 3:
+        out.rate_limit = decodePolicy(r.sub('rate_limit'));
+        break;
+      case 4:
+        children.push(decodeDescriptor(r.sub('descriptors'), depth + 1));
+        break;
+      case 5:
+        if (flag(r, 'shadow_mode')) out.shadow_mode = true;
+        break;
+      case 6:
+        if (flag(r, 'detailed_metric')) out.detailed_metric = true;
+        break;
+      case 7:
+        if (flag(r, 'quota_mode')) out.quota_mode = true;
+        break;
+      case 8:
+        out.metadata = decodeStruct(r.sub('metadata'));
+        break;
+      default:
+        break;
     }
   }
   if (children.length > 0) out.descriptors = children;
@@ -104,7 +123,11 @@ export function resourcesToFiles(resources: readonly AnyResource[], bounds: { re
 }
 
 /** resourcesToFiles, letting the event loop turn whenever converting took `sliceMs` (a resource is never split). */
-export async function resourcesToFilesInSlices(resources: readonly AnyResource[], bounds: { readonly maxResourceBytes: number }, sliceMs: number): Promise<Converted> {
+export async function resourcesToFilesInSlices(
+  resources: readonly AnyResource[],
+  bounds: { readonly maxResourceBytes: number },
+  sliceMs: number,
+): Promise<Converted> {
   const out: Converted = { files: [], errors: [] };
   const seen = new Map<string, number>();
   let end = performance.now() + sliceMs;

@@ -35,7 +35,9 @@ describeKustomize('deploy/k8s/ai-gateway', () => {
   }, 60_000);
 
   it('answers where the AI Gateway dials it (gRPC 8081) and takes the rules from its controller (18002, node envoy-ai-gateway-ratelimit)', () => {
-    const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'envoy-ai-gateway-ratelimit') as K8sObject & { spec: { ports: { name: string; port: number }[] } };
+    const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'envoy-ai-gateway-ratelimit') as K8sObject & {
+      spec: { ports: { name: string; port: number }[] };
+    };
     expect(service.spec.ports.find((p) => p.name === 'grpc')?.port).toBe(8081);
     expect(env()).toMatchObject({
       CONFIG_TYPE: 'GRPC_XDS_SOTW',

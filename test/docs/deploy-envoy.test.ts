@@ -33,7 +33,9 @@ describe('envoy.yaml against the Envoy API protos', () => {
   it('catches what Envoy would reject (so the check above can fail)', () => {
     const typo = clone(envoy);
     ingress(typo).http_filters.find((f: Obj) => f.name === 'envoy.filters.http.ratelimit').typed_config.failure_mode_denied = false;
-    expect(protos.check(BOOTSTRAP, typo)).toEqual([expect.stringContaining("no field 'failure_mode_denied' in envoy.extensions.filters.http.ratelimit.v3.RateLimit")]);
+    expect(protos.check(BOOTSTRAP, typo)).toEqual([
+      expect.stringContaining("no field 'failure_mode_denied' in envoy.extensions.filters.http.ratelimit.v3.RateLimit"),
+    ]);
 
     const wrongType = clone(envoy);
     ingress(wrongType).http_filters[0].typed_config['@type'] = 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.NoSuchFilter';
@@ -64,7 +66,9 @@ describe('envoy.yaml against the Envoy API protos', () => {
 
   it('talks HTTP/2 to the sidecar on loopback, sends domain "edge", and puts the router last', () => {
     const rl = cluster(envoy, 'ratelimit');
-    expect(rl.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config).toHaveProperty('http2_protocol_options');
+    expect(rl.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config).toHaveProperty(
+      'http2_protocol_options',
+    );
     // No cap on the calls a connection carries: the service needs none (docs/envoy.md), as Envoy Gateway's has none.
     expect(JSON.stringify(rl)).not.toContain('max_requests_per_connection');
     expect(rl.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address).toEqual({ address: '127.0.0.1', port_value: 8081 });

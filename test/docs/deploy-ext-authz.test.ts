@@ -53,14 +53,18 @@ describe('envoy-ext-authz.yaml', () => {
     expect(f.with_request_body).toBeUndefined();
     const cluster = envoy.static_resources.clusters.find((c: Obj) => c.name === 'ratelimit');
     expect(cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address).toEqual({ address: '127.0.0.1', port_value: 8081 });
-    expect(cluster.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config).toHaveProperty('http2_protocol_options');
+    expect(cluster.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'].explicit_http_config).toHaveProperty(
+      'http2_protocol_options',
+    );
     expect(hcm(envoy).http_filters.at(-1).name).toBe('envoy.filters.http.router');
     expect(hcm(envoy).use_remote_address).toBe(true);
   });
 
   it('names a rules domain per route in context_extensions, and the rules serve it with an authz block', async () => {
     const routes = hcm(envoy).route_config.virtual_hosts[0].routes as Obj[];
-    const domains = routes.map((r) => r.typed_per_filter_config?.['envoy.filters.http.ext_authz']?.check_settings?.context_extensions?.ratelimit_domain).filter((d) => d !== undefined);
+    const domains = routes
+      .map((r) => r.typed_per_filter_config?.['envoy.filters.http.ext_authz']?.check_settings?.context_extensions?.ratelimit_domain)
+      .filter((d) => d !== undefined);
     expect(domains.length).toBeGreaterThan(0);
     const result = await loadConfigDir(join(ROOT, 'config'), { mergeDomains: false });
     if (!result.ok) throw new Error(result.errors.map(String).join('\n'));

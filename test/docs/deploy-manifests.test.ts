@@ -75,7 +75,15 @@ describeKustomize('manifests', () => {
   describe('rendered kustomizations', () => {
     it('render every resource and generated ConfigMap', () => {
       expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(
-        expect.arrayContaining(['Deployment/web', 'Deployment/redis', 'PodDisruptionBudget/web', 'ConfigMap/ratelimit-config', 'ServiceMonitor/ratelimit-sidecar', 'PrometheusRule/ratelimit-sidecar', 'ConfigMap/ratelimit-grafana-dashboard']),
+        expect.arrayContaining([
+          'Deployment/web',
+          'Deployment/redis',
+          'PodDisruptionBudget/web',
+          'ConfigMap/ratelimit-config',
+          'ServiceMonitor/ratelimit-sidecar',
+          'PrometheusRule/ratelimit-sidecar',
+          'ConfigMap/ratelimit-grafana-dashboard',
+        ]),
       );
       // The rules ConfigMap keeps its name (hot reload, no rollout); envoy's gets a hash and the volume follows it.
       const envoyConfig = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('envoy-config-'))!;
@@ -98,7 +106,12 @@ describeKustomize('manifests', () => {
       expect(await schemaErrors(broken)).toEqual([expect.stringContaining('runAsUser must be integer')]);
       const strict = strictFieldErrors(broken, ROOT);
       expect(strict).toHaveLength(2);
-      expect(strict).toEqual(expect.arrayContaining([expect.stringContaining("Type 'string' is not assignable to type 'number'"), expect.stringMatching(/readinesProbe.*does not exist in type 'IContainer'/)]));
+      expect(strict).toEqual(
+        expect.arrayContaining([
+          expect.stringContaining("Type 'string' is not assignable to type 'number'"),
+          expect.stringMatching(/readinesProbe.*does not exist in type 'IContainer'/),
+        ]),
+      );
     }, 60_000);
   });
 
@@ -174,9 +187,14 @@ describeKustomize('manifests', () => {
     });
 
     it('is scraped: annotations and a ServiceMonitor that reach the admin port; a PodDisruptionBudget covers the pods', () => {
-      const template = (find('Deployment', 'web')['spec'] as { template: { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } }).template;
+      const template = (
+        find('Deployment', 'web')['spec'] as { template: { metadata: { labels: Record<string, string>; annotations: Record<string, string> } } }
+      ).template;
       expect(template.metadata.annotations).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '8080', 'prometheus.io/path': '/metrics' });
-      const sm = find('ServiceMonitor', 'ratelimit-sidecar')['spec'] as { selector: { matchLabels: Record<string, string> }; endpoints: { port: string; path: string }[] };
+      const sm = find('ServiceMonitor', 'ratelimit-sidecar')['spec'] as {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { port: string; path: string }[];
+      };
       const svc = objects.find((o) => o.kind === 'Service' && Object.entries(sm.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v))!;
       const svcSpec = svc['spec'] as { selector: Record<string, string>; ports: { name: string; targetPort: string }[] };
       const port = svcSpec.ports.find((p) => p.name === sm.endpoints[0]!.port)!;
@@ -187,7 +205,6 @@ describeKustomize('manifests', () => {
       expect(template.metadata.labels).toMatchObject(pdb.selector.matchLabels);
     });
   });
-
 });
 
 describe('the image', () => {
@@ -196,14 +213,18 @@ describe('the image', () => {
   it('builds on a pinned, maintained Node.js LTS and runs compiled JavaScript only', () => {
     const version = /^ARG NODE_VERSION=(\S+)$/m.exec(dockerfile())?.[1];
     expect(version).toMatch(/^(24|26)\.\d+\.\d+$/);
-    const runtime = dockerfile().split(/^FROM /m).at(-1)!;
+    const runtime = dockerfile()
+      .split(/^FROM /m)
+      .at(-1)!;
     expect(runtime).toContain('npm ci --omit=dev');
     expect(runtime).not.toMatch(/^COPY (\.\/)?src\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist/m);
   });
 
   it('caps malloc arenas at two where the service runs (image and npm start): resident memory under load', () => {
-    const runtime = dockerfile().split(/^FROM /m).at(-1)!;
+    const runtime = dockerfile()
+      .split(/^FROM /m)
+      .at(-1)!;
     expect(runtime).toMatch(/^ENV MALLOC_ARENA_MAX=2$/m);
     const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
     expect(pkg.scripts.start).toMatch(/^MALLOC_ARENA_MAX=2 node /);
@@ -215,7 +236,9 @@ describe('the image', () => {
   });
 
   it('keeps dependencies, history and tests out of the build context', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
     for (const p of ['.git', 'node_modules', 'dist', 'test', '.env']) expect(ignored).toContain(p);
   });
 

@@ -16,7 +16,13 @@ beforeAll(async () => {
   const metrics = everyMetric({ defaultMetrics: true });
   exported = new Map();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
-    const labels = new Set(['pod', 'namespace', 'instance', 'job', ...((metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? [])]);
+    const labels = new Set([
+      'pod',
+      'namespace',
+      'instance',
+      'job',
+      ...((metrics.registry.getSingleMetric(m.name) as unknown as { labelNames?: string[] }).labelNames ?? []),
+    ]);
     const names = String(m.type) === 'histogram' ? ['_bucket', '_sum', '_count'].map((s) => m.name + s) : [m.name];
     for (const n of names) exported.set(n, String(m.type) === 'histogram' && n.endsWith('_bucket') ? new Set([...labels, 'le']) : labels);
   }
@@ -28,7 +34,10 @@ function alertExpressions(): string[] {
 }
 
 function dashboardExpressions(): string[] {
-  const d = JSON.parse(readFileSync(join(DIR, 'ratelimit-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[]; templating: { list: { definition?: string }[] } };
+  const d = JSON.parse(readFileSync(join(DIR, 'ratelimit-dashboard.json'), 'utf8')) as {
+    panels: { targets: { expr: string }[] }[];
+    templating: { list: { definition?: string }[] };
+  };
   return [...d.panels.flatMap((p) => p.targets.map((t) => t.expr)), ...d.templating.list.flatMap((v) => (v.definition ? [v.definition] : []))];
 }
 
@@ -74,7 +83,18 @@ describe('deploy/k8s/monitoring', () => {
 
   it('covers the metrics an operator needs: store health, fallbacks, reload failures, errors, latency, folding', () => {
     const used = new Set([...alertExpressions(), ...dashboardExpressions()].flatMap((e) => uses(e).map((u) => u.name)));
-    for (const m of ['ratelimit_store_ready', 'ratelimit_store_fallbacks_total', 'ratelimit_config_last_reload_success', 'ratelimit_config_version_info', 'ratelimit_grpc_errors_total', 'ratelimit_decision_duration_seconds_bucket', 'ratelimit_detailed_series_folded_total', 'ratelimit_decisions_total', 'ratelimit_over_limit_total', 'ratelimit_build_info']) {
+    for (const m of [
+      'ratelimit_store_ready',
+      'ratelimit_store_fallbacks_total',
+      'ratelimit_config_last_reload_success',
+      'ratelimit_config_version_info',
+      'ratelimit_grpc_errors_total',
+      'ratelimit_decision_duration_seconds_bucket',
+      'ratelimit_detailed_series_folded_total',
+      'ratelimit_decisions_total',
+      'ratelimit_over_limit_total',
+      'ratelimit_build_info',
+    ]) {
       expect(used, m).toContain(m);
     }
   });

@@ -27,7 +27,9 @@ describe('deploy/k8s/base', () => {
   });
 
   it('parses as YAML and mounts the rules as a directory (no subPath, so ConfigMap edits arrive)', () => {
-    const docs = read('deploy/k8s/base/deployment.yaml').split(/^---$/m).map((d) => parse(d) as Record<string, unknown>);
+    const docs = read('deploy/k8s/base/deployment.yaml')
+      .split(/^---$/m)
+      .map((d) => parse(d) as Record<string, unknown>);
     const text = JSON.stringify(docs);
     expect(text).toContain('"mountPath":"/etc/ratelimit"');
     expect(text).not.toContain('subPath');

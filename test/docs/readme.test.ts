@@ -9,7 +9,12 @@ import { metricsTable, settingsTable } from '../../scripts/docs-tables.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** Headings outside code fences. */
 function headings(text: string): string[] {
@@ -23,7 +28,12 @@ function headings(text: string): string[] {
   return out;
 }
 
-const anchorOf = (heading: string) => heading.toLowerCase().replace(/[`'"().,:/×÷]/g, '').trim().replace(/\s+/g, '-');
+const anchorOf = (heading: string) =>
+  heading
+    .toLowerCase()
+    .replace(/[`'"().,:/×÷]/g, '')
+    .trim()
+    .replace(/\s+/g, '-');
 
 describe('README and docs/', () => {
   it('list every setting as declared in src/settings/settings.ts (npx tsx scripts/docs-tables.ts)', () => {

@@ -16,7 +16,9 @@ describe('docs/switching.md', () => {
   it('states the measured differences, and responses.md agrees', () => {
     const responses = readFileSync(join(import.meta.dirname, '../../docs/responses.md'), 'utf8');
     const flat = (text: string) => text.replace(/\s+/g, ' ');
-    expect(flat(PAGE)).toContain('answers 200 while this replica runs (rules loaded, gRPC serving, not draining), whatever Redis does and in every `FAILURE_MODE`');
+    expect(flat(PAGE)).toContain(
+      'answers 200 while this replica runs (rules loaded, gRPC serving, not draining), whatever Redis does and in every `FAILURE_MODE`',
+    );
     expect(flat(PAGE)).not.toMatch(/with `closed` it turns 500/);
     expect(flat(PAGE)).toContain('`RATELIMIT_HEADERS=none` with `RETRY_AFTER_HEADER=false` answers with no header at all');
     expect(flat(PAGE)).toContain('the limit that rejected it still counts the hits');

@@ -48,7 +48,10 @@ describe('admin HTTP', () => {
     const req = JSON.stringify({ domain: 'web', descriptors: [{ entries: [{ key: 'api_key', value: 'k1' }] }] });
     const first = await post(req);
     expect(first.status).toBe(200);
-    expect(first.json).toMatchObject({ overallCode: 'OK', statuses: [{ code: 'OK', currentLimit: { name: 'per-key', requestsPerUnit: 2, unit: 'MINUTE' }, limitRemaining: 1 }] });
+    expect(first.json).toMatchObject({
+      overallCode: 'OK',
+      statuses: [{ code: 'OK', currentLimit: { name: 'per-key', requestsPerUnit: 2, unit: 'MINUTE' }, limitRemaining: 1 }],
+    });
     expect((first.json.statuses as { durationUntilReset: string }[])[0]!.durationUntilReset).toMatch(/^\d+s$/);
     expect((await post(req)).status).toBe(200);
     const third = await post(req);
@@ -64,11 +67,23 @@ describe('admin HTTP', () => {
     expect(await post('[]')).toMatchObject({ status: 400, json: { error: 'body must be a JSON object' } });
     expect(await post('{"domain":"web"}')).toMatchObject({ status: 400, json: { error: 'rate limit descriptor list must not be empty' } });
     expect(await post('{"domain":"","descriptors":[{"entries":[]}]}')).toMatchObject({ status: 400, json: { error: 'rate limit domain must not be empty' } });
-    expect(await post('{"domain":"web","descriptors":[{"entries":[{"key":1}]}]}')).toMatchObject({ status: 400, json: { error: 'descriptors[0].entries[0].key: expected a string' } });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[{"key":1}]}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'descriptors[0].entries[0].key: expected a string' },
+    });
     // The error shows the value as sent.
-    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hitsAddend":-1}')).toMatchObject({ status: 400, json: { error: 'hitsAddend: -1 is not a non-negative integer' } });
-    expect(await post('{"domain":"web","descriptors":[{"entries":[],"hitsAddend":"2.5"}]}')).toMatchObject({ status: 400, json: { error: 'descriptors[0].hitsAddend: "2.5" is not a non-negative integer' } });
-    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hits_addend":1.5}')).toMatchObject({ status: 400, json: { error: 'hitsAddend: 1.5 is not a non-negative integer' } });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hitsAddend":-1}')).toMatchObject({
+      status: 400,
+      json: { error: 'hitsAddend: -1 is not a non-negative integer' },
+    });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[],"hitsAddend":"2.5"}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'descriptors[0].hitsAddend: "2.5" is not a non-negative integer' },
+    });
+    expect(await post('{"domain":"web","descriptors":[{"entries":[]}],"hits_addend":1.5}')).toMatchObject({
+      status: 400,
+      json: { error: 'hitsAddend: 1.5 is not a non-negative integer' },
+    });
   });
 
   it('exports Prometheus metrics', async () => {

@@ -35,7 +35,10 @@ it('bench/capacity.ts --backend redis,redis2 prints the BACKEND=redis rows', asy
 
 it('bench/capacity-redis-contention.ts prints one line per replica count', async () => {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/capacity-redis-contention.ts', '--decisions', '640'], { timeout: 120_000 });
-  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { replicas: number; decisions: number; cpuUsPerDecision: number; roundTrips: number });
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { replicas: number; decisions: number; cpuUsPerDecision: number; roundTrips: number });
   expect(lines.map((l) => [l.replicas, l.decisions, l.cpuUsPerDecision > 0, l.roundTrips > 0])).toEqual([
     [1, 640, true, true],
     [2, 640, true, true],

@@ -16,12 +16,21 @@ import { envoyBinary } from '../support/envoy.js';
 
 const run = promisify(execFile);
 
-interface Figures { startup: number[]; startupCpu: number[]; idle?: number; rest?: number; after?: number }
+interface Figures {
+  startup: number[];
+  startupCpu: number[];
+  idle?: number;
+  rest?: number;
+  after?: number;
+}
 
 it('npm run bench -- --footprint --smoke prints the footprint table and writes the JSON', async () => {
   const json = join(tmpdir(), `bench-footprint-smoke-${process.pid}.json`);
   try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--footprint', '--smoke', '--json', json], { timeout: 170_000, maxBuffer: 1 << 22 });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--footprint', '--smoke', '--json', json], {
+      timeout: 170_000,
+      maxBuffer: 1 << 22,
+    });
     expect(stdout).toMatch(/## Footprint/);
     expect(stdout).toMatch(/\| server \| start-up ms \(each\) \| CPU ms by then \| CPU at rest/);
     const result = JSON.parse(readFileSync(json, 'utf8')) as { figures: Record<string, Figures>; notes: string[] };

@@ -30,13 +30,16 @@ describe('the bundled dist/cli.js', () => {
   afterAll(() => rmSync(tree, { recursive: true, force: true }));
 
   beforeAll(async () => {
-    for (const p of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts/bundle.ts']) cpSync(join(ROOT, p), join(tree, p), { recursive: true });
+    for (const p of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts/bundle.ts'])
+      cpSync(join(ROOT, p), join(tree, p), { recursive: true });
     symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(tree, 'node_modules'));
     await run('npm', ['run', 'build'], { cwd: tree, timeout: 170_000 });
     cpSync(join(ROOT, 'bench/rules'), rules, { recursive: true });
     // Preloaded (-r): at exit, the built-ins loaded and, under PROBE_HEAP, the largest young generation seen
     // while allocating objects that survive a few scavenges.
-    writeFileSync(probe, `
+    writeFileSync(
+      probe,
+      `
 process.on('exit', () => {
   const out = { modules: process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13)) };
   if (process.env.PROBE_HEAP) {
@@ -51,11 +54,16 @@ process.on('exit', () => {
   }
   require('node:fs').writeSync(2, '\\nPROBE ' + JSON.stringify(out) + '\\n');
 });
-`);
+`,
+    );
   }, 180_000);
 
   const probed = async (flags: string[], args: string[], env: Record<string, string> = {}) => {
-    const { stdout, stderr } = await run(process.execPath, [...flags, '-r', probe, join(tree, 'dist/cli.js'), ...args], { cwd: tree, env: { ...process.env, NODE_OPTIONS: '', ...env }, timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [...flags, '-r', probe, join(tree, 'dist/cli.js'), ...args], {
+      cwd: tree,
+      env: { ...process.env, NODE_OPTIONS: '', ...env },
+      timeout: 60_000,
+    });
     const line = stderr.split('\n').find((l) => l.startsWith('PROBE '));
     expect(line, stderr).toBeDefined();
     return { stdout, probe: JSON.parse(line!.slice(6)) as { modules: string[]; newSpace?: number } };
@@ -63,13 +71,18 @@ process.on('exit', () => {
 
   it('runs as CommonJS, without the ES module loader; its folders stay ES modules', async () => {
     expect(JSON.parse(readFileSync(join(tree, 'dist/package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
-    for (const dir of ['capacity-client', 'config', 'app']) expect(JSON.parse(readFileSync(join(tree, 'dist', dir, 'package.json'), 'utf8'))).toEqual({ type: 'module' });
+    for (const dir of ['capacity-client', 'config', 'app'])
+      expect(JSON.parse(readFileSync(join(tree, 'dist', dir, 'package.json'), 'utf8'))).toEqual({ type: 'module' });
     const { stdout, probe } = await probed(['--max-semi-space-size=16'], ['check', rules]);
     expect(stdout).toMatch(/bench/);
     // (Node loads the loader's resolver and translators for every entry; the module jobs are what an ES module entry needs)
     expect(probe.modules.filter((m) => m === 'internal/modules/esm/module_job')).toEqual([]);
     // The `./client` export, an ES module, loads by the package's name from the tree.
-    const client = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('ratelimit-sidecar/client'); console.log(typeof m.CapacityClient)"], { cwd: tree });
+    const client = await run(
+      process.execPath,
+      ['--input-type=module', '-e', "const m = await import('ratelimit-sidecar/client'); console.log(typeof m.CapacityClient)"],
+      { cwd: tree },
+    );
     expect(client.stdout.trim()).toBe('function');
   }, 60_000);
 
@@ -82,7 +95,19 @@ process.on('exit', () => {
   it('serves decisions with WORKERS=2 (node:cluster)', async () => {
     const redis = await startRedis();
     const [grpc, http] = [await freePort(), await freePort()];
-    const env = { ...process.env, NODE_OPTIONS: '', WORKERS: '2', BACKEND: 'redis', REDIS_URL: redis.url, CONFIG_DIR: rules, GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), HTTP_HOST: '127.0.0.1', HTTP_PORT: String(http), SHUTDOWN_DRAIN_MS: '0' };
+    const env = {
+      ...process.env,
+      NODE_OPTIONS: '',
+      WORKERS: '2',
+      BACKEND: 'redis',
+      REDIS_URL: redis.url,
+      CONFIG_DIR: rules,
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(grpc),
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(http),
+      SHUTDOWN_DRAIN_MS: '0',
+    };
     const child = spawn(process.execPath, ['--max-semi-space-size=16', join(tree, 'dist/cli.js'), 'serve'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     child.stderr.on('data', (c: Buffer) => void (log += c.toString()));
@@ -107,9 +132,13 @@ process.on('exit', () => {
     expect(large.probe.newSpace).toBeGreaterThan(8 * 2 ** 20);
   }, 60_000);
 
-  it('uses its code cache whatever heap sizes are given (the image\'s, a Kubernetes example\'s, none)', async () => {
+  it("uses its code cache whatever heap sizes are given (the image's, a Kubernetes example's, none)", async () => {
     for (const flags of [['--max-semi-space-size=16'], ['--max-semi-space-size=64'], ['--max-semi-space-size=16', '--max-old-space-size=128'], []]) {
-      const { stderr } = await run(process.execPath, [...flags, join(tree, 'dist/cli.js'), '--version'], { cwd: tree, env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_CODE_CACHE_REPORT: '1' }, timeout: 60_000 });
+      const { stderr } = await run(process.execPath, [...flags, join(tree, 'dist/cli.js'), '--version'], {
+        cwd: tree,
+        env: { ...process.env, NODE_OPTIONS: '', RATELIMIT_CODE_CACHE_REPORT: '1' },
+        timeout: 60_000,
+      });
       expect(stderr, flags.join(' ')).toMatch(/^code cache: used /m);
     }
   }, 60_000);

@@ -91,7 +91,11 @@ describe('capacity service: its refusals are logged as its own', () => {
     const err = await caller.call('GetCapacity', { client_id: 'c'.repeat(2000), resource: [] }).catch((e: grpc.ServiceError) => e);
     expect((err as grpc.ServiceError).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     // The log line may reach this process just after the answer: wait for it (bounded).
-    const failedLines = () => ours.stderr().split('\n').filter((l) => l.includes('request failed'));
+    const failedLines = () =>
+      ours
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('request failed'));
     await eventually(() => failedLines().length > 0, { what: "the 'request failed' log line" });
     const failed = failedLines().map((l) => JSON.parse(l) as { protocol?: string; error?: unknown });
     expect(failed.map((f) => f.protocol)).toEqual(['capacity']);

@@ -44,10 +44,13 @@ class Driver {
       if (this.inFlight >= 20) return;
       this.inFlight++;
       this.sent++;
-      this.client.ask('cap', [[['route', 'r']]], HITS).then(
-        (r) => void (r.overall_code === 'OK' && (this.admitted += HITS)),
-        () => undefined,
-      ).finally(() => this.inFlight--);
+      this.client
+        .ask('cap', [[['route', 'r']]], HITS)
+        .then(
+          (r) => void (r.overall_code === 'OK' && (this.admitted += HITS)),
+          () => undefined,
+        )
+        .finally(() => this.inFlight--);
     }, everyMs);
   }
   stop(): void {
@@ -66,7 +69,6 @@ let dir: string;
 const services: ServiceProcess[] = [];
 const clients: RlsTestClient[] = [];
 const drivers: Driver[] = [];
-
 
 describe.each(capacityPeers())('sidecars as capacity clients of %s', (_name, startPeer) => {
   beforeAll(async () => {
@@ -94,10 +96,13 @@ describe.each(capacityPeers())('sidecars as capacity clients of %s', (_name, sta
     a.start();
     b.start();
     // Both busy: both ask for more than half, FAIR_SHARE gives 500 each (a few refreshes to settle).
-    await eventually(async () => {
-      const s = await server.resourceStatus('api-backend');
-      return s !== undefined && s.clients === 2 && s.sumHas >= CAPACITY * 0.99;
-    }, { timeoutMs: 15_000, intervalMs: 200, what: 'both replicas granted' });
+    await eventually(
+      async () => {
+        const s = await server.resourceStatus('api-backend');
+        return s !== undefined && s.clients === 2 && s.sumHas >= CAPACITY * 0.99;
+      },
+      { timeoutMs: 15_000, intervalMs: 200, what: 'both replicas granted' },
+    );
     await new Promise((r) => setTimeout(r, 2_000));
     const status = (await server.resourceStatus('api-backend'))!;
     expect(status.sumHas).toBeLessThanOrEqual(CAPACITY);

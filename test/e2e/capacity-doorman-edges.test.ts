@@ -30,11 +30,18 @@ const available = doormanTool('doorman') !== undefined;
 function raw(address: string, method: string, bytes: Buffer): Promise<Buffer> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   return new Promise<Buffer>((resolve, reject) => {
-    client.makeUnaryRequest(`/doorman.Capacity/${method}`, (b: Buffer) => b, (b: Buffer) => b, bytes, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res!)));
+    client.makeUnaryRequest(
+      `/doorman.Capacity/${method}`,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      bytes,
+      { deadline: Date.now() + 10_000 },
+      (err, res) => (err ? reject(err) : resolve(res!)),
+    );
   }).finally(() => client.close());
 }
 
-describe.runIf(available)('protocol edges: our answers and the real Doorman\'s, byte for byte', () => {
+describe.runIf(available)("protocol edges: our answers and the real Doorman's, byte for byte", () => {
   let doorman: DoormanServer;
   let ours: TestService;
   let dir: string;

@@ -14,9 +14,11 @@ import { startTestService, type TestService } from '../support/service.js';
 
 const KINDS = ['NO_ALGORITHM', 'STATIC', 'PROPORTIONAL_SHARE', 'FAIR_SHARE'] as const;
 const CONFIG = `resources:
-${KINDS.map((k) => `  - identifier_glob: ${k.toLowerCase()}*
+${KINDS.map(
+  (k) => `  - identifier_glob: ${k.toLowerCase()}*
     capacity: 120
-    algorithm: {kind: ${k}, lease_length: 600, refresh_interval: 5, learning_mode_duration: 0}`).join('\n')}
+    algorithm: {kind: ${k}, lease_length: 600, refresh_interval: 5, learning_mode_duration: 0}`,
+).join('\n')}
   - identifier_glob: safe
     capacity: 100
     safe_capacity: 7

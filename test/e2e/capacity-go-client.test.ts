@@ -35,7 +35,8 @@ const available = doormanTool('doorman') !== undefined && doormanTool('doorman_c
 
 /** Three clients ask in rounds, one releases, the other two ask again for more, one asks for a catch-all resource. */
 async function sequence(caller: CapacityCaller): Promise<void> {
-  const get = (client: string, resource: string, wants: number) => caller.call('GetCapacity', { client_id: client, resource: [{ resource_id: resource, priority: 1, wants }] });
+  const get = (client: string, resource: string, wants: number) =>
+    caller.call('GetCapacity', { client_id: client, resource: [{ resource_id: resource, priority: 1, wants }] });
   for (let round = 0; round < 2; round++) {
     for (const resource of ['static', 'fair', 'prop']) {
       await get('c1', resource, 50);
@@ -52,7 +53,9 @@ async function sequence(caller: CapacityCaller): Promise<void> {
 }
 
 async function goClient(address: string, resource: string): Promise<string> {
-  const { stdout } = await run(doormanTool('doorman_client')!, [`--server=${address}`, `--resource=${resource}`, '--wants=30', '--client_id=go-client'], { timeout: 20_000 });
+  const { stdout } = await run(doormanTool('doorman_client')!, [`--server=${address}`, `--resource=${resource}`, '--wants=30', '--client_id=go-client'], {
+    timeout: 20_000,
+  });
   return stdout.trim();
 }
 

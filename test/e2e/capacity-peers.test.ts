@@ -41,8 +41,9 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
   let dir: string;
   let ours: TestService;
   let caller: CapacityCaller;
-  const describeOurs = async (): Promise<{ resources: { resource_id: string; clients: { client: string; has: number; wants: number; subclients: number }[] }[] }> =>
-    (await fetch(`${ours.httpBase}/capacity`)).json() as never;
+  const describeOurs = async (): Promise<{
+    resources: { resource_id: string; clients: { client: string; has: number; wants: number; subclients: number }[] }[];
+  }> => (await fetch(`${ours.httpBase}/capacity`)).json() as never;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'capacity-peers-'));
@@ -62,7 +63,9 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
   });
 
   it("Doorman's Go client gets its capacity from us", async () => {
-    const { stdout } = await run(doormanTool('doorman_client')!, [`--server=${ours.grpcAddress}`, '--resource=go-client', '--wants=42', '--client_id=go1'], { timeout: 20_000 });
+    const { stdout } = await run(doormanTool('doorman_client')!, [`--server=${ours.grpcAddress}`, '--resource=go-client', '--wants=42', '--client_id=go1'], {
+      timeout: 20_000,
+    });
     expect(stdout.trim()).toBe('42');
   });
 
@@ -72,7 +75,10 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
     shell.stdout.on('data', (d: Buffer) => (out += d.toString()));
     try {
       shell.stdin.write('get s1 shell-r 100\nget s2 shell-r 30\n');
-      await eventually(async () => (await describeOurs()).resources.find((r) => r.resource_id === 'shell-r')?.clients.length === 2, { timeoutMs: 15_000, what: 'both shell clients holding leases' });
+      await eventually(async () => (await describeOurs()).resources.find((r) => r.resource_id === 'shell-r')?.clients.length === 2, {
+        timeoutMs: 15_000,
+        what: 'both shell clients holding leases',
+      });
       // The shell's clients refresh every second; after one refresh each sees its fair share.
       await eventually(
         async () => {
@@ -107,7 +113,10 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
       // And it shares what we granted among its clients.
       await eventually(
         async () => {
-          const r = await leaf.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', { client_id: 'leaf1', resource: [{ resource_id: 'tree', priority: 1, wants: 70, has: { capacity: 70, expiry_time: 1, refresh_interval: 1 } }] });
+          const r = await leaf.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', {
+            client_id: 'leaf1',
+            resource: [{ resource_id: 'tree', priority: 1, wants: 70, has: { capacity: 70, expiry_time: 1, refresh_interval: 1 } }],
+          });
           return r.response[0]!.gets.capacity === 70;
         },
         { timeoutMs: 30_000, intervalMs: 500, what: 'leaf1 to get 70 from the intermediate' },
@@ -164,7 +173,9 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
         const out = sink();
         const err = sink();
         expect(await runCapacityCli(['--server', server, 'get', 'cli', 'cli-r', '33', 'master', 'release', 'cli', 'cli-r'], out, err)).toBe(0);
-        expect(out.text).toMatch(/^cli cli-r: capacity 33 until .*, refresh every 1s, safe capacity 120\nmaster: 127\.0\.0\.1:\d+ \(this server\)\ncli cli-r: released\n$/);
+        expect(out.text).toMatch(
+          /^cli cli-r: capacity 33 until .*, refresh every 1s, safe capacity 120\nmaster: 127\.0\.0\.1:\d+ \(this server\)\ncli cli-r: released\n$/,
+        );
       }
     } finally {
       await doorman.close();
@@ -172,7 +183,13 @@ describe.runIf(available)("Doorman's programs against our capacity service", () 
   });
 
   it('reloads the resource file when it changes, keeping the last good one when the new one is invalid', async () => {
-    const get = async () => (await caller.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', { client_id: 'rl', resource: [{ resource_id: 'reload', priority: 1, wants: 1000 }] })).response[0]!.gets.capacity;
+    const get = async () =>
+      (
+        await caller.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', {
+          client_id: 'rl',
+          resource: [{ resource_id: 'reload', priority: 1, wants: 1000 }],
+        })
+      ).response[0]!.gets.capacity;
     expect(await get()).toBe(120);
     writeFileSync(join(dir, 'resources.yaml'), CONFIG.replace(/capacity: 120\n(\s+algorithm: \{kind: FAIR_SHARE, lease_length: 30)/, 'capacity: 500\n$1'));
     await eventually(async () => (await get()) === 500, { timeoutMs: 10_000, what: 'the new capacity' });
@@ -190,7 +207,10 @@ describe('ratelimit check with a capacity resource file', () => {
   it('prints file:line:col: field errors and exits 1', async () => {
     const d = mkdtempSync(join(tmpdir(), 'capacity-check-'));
     try {
-      writeFileSync(join(d, 'bad.yaml'), 'resources:\n  - identifier_glob: "*"\n    capacity: x\n    algorithm: {kind: STATIC, lease_length: 2, refresh_interval: 1}\n');
+      writeFileSync(
+        join(d, 'bad.yaml'),
+        'resources:\n  - identifier_glob: "*"\n    capacity: x\n    algorithm: {kind: STATIC, lease_length: 2, refresh_interval: 1}\n',
+      );
       const cli = join(process.cwd(), 'src/cli.ts');
       const result = await run('npx', ['tsx', cli, 'check', d, '--capacity-config', join(d, 'bad.yaml')], { timeout: 30_000 }).then(
         () => ({ code: 0, stderr: '' }),
@@ -217,15 +237,32 @@ describe.runIf(available)('CAPACITY_PARENT: our server as an intermediate under 
     const mid = await startTestService({}, { capacityConfig: join(d, 'resources.yaml'), capacityParent: parent.address }, systemClock as never);
     const leaf = capacityCaller(mid.grpcAddress);
     const ask = async (client: string, wants: number) =>
-      (await leaf.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', { client_id: client, resource: [{ resource_id: 'tree', priority: 1, wants }] })).response[0]!.gets.capacity;
+      (
+        await leaf.call<{ response: { gets: { capacity: number } }[] }>('GetCapacity', {
+          client_id: client,
+          resource: [{ resource_id: 'tree', priority: 1, wants }],
+        })
+      ).response[0]!.gets.capacity;
     try {
       // The parent grants what our clients want together (70 + 20 of its 100), and we share it.
-      await eventually(async () => (await ask('a', 70)) === 70 && (await ask('b', 20)) === 20, { timeoutMs: 20_000, intervalMs: 300, what: 'grants from the parent' });
+      await eventually(async () => (await ask('a', 70)) === 70 && (await ask('b', 20)) === 20, {
+        timeoutMs: 20_000,
+        intervalMs: 300,
+        what: 'grants from the parent',
+      });
       // More wanted than the parent has: we get the parent's 100 and share it fairly.
-      await eventually(async () => (await ask('a', 200)) === 80 && (await ask('b', 20)) === 20, { timeoutMs: 20_000, intervalMs: 300, what: 'the parent capacity shared' });
+      await eventually(async () => (await ask('a', 200)) === 80 && (await ask('b', 20)) === 20, {
+        timeoutMs: 20_000,
+        intervalMs: 300,
+        what: 'the parent capacity shared',
+      });
       await parent.close();
       // The lease from the parent (4 s) runs out: the capacity falls to its safe_capacity, 5.
-      await eventually(async () => (await ask('b', 20)) <= 5 && (await ask('a', 200)) <= 5, { timeoutMs: 20_000, intervalMs: 500, what: 'the fall to safe_capacity' });
+      await eventually(async () => (await ask('b', 20)) <= 5 && (await ask('a', 200)) <= 5, {
+        timeoutMs: 20_000,
+        intervalMs: 500,
+        what: 'the fall to safe_capacity',
+      });
       const shown = (await (await fetch(`${mid.httpBase}/capacity`)).json()) as { resources: { resource_id: string; capacity: number }[] };
       expect(shown.resources.find((r) => r.resource_id === 'tree')?.capacity).toBe(5);
     } finally {
@@ -242,7 +279,9 @@ describe('capacity service settings', () => {
     const d = mkdtempSync(join(tmpdir(), 'capacity-workers-'));
     try {
       writeFileSync(join(d, 'resources.yaml'), CONFIG);
-      await expect(startTestService({}, { capacityConfig: join(d, 'resources.yaml'), workers: 2 })).rejects.toThrow(/CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory/);
+      await expect(startTestService({}, { capacityConfig: join(d, 'resources.yaml'), workers: 2 })).rejects.toThrow(
+        /CAPACITY_CONFIG needs WORKERS=1 with BACKEND=memory/,
+      );
     } finally {
       rmSync(d, { recursive: true, force: true });
     }

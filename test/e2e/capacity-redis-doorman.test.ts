@@ -61,7 +61,11 @@ describe.runIf(doormanTool('doorman') !== undefined)('capacity on Redis, two rep
       const want = await sendStep(theirs, step, held[0]!);
       const got = await sendStep(ours[i % 2]!, step, held[1]!);
       const where = `step ${i} (replica ${i % 2}): ${JSON.stringify(step)} doorman=${want.capacity}/${want.safe} ours=${got.capacity}/${got.safe}`;
-      expect({ capacity: close(want.capacity, got.capacity), safe: close(want.safe, got.safe), refresh: got.refresh }, where).toEqual({ capacity: true, safe: true, refresh: want.refresh });
+      expect({ capacity: close(want.capacity, got.capacity), safe: close(want.safe, got.safe), refresh: got.refresh }, where).toEqual({
+        capacity: true,
+        safe: true,
+        refresh: want.refresh,
+      });
     }
   }
 

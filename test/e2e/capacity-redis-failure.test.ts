@@ -38,7 +38,11 @@ describe('capacity service on BACKEND=redis when Redis fails', () => {
     redis = await startRedis();
     dir = mkdtempSync(join(tmpdir(), 'capacity-redis-failure-'));
     writeFileSync(join(dir, 'resources.yaml'), CONFIG);
-    service = await startTestService({}, { backend: 'redis', redisUrl: redis.url, capacityConfig: join(dir, 'resources.yaml'), decisionMaxWaitMs: MAX_WAIT_MS }, new FakeClock(1_700_000_000_000));
+    service = await startTestService(
+      {},
+      { backend: 'redis', redisUrl: redis.url, capacityConfig: join(dir, 'resources.yaml'), decisionMaxWaitMs: MAX_WAIT_MS },
+      new FakeClock(1_700_000_000_000),
+    );
     caller = capacityCaller(service.grpcAddress);
   });
 
@@ -49,7 +53,8 @@ describe('capacity service on BACKEND=redis when Redis fails', () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
-  const get = (client: string, wants: number) => caller.call<Answer>('GetCapacity', { client_id: client, resource: [{ resource_id: 'api', priority: 1, wants }] }, 20_000);
+  const get = (client: string, wants: number) =>
+    caller.call<Answer>('GetCapacity', { client_id: client, resource: [{ resource_id: 'api', priority: 1, wants }] }, 20_000);
 
   it('paused: concurrent calls answer UNAVAILABLE by DECISION_MAX_WAIT_MS; after SIGCONT the leases are intact', async () => {
     expect((await get('a', 60)).response[0]!.gets.capacity).toBe(60);
@@ -84,8 +89,14 @@ describe('capacity service on BACKEND=redis when Redis fails', () => {
     // Redis answers again: decisions go on, a's lease is still counted, nothing is over-granted. (The stalled
     // batch is written when Redis wakes: its clients hold leases they never heard of until they ask again or
     // the leases expire, as docs/capacity.md says.)
-    await eventually(async () => (await get('b', 60)).response[0]!.gets.capacity >= 0, { what: 'a decision after SIGCONT', timeoutMs: 15_000, intervalMs: 100 });
-    const shown = (await (await fetch(`${service.httpBase}/capacity`)).json()) as { resources: { resource_id: string; sum_has: number; clients: { client: string; has: number }[] }[] };
+    await eventually(async () => (await get('b', 60)).response[0]!.gets.capacity >= 0, {
+      what: 'a decision after SIGCONT',
+      timeoutMs: 15_000,
+      intervalMs: 100,
+    });
+    const shown = (await (await fetch(`${service.httpBase}/capacity`)).json()) as {
+      resources: { resource_id: string; sum_has: number; clients: { client: string; has: number }[] }[];
+    };
     const api = shown.resources.find((r) => r.resource_id === 'api')!;
     expect(api.clients.find((c) => c.client === 'a')?.has).toBe(60);
     expect(api.sum_has).toBeLessThanOrEqual(100 + 1e-9);

@@ -51,7 +51,8 @@ describe('capacity service on BACKEND=redis: two replicas, one state', () => {
     callers[i]!.call<Answer>('GetCapacity', { client_id: client, resource: [{ resource_id: 'api', priority: 1, wants }] });
 
   it('both answer Discovery as master', async () => {
-    for (const [i, c] of callers.entries()) expect(await c.call('Discovery', {})).toMatchObject({ is_master: true, mastership: { master_address: services[i]!.grpcAddress } });
+    for (const [i, c] of callers.entries())
+      expect(await c.call('Discovery', {})).toMatchObject({ is_master: true, mastership: { master_address: services[i]!.grpcAddress } });
   });
 
   it('grants of one replica are seen by the other: never more than the capacity between them', async () => {
@@ -75,11 +76,21 @@ describe('capacity service on BACKEND=redis: two replicas, one state', () => {
 
   it('one request for several resources: answered in its order, each on its own state, seen by the other replica', async () => {
     const ask = (i: number, client: string, wants: Record<string, number>) =>
-      callers[i]!.call<Answer>('GetCapacity', { client_id: client, resource: Object.entries(wants).map(([resource_id, w]) => ({ resource_id, priority: 1, wants: w })) });
+      callers[i]!.call<Answer>('GetCapacity', {
+        client_id: client,
+        resource: Object.entries(wants).map(([resource_id, w]) => ({ resource_id, priority: 1, wants: w })),
+      });
     const first = await ask(0, 'm', { x1: 30, x2: 300, x3: 5 });
-    expect(first.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([['x1', 30], ['x2', 100], ['x3', 5]]);
+    expect(first.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([
+      ['x1', 30],
+      ['x2', 100],
+      ['x3', 5],
+    ]);
     // On the other replica: x3 has 95 left; x2 is all m's (FAIR_SHARE takes nothing back before m refreshes).
     const second = await ask(1, 'n', { x3: 100, x2: 100 });
-    expect(second.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([['x3', 95], ['x2', 0]]);
+    expect(second.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([
+      ['x3', 95],
+      ['x2', 0],
+    ]);
   });
 });

@@ -20,10 +20,13 @@ function run(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 
 let t: TestService;
 beforeAll(async () => {
-  t = await startTestService({
-    'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n',
-    'quota.yaml': 'domain: quota\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: {unit: minute, requests_per_unit: 5}\n',
-  }, { responseDynamicMetadata: true });
+  t = await startTestService(
+    {
+      'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n',
+      'quota.yaml': 'domain: quota\ndescriptors:\n  - key: user\n    quota_mode: true\n    rate_limit: {unit: minute, requests_per_unit: 5}\n',
+    },
+    { responseDynamicMetadata: true },
+  );
 });
 afterAll(() => t.close());
 

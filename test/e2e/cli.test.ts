@@ -28,7 +28,8 @@ const dirs: string[] = [];
 let t: TestService;
 beforeAll(async () => {
   t = await startTestService({
-    'edge.yaml': 'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n',
+    'edge.yaml':
+      'domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: {unit: minute, requests_per_unit: 1, name: per-ip}\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n',
     'empty.yaml': 'domain: empty\n',
   });
 });
@@ -51,7 +52,9 @@ describe('ratelimit check', () => {
     dirs.push(dir);
     const r = await run(['check', dir]);
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe("warning: w.yaml:4:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)\n");
+    expect(r.stderr).toBe(
+      "warning: w.yaml:4:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)\n",
+    );
     expect(r.stdout).toContain('OK — 1 file(s), 1 domain(s): w');
   });
 
@@ -76,7 +79,9 @@ describe('ratelimit query', () => {
     for (let i = 0; i < 2; i++) {
       const r = await run(dry);
       expect(r).toMatchObject({ code: 0, stderr: '' });
-      expect(r.stdout).toMatch(/^dry run, nothing counted \(--spend sends the real request\): a request of 1 hit\(s\) would be admitted\noverall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 0 after this request, reset in \d+s\n/);
+      expect(r.stdout).toMatch(
+        /^dry run, nothing counted \(--spend sends the real request\): a request of 1 hit\(s\) would be admitted\noverall: OK\n {2}\[0\] ip=5\.6\.7\.8: OK, 1\/minute \(per-ip\), remaining 0 after this request, reset in \d+s\n/,
+      );
     }
     const two = await run([...dry, '--hits', '2']);
     expect(two.code).toBe(3);
@@ -100,7 +105,10 @@ describe('ratelimit query', () => {
     expect(q.stdout).toContain('[0] user=bob: OK, 1000/minute, remaining 999 after this request');
     const json = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'user=bob', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ statuses: [{ limit_remaining: 999 }] });
-    const res = await fetch(`${t.httpBase}/json`, { method: 'POST', body: JSON.stringify({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: 'bob' }] }] }) });
+    const res = await fetch(`${t.httpBase}/json`, {
+      method: 'POST',
+      body: JSON.stringify({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: 'bob' }] }] }),
+    });
     expect(((await res.json()) as { statuses: { limitRemaining: number }[] }).statuses[0]!.limitRemaining).toBe(999);
     const three = await run(['query', '--server', t.grpcAddress, '--domain', 'edge', 'user=bob', '--hits', '3']);
     expect(three.stdout).toContain('remaining 997 after this request');
@@ -136,7 +144,8 @@ describe('ratelimit query', () => {
     };
     const asks = [...Object.keys(usage).map((command) => [command, '--help']), ['capacity', '-h'], ['version', '-h']];
     const answers = [];
-    for (let i = 0; i < asks.length; i += 2) answers.push(...(await Promise.all(asks.slice(i, i + 2).map(async ([command, flag]) => ({ command, flag, r: await run([command!, flag!]) })))));
+    for (let i = 0; i < asks.length; i += 2)
+      answers.push(...(await Promise.all(asks.slice(i, i + 2).map(async ([command, flag]) => ({ command, flag, r: await run([command!, flag!]) })))));
     for (const { command, flag, r } of answers) {
       expect({ command, flag, code: r.code, stderr: r.stderr }).toEqual({ command, flag, code: 0, stderr: '' });
       expect(r.stdout).toMatch(usage[command!]!);
@@ -169,7 +178,11 @@ describe('ratelimit query', () => {
   });
 
   it('splits descriptors on unescaped commas', () => {
-    expect(parseDescriptor('a=1,b=x\\,y,c=k=v')).toEqual([{ key: 'a', value: '1' }, { key: 'b', value: 'x,y' }, { key: 'c', value: 'k=v' }]);
+    expect(parseDescriptor('a=1,b=x\\,y,c=k=v')).toEqual([
+      { key: 'a', value: '1' },
+      { key: 'b', value: 'x,y' },
+      { key: 'c', value: 'k=v' },
+    ]);
     expect(() => parseDescriptor('novalue')).toThrow("'novalue' is not key=value");
   });
 });
@@ -201,7 +214,9 @@ describe('ratelimit serve', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({
       level: 'warn',
       setting: 'HTTP_HOST',
-      msg: expect.stringMatching(/^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /) as unknown,
+      msg: expect.stringMatching(
+        /^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /,
+      ) as unknown,
     });
     const closed = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '127.0.0.1' });
     await closed.stop();

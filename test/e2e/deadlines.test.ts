@@ -37,7 +37,8 @@ async function paused<T>(body: () => Promise<T>): Promise<T> {
   }
 }
 
-const ask = (client: RlsTestClient, user: string, timeoutMs: number) => client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: user }] }] }, timeoutMs);
+const ask = (client: RlsTestClient, user: string, timeoutMs: number) =>
+  client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: user }] }] }, timeoutMs);
 
 async function lateAnswers(httpBase: string): Promise<number> {
   const text = await (await fetch(`${httpBase}/metrics`)).text();
@@ -59,7 +60,12 @@ async function phase(client: RlsTestClient, base: string): Promise<Phase> {
   const results: Promise<grpc.status>[] = [];
   const started = performance.now();
   for (let i = 0; i < CALLS; i++) {
-    results.push(ask(client, `u${i % 50}`, 20).then(() => grpc.status.OK, (err: grpc.ServiceError) => err.code));
+    results.push(
+      ask(client, `u${i % 50}`, 20).then(
+        () => grpc.status.OK,
+        (err: grpc.ServiceError) => err.code,
+      ),
+    );
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const codes = await Promise.all(results);

@@ -35,7 +35,10 @@ afterEach(async () => {
 async function start(overrides: Parameters<typeof startTestService>[1]): Promise<{ t: TestService; client: RlsTestClient }> {
   const t = await startTestService(RULES, overrides);
   const client = new RlsTestClient(t.grpcAddress);
-  cleanups.push(() => t.close(), () => client.close());
+  cleanups.push(
+    () => t.close(),
+    () => client.close(),
+  );
   return { t, client };
 }
 
@@ -67,7 +70,13 @@ describe('/healthcheck on the HTTP port', () => {
 describe('DEBUG_PORT and USE_PROMETHEUS', () => {
   it('serves /rlconfig (the rules as text), /stats and /rules on DEBUG_PORT, and the metrics on PROMETHEUS_ADDR', async () => {
     const [debugPort, promPort] = [await freePort(), await freePort()];
-    const { client } = await start({ debugHost: '127.0.0.1', debugPort, usePrometheus: true, prometheusAddr: `127.0.0.1:${promPort}`, prometheusPath: '/prom' });
+    const { client } = await start({
+      debugHost: '127.0.0.1',
+      debugPort,
+      usePrometheus: true,
+      prometheusAddr: `127.0.0.1:${promPort}`,
+      prometheusPath: '/prom',
+    });
     await client.ask('edge', [[['ip', '10.0.0.1']]]);
 
     const rlconfig = await fetch(`http://127.0.0.1:${debugPort}/rlconfig`);
@@ -130,10 +139,11 @@ describe('start-up log', () => {
   it('names each reference setting that was set, unsupported ones as warnings with what to do', async () => {
     const lines: string[] = [];
     const { settings, notices } = loadSettings({ USE_STATSD: 'true', STATSD_HOST: 'statsd', RUNTIME_WATCH_ROOT: 'false' });
-    const service = await startService(
-      testSettings({ configDir: settings.configDir, grpcPort: 0, httpPort: 0, configWatch: false }),
-      { log: createLogger({ level: 'info', format: 'json', write: (l) => lines.push(l) }), metrics: createMetrics({ defaultMetrics: false }), notices },
-    ).catch((e: unknown) => e);
+    const service = await startService(testSettings({ configDir: settings.configDir, grpcPort: 0, httpPort: 0, configWatch: false }), {
+      log: createLogger({ level: 'info', format: 'json', write: (l) => lines.push(l) }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      notices,
+    }).catch((e: unknown) => e);
     if (!(service instanceof Error)) cleanups.push(() => (service as { close(): Promise<void> }).close());
     const logged = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((l) => l.component === 'settings');
     expect(logged.map((l) => [l.level, l.setting])).toEqual([

@@ -25,7 +25,11 @@ afterAll(() => {
 });
 
 async function outcome(address: string, withCert: boolean): Promise<string> {
-  const creds = grpc.credentials.createSsl(readFileSync(pki.caCert), withCert ? readFileSync(pki.clientKey) : null, withCert ? readFileSync(pki.clientCert) : null);
+  const creds = grpc.credentials.createSsl(
+    readFileSync(pki.caCert),
+    withCert ? readFileSync(pki.clientKey) : null,
+    withCert ? readFileSync(pki.clientCert) : null,
+  );
   const client = new RlsTestClient(address, creds, { 'grpc.ssl_target_name_override': pki.serverName, 'grpc.default_authority': pki.serverName });
   try {
     return (await client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'ip', value: 'x' }] }] }, 3000)).overall_code;
@@ -36,7 +40,7 @@ async function outcome(address: string, withCert: boolean): Promise<string> {
   }
 }
 
-describe('GRPC_SERVER_USE_TLS and its files (the reference\'s names)', () => {
+describe("GRPC_SERVER_USE_TLS and its files (the reference's names)", () => {
   it('serves TLS, requires client certificates only with GRPC_CLIENT_TLS_CACERT, and ignores GRPC_SERVER_TLS_CA_CERT', async () => {
     const tls = { CONFIG_DIR: rules, GRPC_SERVER_USE_TLS: 'true', GRPC_SERVER_TLS_CERT: pki.serverCert, GRPC_SERVER_TLS_KEY: pki.serverKey };
     const plain = await spawnService({ ...tls, GRPC_SERVER_TLS_CA_CERT: pki.caCert });

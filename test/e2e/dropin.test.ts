@@ -98,9 +98,36 @@ const codes = async (domain: string, descriptor: string[][], n: number) => {
 describe("the reference's docker-compose environment", () => {
   it('limits with the rules of RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, counted in Redis', async () => {
     expect(await codes('rl', [['foo', 'f1']], 3)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
-    expect(await codes('rl', [['source_cluster', 'proxy'], ['destination_cluster', 'mock']], 2)).toEqual(['OK', 'OVER_LIMIT']);
-    expect(await codes('rl', [['foo', 'f2'], ['bar', 'banned']], 1)).toEqual(['OVER_LIMIT']);
-    expect(await codes('rl', [['foo', 'f3'], ['baz', 'shady']], 3)).toEqual(['OK', 'OK', 'OK']);
+    expect(
+      await codes(
+        'rl',
+        [
+          ['source_cluster', 'proxy'],
+          ['destination_cluster', 'mock'],
+        ],
+        2,
+      ),
+    ).toEqual(['OK', 'OVER_LIMIT']);
+    expect(
+      await codes(
+        'rl',
+        [
+          ['foo', 'f2'],
+          ['bar', 'banned'],
+        ],
+        1,
+      ),
+    ).toEqual(['OVER_LIMIT']);
+    expect(
+      await codes(
+        'rl',
+        [
+          ['foo', 'f3'],
+          ['baz', 'shady'],
+        ],
+        3,
+      ),
+    ).toEqual(['OK', 'OK', 'OK']);
     expect(Number((await rawCommand(redis.port, ['DBSIZE'])).slice(1))).toBeGreaterThan(0);
   });
 
@@ -119,7 +146,11 @@ describe("the reference's docker-compose environment", () => {
   });
 
   it('logs how it read the reference settings, by name, and starts with version, backend and rule counts', () => {
-    const lines = service.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = service
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const settings = lines.filter((l) => l.component === 'settings').map((l) => l.setting);
     expect(settings).toEqual(expect.arrayContaining(['USE_STATSD', 'RUNTIME_ROOT+RUNTIME_SUBDIRECTORY', 'REDIS_URL']));
     const start = lines.find((l) => l.msg === 'ratelimit-sidecar started');

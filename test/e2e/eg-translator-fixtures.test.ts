@@ -18,13 +18,21 @@ const NODE = 'envoy-ratelimit';
 type Desc = Record<string, unknown>;
 /** A descriptor as the translator writes it: key, value ('' for Distinct), a limit on leaves only. */
 const d = (key: string, value: string, limit?: [number, string], children: Desc[] = []): Desc => ({
-  key, value, ...(limit ? { rate_limit: { requests_per_unit: limit[0], unit: limit[1], unlimited: false, name: '', replaces: [] } } : {}),
-  descriptors: children, shadow_mode: false, detailed_metric: false,
+  key,
+  value,
+  ...(limit ? { rate_limit: { requests_per_unit: limit[0], unit: limit[1], unlimited: false, name: '', replaces: [] } } : {}),
+  descriptors: children,
+  shadow_mode: false,
+  detailed_metric: false,
 });
 const config = (domain: string, descriptors: Desc[]): RateLimitConfigJson => ({ name: domain, domain, descriptors });
 
 type Entries = [string, string][];
-interface Fixture { readonly name: string; readonly resources: RateLimitConfigJson[]; readonly requests: Entries[] }
+interface Fixture {
+  readonly name: string;
+  readonly resources: RateLimitConfigJson[];
+  readonly requests: Entries[];
+}
 
 const route = (r: string): [string, string] => [r, r];
 const FIXTURES: Fixture[] = [
@@ -35,9 +43,17 @@ const FIXTURES: Fixture[] = [
   },
   {
     name: 'distinct-remote-address-match',
-    resources: [config('first-listener', [d('first-route', 'first-route', undefined, [d('masked_remote_address', '192.168.0.0/16', undefined, [d('remote_address', '', [2, 'HOUR'])])])])],
+    resources: [
+      config('first-listener', [
+        d('first-route', 'first-route', undefined, [d('masked_remote_address', '192.168.0.0/16', undefined, [d('remote_address', '', [2, 'HOUR'])])]),
+      ]),
+    ],
     requests: [
-      ...['192.168.1.1', '192.168.1.1', '192.168.1.1', '192.168.7.7'].map((ip): Entries => [route('first-route'), ['masked_remote_address', '192.168.0.0/16'], ['remote_address', ip]]),
+      ...['192.168.1.1', '192.168.1.1', '192.168.1.1', '192.168.7.7'].map((ip): Entries => [
+        route('first-route'),
+        ['masked_remote_address', '192.168.0.0/16'],
+        ['remote_address', ip],
+      ]),
       [route('first-route'), ['masked_remote_address', '10.0.0.0/8'], ['remote_address', '10.1.1.1']],
       [route('first-route'), ['masked_remote_address', '10.0.0.0/8'], ['remote_address', '10.1.1.1']],
       [route('first-route'), ['masked_remote_address', '10.0.0.0/8'], ['remote_address', '10.1.1.1']],
@@ -45,9 +61,25 @@ const FIXTURES: Fixture[] = [
   },
   {
     name: 'header-and-cidr-matches',
-    resources: [config('first-listener', [d('first-route', 'first-route', undefined, [d('rule-0-match-0', 'rule-0-match-0', undefined, [d('rule-0-match-1', 'rule-0-match-1', undefined, [d('rule-0-match-2', 'rule-0-match-2', undefined, [d('masked_remote_address', '0.0.0.0/0', [2, 'HOUR'])])])])])])],
+    resources: [
+      config('first-listener', [
+        d('first-route', 'first-route', undefined, [
+          d('rule-0-match-0', 'rule-0-match-0', undefined, [
+            d('rule-0-match-1', 'rule-0-match-1', undefined, [
+              d('rule-0-match-2', 'rule-0-match-2', undefined, [d('masked_remote_address', '0.0.0.0/0', [2, 'HOUR'])]),
+            ]),
+          ]),
+        ]),
+      ]),
+    ],
     requests: [
-      ...[1, 2, 3].map((): Entries => [route('first-route'), route('rule-0-match-0'), route('rule-0-match-1'), route('rule-0-match-2'), ['masked_remote_address', '0.0.0.0/0']]),
+      ...[1, 2, 3].map((): Entries => [
+        route('first-route'),
+        route('rule-0-match-0'),
+        route('rule-0-match-1'),
+        route('rule-0-match-2'),
+        ['masked_remote_address', '0.0.0.0/0'],
+      ]),
       // a request missing a header match: no descriptor of the tree is complete
       [route('first-route'), route('rule-0-match-0'), route('rule-0-match-2'), ['masked_remote_address', '0.0.0.0/0']],
     ],
@@ -59,10 +91,12 @@ const FIXTURES: Fixture[] = [
   },
   {
     name: 'month-year-rule',
-    resources: [config('first-listener', [
-      d('first-route', 'first-route', undefined, [d('rule-0-match-0', 'rule-0-match-0', [2, 'MONTH'])]),
-      d('second-route', 'second-route', undefined, [d('rule-0-match-0', 'rule-0-match-0', [1, 'YEAR'])]),
-    ])],
+    resources: [
+      config('first-listener', [
+        d('first-route', 'first-route', undefined, [d('rule-0-match-0', 'rule-0-match-0', [2, 'MONTH'])]),
+        d('second-route', 'second-route', undefined, [d('rule-0-match-0', 'rule-0-match-0', [1, 'YEAR'])]),
+      ]),
+    ],
     requests: [
       ...[1, 2, 3].map((): Entries => [route('first-route'), route('rule-0-match-0')]),
       ...[1, 2].map((): Entries => [route('second-route'), route('rule-0-match-0')]),
@@ -80,35 +114,50 @@ afterAll(async () => {
   await xds?.close();
 });
 
-it.runIf(canRun)('answers Envoy Gateway\'s translated rules as envoyproxy/ratelimit does, request by request', async () => {
-  const port = await freePort();
-  xds = await startXdsServer({ port, node: NODE });
-  const env = { CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`, CONFIG_GRPC_XDS_NODE_ID: NODE, FORCE_START_WITHOUT_INITIAL_CONFIG: 'true' };
-  subjects.push(await startReferenceOverXds(env), await startOursOverXds(env));
-  const clients = subjects.map((s) => new RlsTestClient(s.grpcAddress));
-  const ask = async (c: RlsTestClient, domain: string, entries: Entries): Promise<string> => {
-    const r = await c.ask(domain, [entries], 1);
-    return `${r.overall_code}/${r.statuses.map((s) => `${s.code}:${s.limit_remaining}`).join(',')}`;
-  };
-  try {
-    let version = 0;
-    for (const fixture of FIXTURES) {
-      version++;
-      const mark = xds.events.length;
-      xds.set(String(version), fixture.resources);
-      const acked = new Set<number>();
-      await xds.waitFor((e) => {
-        if (e.event === 'request' && e.version === String(version) && e.nonce !== '' && e.stream !== undefined) acked.add(e.stream);
-        return acked.size >= 2;
-      }, { from: mark, timeoutMs: 20_000, what: `both services' ACK of ${fixture.name}` });
-      const answers: string[][] = [[], []];
-      for (const entries of fixture.requests) {
-        for (const [i, c] of clients.entries()) answers[i]!.push(await ask(c, String(fixture.resources[0]!['domain']), entries));
+it.runIf(canRun)(
+  "answers Envoy Gateway's translated rules as envoyproxy/ratelimit does, request by request",
+  async () => {
+    const port = await freePort();
+    xds = await startXdsServer({ port, node: NODE });
+    const env = {
+      CONFIG_TYPE: 'GRPC_XDS_SOTW',
+      CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,
+      CONFIG_GRPC_XDS_NODE_ID: NODE,
+      FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+    };
+    subjects.push(await startReferenceOverXds(env), await startOursOverXds(env));
+    const clients = subjects.map((s) => new RlsTestClient(s.grpcAddress));
+    const ask = async (c: RlsTestClient, domain: string, entries: Entries): Promise<string> => {
+      const r = await c.ask(domain, [entries], 1);
+      return `${r.overall_code}/${r.statuses.map((s) => `${s.code}:${s.limit_remaining}`).join(',')}`;
+    };
+    try {
+      let version = 0;
+      for (const fixture of FIXTURES) {
+        version++;
+        const mark = xds.events.length;
+        xds.set(String(version), fixture.resources);
+        const acked = new Set<number>();
+        await xds.waitFor(
+          (e) => {
+            if (e.event === 'request' && e.version === String(version) && e.nonce !== '' && e.stream !== undefined) acked.add(e.stream);
+            return acked.size >= 2;
+          },
+          { from: mark, timeoutMs: 20_000, what: `both services' ACK of ${fixture.name}` },
+        );
+        const answers: string[][] = [[], []];
+        for (const entries of fixture.requests) {
+          for (const [i, c] of clients.entries()) answers[i]!.push(await ask(c, String(fixture.resources[0]!['domain']), entries));
+        }
+        expect({ fixture: fixture.name, answers: answers[1] }).toEqual({ fixture: fixture.name, answers: answers[0] });
+        expect(
+          answers[0]!.some((a) => a.startsWith('OVER_LIMIT')),
+          `${fixture.name}: some request should be over its limit`,
+        ).toBe(true);
       }
-      expect({ fixture: fixture.name, answers: answers[1] }).toEqual({ fixture: fixture.name, answers: answers[0] });
-      expect(answers[0]!.some((a) => a.startsWith('OVER_LIMIT')), `${fixture.name}: some request should be over its limit`).toBe(true);
+    } finally {
+      for (const c of clients) c.close();
     }
-  } finally {
-    for (const c of clients) c.close();
-  }
-}, 120_000);
+  },
+  120_000,
+);

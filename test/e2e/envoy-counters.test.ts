@@ -60,10 +60,20 @@ describe.skipIf(cannotRun !== undefined)('REDIS_KEY_FORMAT=envoy shares counters
     writeFileSync(join(rulesDir, 'edge.yaml'), REFERENCE_RULES);
     const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
     // its own process group, so the script and the server are stopped together by the group id
-    reference = spawn(join(TOOL, 'start.sh'), [String(grpc), String(http), String(debug), rulesDir, `127.0.0.1:${redis.port}`], { detached: true, stdio: 'ignore' });
+    reference = spawn(join(TOOL, 'start.sh'), [String(grpc), String(http), String(debug), rulesDir, `127.0.0.1:${redis.port}`], {
+      detached: true,
+      stdio: 'ignore',
+    });
     referenceClient = new RlsTestClient(`127.0.0.1:${grpc}`);
-    await eventually(async () => (await referenceClient.ask('edge', [[['probe', 'x']]])).overall_code === 'OK', { timeoutMs: 15_000, what: 'the reference to answer' });
-    ours = await startTestService({ 'edge.yaml': RULES }, { backend: 'redis', redisUrl: redis.url, redisKeyFormat: 'envoy', cacheKeyPrefix: '' }, systemClock as never);
+    await eventually(async () => (await referenceClient.ask('edge', [[['probe', 'x']]])).overall_code === 'OK', {
+      timeoutMs: 15_000,
+      what: 'the reference to answer',
+    });
+    ours = await startTestService(
+      { 'edge.yaml': RULES },
+      { backend: 'redis', redisUrl: redis.url, redisKeyFormat: 'envoy', cacheKeyPrefix: '' },
+      systemClock as never,
+    );
     oursClient = new RlsTestClient(ours.grpcAddress);
   }, 40_000);
 
@@ -86,7 +96,14 @@ describe.skipIf(cannotRun !== undefined)('REDIS_KEY_FORMAT=envoy shares counters
       const key = `edge_remote_address_${ip}_${start}`;
       const ask = (client: RlsTestClient) => client.ask('edge', [[['remote_address', ip]]]);
       const seen: [string, string, number][] = [];
-      for (const [who, client] of [['ref', referenceClient], ['ref', referenceClient], ['ours', oursClient], ['ref', referenceClient], ['ours', oursClient], ['ours', oursClient]] as const) {
+      for (const [who, client] of [
+        ['ref', referenceClient],
+        ['ref', referenceClient],
+        ['ours', oursClient],
+        ['ref', referenceClient],
+        ['ours', oursClient],
+        ['ours', oursClient],
+      ] as const) {
         const r = await ask(client);
         seen.push([who, r.overall_code, r.statuses[0]!.limit_remaining]);
       }

@@ -51,7 +51,8 @@ describe('ext_authz Check: descriptors from the request', () => {
   let svc: TestService;
   let client: AuthzTestClient;
   let geoDir: string;
-  const check = (domain: string, spec: HttpRequestSpec) => client.check({ ...spec, contextExtensions: { ratelimit_domain: domain, ...spec.contextExtensions } });
+  const check = (domain: string, spec: HttpRequestSpec) =>
+    client.check({ ...spec, contextExtensions: { ratelimit_domain: domain, ...spec.contextExtensions } });
   const series = async (domain: string, spec: HttpRequestSpec, n: number) => {
     const out: boolean[] = [];
     for (let i = 0; i < n; i++) out.push(allowed(await check(domain, spec)));
@@ -60,15 +61,22 @@ describe('ext_authz Check: descriptors from the request', () => {
 
   beforeAll(async () => {
     geoDir = mkdtempSync(join(tmpdir(), 'rl-geo-'));
-    writeFileSync(join(geoDir, 'country.mmdb'), writeMmdb([
-      { network: '81.2.69.0/24', record: countryRecord('GB') },
-      { network: '2a02:c7f::/32', record: countryRecord('GB') },
-      { network: '5.6.0.0/16', record: countryRecord('XX') },
-    ]));
+    writeFileSync(
+      join(geoDir, 'country.mmdb'),
+      writeMmdb([
+        { network: '81.2.69.0/24', record: countryRecord('GB') },
+        { network: '2a02:c7f::/32', record: countryRecord('GB') },
+        { network: '5.6.0.0/16', record: countryRecord('XX') },
+      ]),
+    );
     svc = await startTestService(
       {
         ...RULES,
-        'geo.yaml': file('geo', '    - actions: [{region: {}}]', '  - key: region\n    value: GB\n    rate_limit: {unit: minute, requests_per_unit: 1}\n  - key: region\n    value: XX\n    rate_limit: {unit: minute, requests_per_unit: 0}'),
+        'geo.yaml': file(
+          'geo',
+          '    - actions: [{region: {}}]',
+          '  - key: region\n    value: GB\n    rate_limit: {unit: minute, requests_per_unit: 1}\n  - key: region\n    value: XX\n    rate_limit: {unit: minute, requests_per_unit: 0}',
+        ),
       },
       { geoipDb: join(geoDir, 'country.mmdb'), authzRegionHeaders: ['x-country-code'] },
     );

@@ -22,13 +22,17 @@ descriptors:
 
 const request = (ip: string, extensions: Record<string, string> = { ratelimit_domain: 'edge' }) => {
   const type = authzType('CheckRequest');
-  return type.encode(type.fromObject({
-    attributes: {
-      source: { address: { socket_address: { address: ip, port_value: 40_000 } } },
-      request: { http: { id: '1', method: 'GET', path: '/', host: 'a.example', headers: { ':path': '/', 'user-agent': 'curl/8' }, protocol: 'HTTP/1.1' } },
-      context_extensions: extensions,
-    },
-  })).finish();
+  return type
+    .encode(
+      type.fromObject({
+        attributes: {
+          source: { address: { socket_address: { address: ip, port_value: 40_000 } } },
+          request: { http: { id: '1', method: 'GET', path: '/', host: 'a.example', headers: { ':path': '/', 'user-agent': 'curl/8' }, protocol: 'HTTP/1.1' } },
+          context_extensions: extensions,
+        },
+      }),
+    )
+    .finish();
 };
 
 describe('ext_authz Check answers (memory store)', () => {
@@ -48,10 +52,14 @@ describe('ext_authz Check answers (memory store)', () => {
 
   it('allowed and denied answers, byte for byte', async () => {
     const ok = await authz.checkRaw(request('192.0.2.1'));
-    expect(ok.equals(encodeExpectedResponse({
-      status: {},
-      ok_response: { response_headers_to_add: [option('ratelimit-policy', '"per-ip";q=3;w=60'), option('ratelimit', '"per-ip";r=2;t=40')] },
-    }))).toBe(true);
+    expect(
+      ok.equals(
+        encodeExpectedResponse({
+          status: {},
+          ok_response: { response_headers_to_add: [option('ratelimit-policy', '"per-ip";q=3;w=60'), option('ratelimit', '"per-ip";r=2;t=40')] },
+        }),
+      ),
+    ).toBe(true);
     await authz.checkRaw(request('192.0.2.1'));
     await authz.checkRaw(request('192.0.2.1'));
     const denied = await authz.checkRaw(request('192.0.2.1'));
@@ -118,10 +126,25 @@ describe('ext_authz Check with Redis: shared counters and FAILURE_MODE', () => {
       const calls: Promise<string>[] = [];
       for (let i = 0; i < 160; i++) {
         const k = i % 4;
-        if (k === 0) calls.push(clients[i % 2]!.check({ ip: '192.0.2.99', contextExtensions: { ratelimit_domain: 'edge' } }).then((r) => (r.status?.code === 0 ? 'ok' : 'over')));
-        else if (k === 1) calls.push(rlsClients[i % 2]!.ask('edge', [[['remote_address', '192.0.2.99']]]).then((r) => (r.overall_code === 'OK' ? 'ok' : 'over')));
-        else if (k === 2) calls.push(clients[i % 2]!.checkRaw(Uint8Array.from([0x0a, 0x05, 0xff])).then(() => 'bad-answered', () => 'refused'));
-        else calls.push(clients[i % 2]!.check({ ip: '2001:db8::99', rawHeaders: [['x-junk', 'j'.repeat(2000)]], contextExtensions: { ratelimit_domain: 'edge' } }).then((r) => (r.status?.code === 0 ? 'other-ok' : 'other-over')));
+        if (k === 0)
+          calls.push(
+            clients[i % 2]!.check({ ip: '192.0.2.99', contextExtensions: { ratelimit_domain: 'edge' } }).then((r) => (r.status?.code === 0 ? 'ok' : 'over')),
+          );
+        else if (k === 1)
+          calls.push(rlsClients[i % 2]!.ask('edge', [[['remote_address', '192.0.2.99']]]).then((r) => (r.overall_code === 'OK' ? 'ok' : 'over')));
+        else if (k === 2)
+          calls.push(
+            clients[i % 2]!.checkRaw(Uint8Array.from([0x0a, 0x05, 0xff])).then(
+              () => 'bad-answered',
+              () => 'refused',
+            ),
+          );
+        else
+          calls.push(
+            clients[i % 2]!.check({ ip: '2001:db8::99', rawHeaders: [['x-junk', 'j'.repeat(2000)]], contextExtensions: { ratelimit_domain: 'edge' } }).then(
+              (r) => (r.status?.code === 0 ? 'other-ok' : 'other-over'),
+            ),
+          );
       }
       const results = await Promise.all(calls);
       const count = (x: string) => results.filter((r) => r === x).length;

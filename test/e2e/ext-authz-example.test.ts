@@ -43,7 +43,18 @@ describe('config/web.yaml through ext_authz Check', () => {
   });
 
   it('counts every spelling of /login against the sign-in limit', async () => {
-    const spellings = ['/login/', '//login', '/%6cogin', '/a/../login', '/%2Flogin', '/./login?x=1', '/LOGIN/../login;jsessionid=1', '/login/.', '/\\login', '/login'];
+    const spellings = [
+      '/login/',
+      '//login',
+      '/%6cogin',
+      '/a/../login',
+      '/%2Flogin',
+      '/./login?x=1',
+      '/LOGIN/../login;jsessionid=1',
+      '/login/.',
+      '/\\login',
+      '/login',
+    ];
     const results = [];
     for (const path of [...spellings, '/login//']) results.push(await ok({ ip: '198.51.100.30', method: 'POST', path }));
     expect(results).toEqual([...Array<boolean>(spellings.length).fill(true), false]);

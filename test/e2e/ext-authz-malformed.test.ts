@@ -36,7 +36,10 @@ describe('ext_authz Check: malformed and hostile requests', () => {
   let client: AuthzTestClient;
   const spec = (s: HttpRequestSpec): HttpRequestSpec => ({ ...s, contextExtensions: { ratelimit_domain: 'edge' } });
   const failure = async (bytes: Uint8Array) => {
-    const err = (await client.checkRaw(bytes).then(() => undefined, (e: unknown) => e)) as ServiceError | undefined;
+    const err = (await client.checkRaw(bytes).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as ServiceError | undefined;
     expect(err, 'expected a gRPC error').toBeDefined();
     return { code: GrpcStatus[err!.code], details: err!.details };
   };
@@ -51,20 +54,32 @@ describe('ext_authz Check: malformed and hostile requests', () => {
   });
 
   it('garbage bytes and a wrong wire type: INVALID_ARGUMENT naming what is wrong', async () => {
-    expect(await failure(Uint8Array.from([0x0a, 0xff, 0xff, 0xff]))).toEqual({ code: 'INVALID_ARGUMENT', details: expect.stringMatching(/^malformed CheckRequest: /) as string });
-    expect(await failure(Uint8Array.from([0x08, 0x01]))).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed CheckRequest: field attributes has wire type 0, expected 2 at top level (byte 0)' });
+    expect(await failure(Uint8Array.from([0x0a, 0xff, 0xff, 0xff]))).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: expect.stringMatching(/^malformed CheckRequest: /) as string,
+    });
+    expect(await failure(Uint8Array.from([0x08, 0x01]))).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'malformed CheckRequest: field attributes has wire type 0, expected 2 at top level (byte 0)',
+    });
     expect((await failure(Uint8Array.from([0x0f]))).code).toBe('INVALID_ARGUMENT');
   });
 
   it('no HTTP attributes: INVALID_ARGUMENT', async () => {
-    const expected = { code: 'INVALID_ARGUMENT', details: 'CheckRequest has no attributes.request.http: only HTTP requests (envoy.filters.http.ext_authz) can be checked' };
+    const expected = {
+      code: 'INVALID_ARGUMENT',
+      details: 'CheckRequest has no attributes.request.http: only HTTP requests (envoy.filters.http.ext_authz) can be checked',
+    };
     expect(await failure(new Uint8Array(0))).toEqual(expected);
     expect(await failure(encode({ attributes: { source: { address: { socket_address: { address: '10.0.0.1' } } } } }))).toEqual(expected);
   });
 
   it('thousands of headers: RESOURCE_EXHAUSTED naming AUTHZ_MAX_HEADERS', async () => {
     const headers = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`h${i}`, 'v']));
-    expect(await failure(encode(envoyCheckRequest(spec({ headers }))))).toEqual({ code: 'RESOURCE_EXHAUSTED', details: 'CheckRequest has more than 256 request headers (AUTHZ_MAX_HEADERS)' });
+    expect(await failure(encode(envoyCheckRequest(spec({ headers }))))).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'CheckRequest has more than 256 request headers (AUTHZ_MAX_HEADERS)',
+    });
   });
 
   it('a megabyte header value: RESOURCE_EXHAUSTED (MAX_REQUEST_BYTES); a 5 KB descriptor value is decided (longer than MAX_VALUE_BYTES: counted under its hash)', async () => {
@@ -78,7 +93,10 @@ describe('ext_authz Check: malformed and hostile requests', () => {
     // A raw byte that is not UTF-8 is shown as U+FFFD (regression: it made grpc-js fail the call with UNKNOWN).
     const bad = encode(envoyCheckRequest(spec({ ip: '10.9.0.1' })));
     bad[Buffer.from(bad).indexOf('10.9.0.1') + 7] = 0x80;
-    expect(await failure(bad)).toEqual({ code: 'INVALID_ARGUMENT', details: "attributes.source.address.socket_address.address: '10.9.0.\ufffd' is not an IP address" });
+    expect(await failure(bad)).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: "attributes.source.address.socket_address.address: '10.9.0.\ufffd' is not an IP address",
+    });
     for (const ip of ['not-an-ip', '999.1.1.1', '10.0.0.1:8080', '::ffff:zz']) {
       expect(await failure(encode(envoyCheckRequest(spec({ ip }))))).toEqual({
         code: 'INVALID_ARGUMENT',
@@ -92,8 +110,23 @@ describe('ext_authz Check: malformed and hostile requests', () => {
 
   it("Envoy's raw header_map (encode_raw_headers): names lowercased, non-UTF-8 bytes kept distinct, repeated cookies joined", async () => {
     const raw = (headers: [string, string][]) => client.check(spec({ ip: '10.3.3.3', rawHeaders: headers }));
-    expect((await raw([['X-User', 'r1'], ['cookie', 'a=1'], ['cookie', 'sid=s1']])).status?.code).toBe(0);
-    expect((await raw([['x-user', 'r2'], ['cookie', 'sid=s1']])).status?.code).not.toBe(0); // sid s1 again
+    expect(
+      (
+        await raw([
+          ['X-User', 'r1'],
+          ['cookie', 'a=1'],
+          ['cookie', 'sid=s1'],
+        ])
+      ).status?.code,
+    ).toBe(0);
+    expect(
+      (
+        await raw([
+          ['x-user', 'r2'],
+          ['cookie', 'sid=s1'],
+        ])
+      ).status?.code,
+    ).not.toBe(0); // sid s1 again
     expect((await raw([['x-user', 'r1']])).status?.code).not.toBe(0); // X-User r1 again
   });
 
@@ -106,10 +139,16 @@ describe('ext_authz Check: malformed and hostile requests', () => {
       const edits = rnd.int(1, 4);
       for (let e = 0; e < edits; e++) bytes[rnd.int(0, bytes.length - 1)] = rnd.int(0, 255);
       const cut = rnd.chance(0.2) ? bytes.subarray(0, rnd.int(0, bytes.length)) : bytes;
-      const code = await client.checkRaw(cut).then(() => 'answered', (e: ServiceError) => GrpcStatus[e.code]);
+      const code = await client.checkRaw(cut).then(
+        () => 'answered',
+        (e: ServiceError) => GrpcStatus[e.code],
+      );
       codes.set(code, (codes.get(code) ?? 0) + 1);
     }
-    expect([...codes.keys()].every((c) => ['answered', 'INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED'].includes(c)), JSON.stringify([...codes])).toBe(true);
+    expect(
+      [...codes.keys()].every((c) => ['answered', 'INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED'].includes(c)),
+      JSON.stringify([...codes]),
+    ).toBe(true);
     expect(codes.get('INVALID_ARGUMENT') ?? 0).toBeGreaterThan(0);
     expect((await client.check(spec({ ip: '10.9.9.9' }))).status?.code).toBe(0);
   });

@@ -23,7 +23,25 @@ const CONNECTIONS = 4;
 const IN_FLIGHT = 256;
 /** gRPC deadline of each call; a call with no status 2 s after it counts as a hang. Generous: 7 other jobs share 2 cores. */
 const TIMEOUT_MS = 20_000;
-const STATUS = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
+const STATUS = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+];
 const name = (s: number) => (s === HANG ? 'HANG' : s < 0 ? 'RESET' : (STATUS[s] ?? String(s)));
 
 let service: ServiceProcess;
@@ -63,7 +81,10 @@ interface Tally {
 function note(t: Tally, kind: string, bytes: Buffer, o: H2Outcome): void {
   const key = `${kind}: ${name(o.grpcStatus)}`;
   t.byStatus.set(key, (t.byStatus.get(key) ?? 0) + 1);
-  if (!acceptable(o) && t.bad.length < 10) t.bad.push(`${kind} → ${name(o.grpcStatus)} ${o.message.slice(0, 160)} (bytes ${bytes.subarray(0, 48).toString('hex')}${bytes.length > 48 ? `… ${bytes.length} B` : ''})`);
+  if (!acceptable(o) && t.bad.length < 10)
+    t.bad.push(
+      `${kind} → ${name(o.grpcStatus)} ${o.message.slice(0, 160)} (bytes ${bytes.subarray(0, 48).toString('hex')}${bytes.length > 48 ? `… ${bytes.length} B` : ''})`,
+    );
 }
 
 describe('fuzz: malformed requests over gRPC', () => {
@@ -82,7 +103,10 @@ describe('fuzz: malformed requests over gRPC', () => {
     };
     await Promise.all(Array.from({ length: IN_FLIGHT }, (_, w) => worker(w)));
     const seconds = (performance.now() - started) / 1000;
-    const table = [...t.byStatus].sort((a, b) => b[1] - a[1]).map(([k, n]) => `  ${k}: ${n}`).join('\n');
+    const table = [...t.byStatus]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `  ${k}: ${n}`)
+      .join('\n');
     const text = `seed ${SEED} (FUZZ_SEED to replay): ${sent} calls in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s)\n${table}\n${t.bad.map((b) => `  bad: ${b}`).join('\n')}${died ? `\nDIED (${died}):\n${stderrTail}` : ''}`;
     console.log(text);
     expect(died, text).toBeUndefined();
@@ -120,12 +144,17 @@ describe('fuzz: malformed requests over gRPC', () => {
       const framed = grpcFrame(valid);
       const kind = r.pick(['compressed flag', 'length too long', 'length too short', 'two messages', 'prefix only', 'empty body']);
       const payload =
-        kind === 'compressed flag' ? grpcFrame(valid, 1)
-        : kind === 'length too long' ? Buffer.concat([framed.subarray(0, 1), Buffer.from([0, 0, 1, 0]), valid])
-        : kind === 'length too short' ? Buffer.concat([framed.subarray(0, 4), Buffer.from([Math.max(0, valid.length - 3)]), valid])
-        : kind === 'two messages' ? Buffer.concat([framed, framed])
-        : kind === 'prefix only' ? framed.subarray(0, r.int(1, 4))
-        : Buffer.alloc(0);
+        kind === 'compressed flag'
+          ? grpcFrame(valid, 1)
+          : kind === 'length too long'
+            ? Buffer.concat([framed.subarray(0, 1), Buffer.from([0, 0, 1, 0]), valid])
+            : kind === 'length too short'
+              ? Buffer.concat([framed.subarray(0, 4), Buffer.from([Math.max(0, valid.length - 3)]), valid])
+              : kind === 'two messages'
+                ? Buffer.concat([framed, framed])
+                : kind === 'prefix only'
+                  ? framed.subarray(0, r.int(1, 4))
+                  : Buffer.alloc(0);
       const o = await clients[i % CONNECTIONS]!.call(RLS_PATH, payload, TIMEOUT_MS);
       const key = `${kind}: ${name(o.grpcStatus)}`;
       lines.set(key, (lines.get(key) ?? 0) + 1);
@@ -135,7 +164,10 @@ describe('fuzz: malformed requests over gRPC', () => {
     expect(died, text).toBeUndefined();
     // grpc-js owns the framing and may end these with any status (INTERNAL included): the service's code
     // never sees them. What must hold: every call ends with a status, none hangs, the process lives.
-    expect([...lines.keys()].filter((k) => k.endsWith(': HANG') || k.endsWith(': RESET')), text).toEqual([]);
+    expect(
+      [...lines.keys()].filter((k) => k.endsWith(': HANG') || k.endsWith(': RESET')),
+      text,
+    ).toEqual([]);
   }, 60_000);
 
   it('still answers a valid request correctly afterwards, with bounded memory', async () => {

@@ -42,7 +42,8 @@ const guardCount = async (action: string) => {
 };
 
 /** Waits until the server holds no connection from an earlier test (closing is asynchronous). */
-const settled = () => eventually(async () => /^ratelimit_grpc_connections 0$/m.test(await (await fetch(`${t.httpBase}/metrics`)).text()), { what: 'no open connection' });
+const settled = () =>
+  eventually(async () => /^ratelimit_grpc_connections 0$/m.test(await (await fetch(`${t.httpBase}/metrics`)).text()), { what: 'no open connection' });
 
 /** The first message of a Watch, or a failure when the stream ends first. */
 function firstMessage(stream: http2.ClientHttp2Stream): Promise<void> {
@@ -215,7 +216,9 @@ describe('gRPC port bounds', () => {
     good.close();
     const sorted = latencies.sort((a, b) => a - b);
     const resets = rounds.map((r) => `${r.resets} in ${r.seconds.toFixed(2)} s`).join(', ');
-    console.log(`rapid reset: abuser's connections retired after ${resets}; good client ${sorted.length} calls, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${sorted[Math.floor(sorted.length * 0.99)]?.toFixed(1)} ms`);
+    console.log(
+      `rapid reset: abuser's connections retired after ${resets}; good client ${sorted.length} calls, p50 ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} ms, p99 ${sorted[Math.floor(sorted.length * 0.99)]?.toFixed(1)} ms`,
+    );
   });
 
   it('never retires a connection that carries calls, however many of its streams it resets (as Envoy cancels)', async () => {
@@ -250,7 +253,9 @@ describe('GRPC_RESET_REFUSE_ADDRESS (off by default)', () => {
     try {
       const [host, port] = refusing.grpcAddress.split(':') as [string, string];
       const dial = () => {
-        const s = http2.connect(`http://${refusing.grpcAddress}`, { createConnection: () => net.connect({ host, port: Number(port), localAddress: '127.0.0.2' }) });
+        const s = http2.connect(`http://${refusing.grpcAddress}`, {
+          createConnection: () => net.connect({ host, port: Number(port), localAddress: '127.0.0.2' }),
+        });
         s.on('error', () => undefined);
         return s;
       };

@@ -12,7 +12,8 @@ import { startTestService, type TestService } from '../support/service.js';
 
 const RULES = {
   'app.yaml': 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000}\n',
-  'shape.yaml': 'domain: shape\ndescriptors:\n  - key: leaky\n    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: leaky_bucket, on_limit: {action: delay, max_delay: 5s}}\n',
+  'shape.yaml':
+    'domain: shape\ndescriptors:\n  - key: leaky\n    rate_limit: {unit: minute, requests_per_unit: 60, algorithm: leaky_bucket, on_limit: {action: delay, max_delay: 5s}}\n',
 };
 const OK = 0;
 const INTERNAL = 13;

@@ -58,7 +58,11 @@ async function outcome(address: string, credentials: grpc.ChannelCredentials): P
 }
 
 const trusting = (pki: TestPki, clientCertOf?: TestPki) =>
-  grpc.credentials.createSsl(readFileSync(pki.caCert), clientCertOf ? readFileSync(clientCertOf.clientKey) : null, clientCertOf ? readFileSync(clientCertOf.clientCert) : null);
+  grpc.credentials.createSsl(
+    readFileSync(pki.caCert),
+    clientCertOf ? readFileSync(clientCertOf.clientKey) : null,
+    clientCertOf ? readFileSync(clientCertOf.clientCert) : null,
+  );
 
 describe('gRPC TLS', () => {
   it('serves TLS and refuses plaintext clients and clients that do not trust the CA', async () => {
@@ -109,7 +113,9 @@ describe('gRPC TLS', () => {
 
       version('..v2', b, a.serverKey); // B's certificate with A's key: unusable
       await eventually(() => logs.some((l) => l.includes('gRPC TLS files not reloaded')), { what: 'the broken rotation to be reported' });
-      expect(logs.find((l) => l.includes('gRPC TLS files not reloaded'))).toContain(`GRPC_TLS_KEY ${join(dir, 'tls.key')} does not match the certificate in GRPC_TLS_CERT`);
+      expect(logs.find((l) => l.includes('gRPC TLS files not reloaded'))).toContain(
+        `GRPC_TLS_KEY ${join(dir, 'tls.key')} does not match the certificate in GRPC_TLS_CERT`,
+      );
       expect(await outcome(address, trusting(a))).toBe('OK');
 
       version('..v3', b);
@@ -128,11 +134,27 @@ describe('gRPC TLS start errors name the setting and the file', () => {
   const cases: [string, () => Partial<Settings>, () => string][] = [
     ['a certificate without a key', () => ({ grpcTlsCert: a.serverCert }), () => 'gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY'],
     ['a client CA without a certificate', () => ({ grpcTlsClientCa: a.caCert }), () => 'gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY'],
-    ['a missing certificate file', () => ({ grpcTlsCert: join(root, 'nope.crt'), grpcTlsKey: a.serverKey }), () => `GRPC_TLS_CERT ${join(root, 'nope.crt')}: cannot read: ENOENT`],
+    [
+      'a missing certificate file',
+      () => ({ grpcTlsCert: join(root, 'nope.crt'), grpcTlsKey: a.serverKey }),
+      () => `GRPC_TLS_CERT ${join(root, 'nope.crt')}: cannot read: ENOENT`,
+    ],
     ['an unreadable key (a directory)', () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: root }), () => `GRPC_TLS_KEY ${root}: cannot read: EISDIR`],
-    ['a key that does not match', () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: b.serverKey }), () => `GRPC_TLS_KEY ${b.serverKey} does not match the certificate in GRPC_TLS_CERT ${a.serverCert}`],
-    ['a certificate given as the key', () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: a.serverCert }), () => `GRPC_TLS_KEY ${a.serverCert}: not a PEM private key`],
-    ['a client CA that is not PEM', () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: a.serverKey, grpcTlsClientCa: garbage }), () => `GRPC_TLS_CLIENT_CA ${garbage}: not a PEM file`],
+    [
+      'a key that does not match',
+      () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: b.serverKey }),
+      () => `GRPC_TLS_KEY ${b.serverKey} does not match the certificate in GRPC_TLS_CERT ${a.serverCert}`,
+    ],
+    [
+      'a certificate given as the key',
+      () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: a.serverCert }),
+      () => `GRPC_TLS_KEY ${a.serverCert}: not a PEM private key`,
+    ],
+    [
+      'a client CA that is not PEM',
+      () => ({ grpcTlsCert: a.serverCert, grpcTlsKey: a.serverKey, grpcTlsClientCa: garbage }),
+      () => `GRPC_TLS_CLIENT_CA ${garbage}: not a PEM file`,
+    ],
   ];
   it.each(cases)('%s', async (_what, settings, message) => {
     const err = await start(settings()).then(

@@ -27,7 +27,10 @@ async function startError(grpcHost: string): Promise<unknown> {
   const configDir = mkdtempSync(join(root, 'rules-'));
   writeFileSync(join(configDir, 'edge.yaml'), RULES['edge.yaml']);
   const deps = { log: createLogger({ level: 'error', format: 'text', write: () => {} }), metrics: createMetrics({ defaultMetrics: false }) };
-  return startService(testSettings({ configDir, grpcHost }), deps).then((s) => s.close(), (e: unknown) => e);
+  return startService(testSettings({ configDir, grpcHost }), deps).then(
+    (s) => s.close(),
+    (e: unknown) => e,
+  );
 }
 
 async function ask(address: string): Promise<string> {
@@ -76,7 +79,10 @@ describe('gRPC on a Unix domain socket', () => {
   it('replaces a stale socket file left by a killed process', async () => {
     const sock = join(root, 'stale.sock');
     // A process that binds the socket and dies by SIGKILL leaves the file behind.
-    await promisify(execFile)(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`]).catch(() => undefined);
+    await promisify(execFile)(process.execPath, [
+      '-e',
+      `require('node:net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`,
+    ]).catch(() => undefined);
     expect(statSync(sock).isSocket()).toBe(true);
     const t = await startTestService(RULES, { grpcHost: `unix:${sock}` });
     try {

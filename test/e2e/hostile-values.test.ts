@@ -104,7 +104,8 @@ describe('hostile values over POST /json', () => {
   });
 
   it('a long value and a huge hitsAddend are limited', async () => {
-    const body = (value: string, hits: number | string) => JSON.stringify({ domain: 'big', descriptors: [{ entries: [{ key: 'cost', value }], hitsAddend: hits }] });
+    const body = (value: string, hits: number | string) =>
+      JSON.stringify({ domain: 'big', descriptors: [{ entries: [{ key: 'cost', value }], hitsAddend: hits }] });
     expect((await post(body('x'.repeat(6000), 600))).status).toBe(200);
     expect((await post(body('x'.repeat(6000), 600))).status).toBe(429);
     expect((await post(body('y', '99999999999999999999'))).status).toBe(429);

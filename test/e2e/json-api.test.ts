@@ -21,7 +21,11 @@ ${ALGORITHM_NAMES.map((a) => `  - key: algo\n    value: ${a}\n    rate_limit: {u
 
 interface JsonAnswer {
   status: number;
-  json: { overallCode: string; statuses: { code: string; limitRemaining: number; currentLimit?: { requestsPerUnit: number }; durationUntilReset?: string }[]; error?: string };
+  json: {
+    overallCode: string;
+    statuses: { code: string; limitRemaining: number; currentLimit?: { requestsPerUnit: number }; durationUntilReset?: string }[];
+    error?: string;
+  };
 }
 
 async function postJson(base: string, body: unknown): Promise<JsonAnswer> {
@@ -79,7 +83,8 @@ describe.each(['memory', 'redis'] as const)('JSON_API=check (the default) on the
         expect(fromJson(check), `hits ${hits}`).toEqual(fromGrpc(real));
         // An admitted request's reset is the time until the limit is whole after taking the hits, on both
         // surfaces (a token bucket's 1 s, not the untouched state's 0 s). A rejection's may differ (check-only.ts).
-        if (real.overall_code === 'OK') expect(check.json.statuses[0]!.durationUntilReset, `hits ${hits}`).toBe(`${real.statuses[0]!.duration_until_reset!.seconds}s`);
+        if (real.overall_code === 'OK')
+          expect(check.json.statuses[0]!.durationUntilReset, `hits ${hits}`).toBe(`${real.statuses[0]!.duration_until_reset!.seconds}s`);
         expect(check.status).toBe(real.overall_code === 'OVER_LIMIT' ? 429 : 200);
       }
     });
@@ -87,10 +92,17 @@ describe.each(['memory', 'redis'] as const)('JSON_API=check (the default) on the
 
   it('counts a descriptor sent twice twice, as a real call does', async () => {
     // A fresh key through a per-request override (3 per minute), two descriptors of 2 hits each:
-    const fresh = { domain: 'web', descriptors: [0, 1].map(() => ({ entries: entries([['twice', 'x']]), limit: { requestsPerUnit: 3, unit: 'MINUTE' } })), hitsAddend: 2 };
+    const fresh = {
+      domain: 'web',
+      descriptors: [0, 1].map(() => ({ entries: entries([['twice', 'x']]), limit: { requestsPerUnit: 3, unit: 'MINUTE' } })),
+      hitsAddend: 2,
+    };
     const check = await postJson(t.httpBase, fresh);
     expect(check.json.overallCode).toBe('OVER_LIMIT');
-    expect(check.json.statuses.map((s) => [s.code, s.limitRemaining])).toEqual([['OK', 3], ['OVER_LIMIT', 0]]);
+    expect(check.json.statuses.map((s) => [s.code, s.limitRemaining])).toEqual([
+      ['OK', 3],
+      ['OVER_LIMIT', 0],
+    ]);
     const real = await client.shouldRateLimit({
       domain: 'web',
       descriptors: [0, 1].map(() => ({ entries: entries([['twice', 'x']]), limit: { requests_per_unit: 3, unit: 'MINUTE' } })),

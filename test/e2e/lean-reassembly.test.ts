@@ -22,7 +22,12 @@ beforeAll(async () => {
     out.writeUInt32BE(bytes.length);
     return Promise.resolve(out);
   });
-  server = await startLeanServer({ host: '127.0.0.1', port: 0, routes, hooks: { maxMessageBytes: 2 * MESSAGE_BYTES, toStatus: () => ({ code: Code.INTERNAL, details: 'x' }) } });
+  server = await startLeanServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    hooks: { maxMessageBytes: 2 * MESSAGE_BYTES, toStatus: () => ({ code: Code.INTERNAL, details: 'x' }) },
+  });
   session = http2.connect(`http://${server.address}`);
   session.on('error', () => undefined);
 });
@@ -63,6 +68,5 @@ describe('lean transport message reassembly', () => {
     // The route's message is joined once; the test's own Buffer.concat of the (small) answer is below 64 KiB.
     // Before the fix: one copy per frame past 64 KiB, about 3,800.
     expect(large).toBeLessThanOrEqual(2);
-
   });
 });

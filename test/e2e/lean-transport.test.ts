@@ -39,7 +39,12 @@ beforeAll(async () => {
     host: '127.0.0.1',
     port: 0,
     routes,
-    hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String((err as Error).message) }), onFinished: (m, code) => events.push(`${m} ${code}`), onLate: (m) => events.push(`late ${m}`) },
+    hooks: {
+      maxMessageBytes: 1024,
+      toStatus: (err) => ({ code: Code.INTERNAL, details: String((err as Error).message) }),
+      onFinished: (m, code) => events.push(`${m} ${code}`),
+      onLate: (m) => events.push(`late ${m}`),
+    },
   });
   client = new RawH2Client(server.address);
 });
@@ -66,15 +71,24 @@ describe('lean transport', () => {
   });
 
   it('ends errors with their status and a percent-encoded message', async () => {
-    expect(await client.call('/t.T/Fail', grpcFrame(Buffer.alloc(0)), 1000)).toMatchObject({ grpcStatus: Code.INVALID_ARGUMENT, message: 'bad 100% ünicode\nline' });
+    expect(await client.call('/t.T/Fail', grpcFrame(Buffer.alloc(0)), 1000)).toMatchObject({
+      grpcStatus: Code.INVALID_ARGUMENT,
+      message: 'bad 100% ünicode\nline',
+    });
     expect(await client.call('/t.T/Throw', grpcFrame(Buffer.alloc(0)), 1000)).toMatchObject({ grpcStatus: Code.INTERNAL, message: 'boom' });
-    expect(await client.call('/t.T/Nope', grpcFrame(Buffer.alloc(0)), 1000)).toMatchObject({ grpcStatus: Code.UNIMPLEMENTED, message: 'The server does not implement the method /t.T/Nope' });
+    expect(await client.call('/t.T/Nope', grpcFrame(Buffer.alloc(0)), 1000)).toMatchObject({
+      grpcStatus: Code.UNIMPLEMENTED,
+      message: 'The server does not implement the method /t.T/Nope',
+    });
   });
 
   it('refuses compressed, oversized, truncated, doubled and missing messages with a status', async () => {
     const msg = Buffer.from('x');
     expect((await client.call('/t.T/Echo', grpcFrame(msg, 1), 1000)).grpcStatus).toBe(Code.INTERNAL);
-    expect(await client.call('/t.T/Echo', grpcFrame(Buffer.alloc(5000)), 1000)).toMatchObject({ grpcStatus: Code.RESOURCE_EXHAUSTED, message: 'Received message larger than max (5000 vs. 1024)' });
+    expect(await client.call('/t.T/Echo', grpcFrame(Buffer.alloc(5000)), 1000)).toMatchObject({
+      grpcStatus: Code.RESOURCE_EXHAUSTED,
+      message: 'Received message larger than max (5000 vs. 1024)',
+    });
     expect((await client.call('/t.T/Echo', grpcFrame(msg).subarray(0, 3), 1000)).grpcStatus).toBe(Code.INTERNAL);
     expect((await client.call('/t.T/Echo', Buffer.concat([grpcFrame(msg), grpcFrame(msg)]), 1000)).grpcStatus).toBe(Code.INTERNAL);
     expect((await client.call('/t.T/Echo', Buffer.alloc(0), 1000)).grpcStatus).toBe(Code.INTERNAL);

@@ -90,7 +90,11 @@ describe('BACKEND=memory', () => {
     const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'memory', CONFIG_WATCH: 'true', CONFIG_DEBOUNCE_MS: '50', CONFIG_POLL_INTERVAL_MS: '200' });
     started.push(service);
     const client = new RlsTestClient(service.grpcAddress);
-    const warnings = () => service.stderr().split('\n').filter((l) => l.includes('`lease` is ignored with BACKEND=memory')).length;
+    const warnings = () =>
+      service
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('`lease` is ignored with BACKEND=memory')).length;
     expect(warnings()).toBe(1);
     expect((await client.ask('life', [[['user', 'memory']]])).statuses[0]!.limit_remaining).toBe(999);
     writeFileSync(join(dir, 'life.yaml'), rules(3000));

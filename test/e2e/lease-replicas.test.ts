@@ -43,7 +43,11 @@ beforeAll(async () => {
   redis = await startRedis();
   dir = mkdtempSync(join(tmpdir(), 'rl-lease-'));
   writeFileSync(join(dir, 'hot.yaml'), RULES);
-  services.push(...(await Promise.all(Array.from({ length: REPLICAS }, () => spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'closed' })))));
+  services.push(
+    ...(await Promise.all(
+      Array.from({ length: REPLICAS }, () => spawnService({ CONFIG_DIR: dir, BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'closed' })),
+    )),
+  );
   for (const s of services) for (let i = 0; i < 4; i++) clients.push(new RlsTestClient(s.grpcAddress));
 }, 60_000);
 

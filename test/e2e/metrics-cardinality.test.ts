@@ -82,7 +82,10 @@ describe('/metrics series are bounded by the rules', () => {
   it('folds request-level limit overrides (stats keys from request values) under the same cap', async () => {
     const before = Number(/ratelimit_detailed_series_folded_total\{domain="web"\} (\d+)/.exec(await scrape())![1]);
     for (let i = 0; i < 3; i++) {
-      await client.shouldRateLimit({ domain: 'web', descriptors: [{ entries: [{ key: 'api_key', value: `override-${i}` }], limit: { requests_per_unit: 9, unit: 'MINUTE' } }] });
+      await client.shouldRateLimit({
+        domain: 'web',
+        descriptors: [{ entries: [{ key: 'api_key', value: `override-${i}` }], limit: { requests_per_unit: 9, unit: 'MINUTE' } }],
+      });
     }
     const text = await scrape();
     expect(text).not.toContain('override-');

@@ -45,8 +45,19 @@ interface Ended {
 }
 
 /** One raw HTTP/2 gRPC call the test can reset while it is pending. */
-function openCall(session: http2.ClientHttp2Session, path: string, message: Uint8Array, grpcTimeout?: string): { stream: http2.ClientHttp2Stream; ended: Promise<Ended> } {
-  const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...(grpcTimeout !== undefined ? { 'grpc-timeout': grpcTimeout } : {}) });
+function openCall(
+  session: http2.ClientHttp2Session,
+  path: string,
+  message: Uint8Array,
+  grpcTimeout?: string,
+): { stream: http2.ClientHttp2Stream; ended: Promise<Ended> } {
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': path,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    ...(grpcTimeout !== undefined ? { 'grpc-timeout': grpcTimeout } : {}),
+  });
   const ended = new Promise<Ended>((resolve) => {
     let status: number | undefined;
     const chunks: Buffer[] = [];
@@ -85,7 +96,10 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
   let redis: Redis | undefined;
   const prefix = `cancel-${Date.now()}:`;
   beforeAll(async () => {
-    t = await startTestService({ 'cancel.yaml': RULES }, { jsonApi: 'on', ...(backend === 'redis' ? { backend: 'redis', redisUrl: redisServer.url, cacheKeyPrefix: prefix } : {}) });
+    t = await startTestService(
+      { 'cancel.yaml': RULES },
+      { jsonApi: 'on', ...(backend === 'redis' ? { backend: 'redis', redisUrl: redisServer.url, cacheKeyPrefix: prefix } : {}) },
+    );
     session = http2.connect(`http://${t.grpcAddress}`);
     session.on('error', () => undefined);
     if (backend === 'redis') redis = new Redis(redisServer.url);
@@ -109,7 +123,13 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
    * X takes the token; A is delayed one slot and its call ends (`end`); then B must get A's slot: waiting
    * one slot, not two, with no timer left behind by A.
    */
-  async function scenario(path: string, message: (v: string) => Uint8Array, value: string, aTimeout: string, end: (a: ReturnType<typeof openCall>) => Promise<void>): Promise<void> {
+  async function scenario(
+    path: string,
+    message: (v: string) => Uint8Array,
+    value: string,
+    aTimeout: string,
+    end: (a: ReturnType<typeof openCall>) => Promise<void>,
+  ): Promise<void> {
     const t0 = t.clock.nowMs();
     const x = await openCall(session, path, message(value), '10S').ended;
     expect(x.grpcStatus).toBe(OK);
@@ -119,11 +139,11 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
     if (backend === 'redis') expect(await storedTat(value, t0)).toBe(2 * SLOT);
     await end(a);
     // The wait stopped (no timer left) and the slot went back to the bucket.
-    await eventually(() => t.timer.pending === 0, { what: 'A\'s wait stopped' });
-    if (backend === 'redis') await eventually(async () => (await storedTat(value, t0)) === SLOT, { what: 'A\'s hit given back in Redis' });
+    await eventually(() => t.timer.pending === 0, { what: "A's wait stopped" });
+    if (backend === 'redis') await eventually(async () => (await storedTat(value, t0)) === SLOT, { what: "A's hit given back in Redis" });
     const b = openCall(session, path, message(value), '10S');
     await eventually(() => t.timer.pending === 1, { what: 'B waiting' });
-    expect(t.timer.nextAt(), 'B waits for A\'s slot: one slot, not two').toBe(t0 + SLOT);
+    expect(t.timer.nextAt(), "B waits for A's slot: one slot, not two").toBe(t0 + SLOT);
     t.timer.advance(SLOT);
     const answered = await b.ended;
     expect(answered.grpcStatus).toBe(OK);
@@ -160,7 +180,7 @@ describe.each(['memory', 'redis'] as const)('a delayed request whose call ends g
     await eventually(() => t.timer.pending === 1, { what: 'A waiting for its slot' });
     gone.abort();
     await a;
-    await eventually(() => t.timer.pending === 0, { what: 'A\'s wait stopped' });
+    await eventually(() => t.timer.pending === 0, { what: "A's wait stopped" });
     const b = openCall(session, RLS_PATH, rls('json'), '10S');
     await eventually(() => t.timer.pending === 1, { what: 'B waiting' });
     expect(t.timer.nextAt()).toBe(t0 + SLOT);

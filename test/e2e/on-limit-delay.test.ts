@@ -52,7 +52,10 @@ describe.each(['memory', 'redis'] as const)('on_limit delay over gRPC (%s store)
   let t: TestService;
   let client: RlsTestClient;
   beforeAll(async () => {
-    t = await startTestService({ 'shape.yaml': RULES }, backend === 'redis' ? { backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: `delay-${Date.now()}:` } : {});
+    t = await startTestService(
+      { 'shape.yaml': RULES },
+      backend === 'redis' ? { backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: `delay-${Date.now()}:` } : {},
+    );
     client = new RlsTestClient(t.grpcAddress);
   });
   afterAll(async () => {

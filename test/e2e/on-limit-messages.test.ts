@@ -10,7 +10,6 @@ import { RlsTestClient, type WireResponse } from '../support/rls-client.js';
 import { MESSAGE_RULES } from '../support/on-limit-rules.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-
 const HOSTILE = 'a"b\\c\nd é 😀';
 const headers = (r: WireResponse) => r.response_headers_to_add.map((h) => ({ key: h.key, value: h.value }));
 
@@ -26,7 +25,10 @@ describe.each(['memory', 'redis'] as const)('on_limit messages over gRPC (%s sto
   let t: TestService;
   let client: RlsTestClient;
   beforeAll(async () => {
-    t = await startTestService({ 'msg.yaml': MESSAGE_RULES }, backend === 'redis' ? { backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: `msg-${Date.now()}:` } : {});
+    t = await startTestService(
+      { 'msg.yaml': MESSAGE_RULES },
+      backend === 'redis' ? { backend: 'redis', redisUrl: redis.url, cacheKeyPrefix: `msg-${Date.now()}:` } : {},
+    );
     client = new RlsTestClient(t.grpcAddress);
   });
   afterAll(async () => {
@@ -41,11 +43,13 @@ describe.each(['memory', 'redis'] as const)('on_limit messages over gRPC (%s sto
     const r = await ask('text', HOSTILE);
     expect(r.overall_code).toBe('OVER_LIMIT');
     expect(r.raw_body.toString('utf8')).toBe(`slow down text=${HOSTILE} (per-user, 1 per 60s): retry in 20s\n`);
-    expect(headers(r)).toEqual(expect.arrayContaining([
-      { key: 'retry-after', value: '20' },
-      { key: 'content-type', value: 'text/plain; charset=utf-8' },
-      { key: 'x-limit-reason', value: 'user text=a"b\\c?d ? ??' },
-    ]));
+    expect(headers(r)).toEqual(
+      expect.arrayContaining([
+        { key: 'retry-after', value: '20' },
+        { key: 'content-type', value: 'text/plain; charset=utf-8' },
+        { key: 'x-limit-reason', value: 'user text=a"b\\c?d ? ??' },
+      ]),
+    );
   });
 
   it('renders a JSON body that parses whatever the descriptor holds; retry none drops retry-after', async () => {

@@ -47,9 +47,14 @@ describe('on_limit across 3 replicas sharing Redis', () => {
     clock.set(1_700_000_500_000);
     const t0 = clock.nowMs();
     // leaky_bucket 60/min (one slot a second), max_delay 5 s: six at once fit (+0 … +5 s), the seventh does not
-    const burst = Array.from({ length: 6 }, (_, i) => clients[i % 3]!.shouldRateLimit({ domain: 'msg', descriptors: [{ entries: [{ key: 'shaped', value: 'r' }] }] }, 30_000));
+    const burst = Array.from({ length: 6 }, (_, i) =>
+      clients[i % 3]!.shouldRateLimit({ domain: 'msg', descriptors: [{ entries: [{ key: 'shaped', value: 'r' }] }] }, 30_000),
+    );
     await eventually(() => replicas.reduce((n, t) => n + t.timer.pending, 0) === 5, { what: 'five requests waiting for their slots' });
-    const slots = replicas.flatMap((t) => t.timer.waitsAt()).map((at) => at - t0).sort((a, b) => a - b);
+    const slots = replicas
+      .flatMap((t) => t.timer.waitsAt())
+      .map((at) => at - t0)
+      .sort((a, b) => a - b);
     expect(slots).toEqual([1000, 2000, 3000, 4000, 5000]);
     expect(retryAfter(await ask(0, 'shaped', 'r'))).toBe('6');
     clock.advance(5000); // the replicas share the clock; each timer ends its due waits

@@ -39,7 +39,7 @@ describe('on_limit at the operator surfaces', () => {
     expect(json.responseHeadersToAdd).toContainEqual({ key: 'content-type', value: 'application/json' });
   });
 
-  it('ratelimit query prints the body, the headers and a degraded request\'s upstream headers', async () => {
+  it("ratelimit query prints the body, the headers and a degraded request's upstream headers", async () => {
     const query = async (arg: string) => {
       const out = sink();
       const code = await runQuery(['--spend', '--server', t.grpcAddress, '--domain', 'msg', arg], out, sink());
@@ -56,7 +56,7 @@ describe('on_limit at the operator surfaces', () => {
     expect(degraded.text).toContain('  upstream header x-degraded: true\n');
   });
 
-  it('GET /rules shows each limit\'s on_limit', async () => {
+  it("GET /rules shows each limit's on_limit", async () => {
     const rules = (await (await fetch(`${t.httpBase}/rules`)).json()) as { domains: { rules: { stats_key: string; limits: { on_limit?: unknown }[] }[] }[] };
     const byKey = new Map(rules.domains[0]!.rules.map((r) => [r.stats_key, r.limits[0]!.on_limit]));
     expect(byKey.get('msg.backoff')).toEqual({ action: 'reject', retry: 'exponential_backoff', retry_base_ms: 1000, retry_cap_ms: 10_000 });

@@ -18,10 +18,14 @@ import { freePort } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const why = process.platform !== 'linux' ? 'not Linux'
-  : process.getuid?.() !== 0 ? 'not root (a mount namespace needs CAP_SYS_ADMIN)'
-  : onPath('unshare') === undefined || onPath('setpriv') === undefined ? 'unshare or setpriv (util-linux) missing'
-  : undefined;
+const why =
+  process.platform !== 'linux'
+    ? 'not Linux'
+    : process.getuid?.() !== 0
+      ? 'not root (a mount namespace needs CAP_SYS_ADMIN)'
+      : onPath('unshare') === undefined || onPath('setpriv') === undefined
+        ? 'unshare or setpriv (util-linux) missing'
+        : undefined;
 if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
 
 (why === undefined ? describe : describe.skip)(`the built tree as uid 65534 on a read-only root${why === undefined ? '' : ` [skipped: ${why}]`}`, () => {
@@ -31,7 +35,11 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
   it('starts, decides, answers /healthcheck and Prometheus, stops, and writes nothing', async () => {
     chmodSync(tree, 0o755); // mkdtemp makes it 0700: uid 65534 must be able to read the tree
     // The build, into the tree (what `npm run build` does, somewhere else than dist/).
-    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(tree, 'dist')], { encoding: 'utf8', timeout: 120_000 });
+    const tsc = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(tree, 'dist')],
+      { encoding: 'utf8', timeout: 120_000 },
+    );
     expect(tsc.status, `${tsc.stdout}${tsc.stderr}`).toBe(0);
     cpSync(join(ROOT, 'src/storage/redis/lua'), join(tree, 'dist/storage/redis/lua'), { recursive: true });
     cpSync(join(ROOT, 'bin'), join(tree, 'bin'), { recursive: true });
@@ -49,9 +57,19 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
 
     const [grpc, http, prom] = [await freePort(), await freePort(), await freePort()];
     const env = {
-      PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/nonexistent', TMPDIR: tmp, NODE_ENV: 'production',
-      CONFIG_DIR: join(tree, 'rules'), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc), HOST: '127.0.0.1', PORT: String(http),
-      USE_PROMETHEUS: 'true', PROMETHEUS_ADDR: `127.0.0.1:${prom}`, LOG_FORMAT: 'json', SHUTDOWN_DRAIN_MS: '0',
+      PATH: '/usr/local/bin:/usr/bin:/bin',
+      HOME: '/nonexistent',
+      TMPDIR: tmp,
+      NODE_ENV: 'production',
+      CONFIG_DIR: join(tree, 'rules'),
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(grpc),
+      HOST: '127.0.0.1',
+      PORT: String(http),
+      USE_PROMETHEUS: 'true',
+      PROMETHEUS_ADDR: `127.0.0.1:${prom}`,
+      LOG_FORMAT: 'json',
+      SHUTDOWN_DRAIN_MS: '0',
     };
     const script = [
       'mount -o remount,bind,ro / || exit 90',
@@ -70,9 +88,14 @@ if (why !== undefined) console.warn(`skipping the read-only root test: ${why}`);
       // The process runs as 65534 and sees / read-only (its own /proc entries say so).
       const pid = await childPid(child.pid!);
       expect(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]).toBe('65534');
-      const rootMount = readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').find((l) => l.split(' ')[4] === '/');
+      const rootMount = readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+        .split('\n')
+        .find((l) => l.split(' ')[4] === '/');
       expect(rootMount?.split(' ')[5]).toMatch(/^ro\b/);
-      expect([(await client.ask('ro', [[['k', 'a']]], 1)).overall_code, (await client.ask('ro', [[['k', 'a']]], 1)).overall_code]).toEqual(['OK', 'OVER_LIMIT']);
+      expect([(await client.ask('ro', [[['k', 'a']]], 1)).overall_code, (await client.ask('ro', [[['k', 'a']]], 1)).overall_code]).toEqual([
+        'OK',
+        'OVER_LIMIT',
+      ]);
       expect((await fetch(`http://127.0.0.1:${http}/healthcheck`)).status).toBe(200);
       expect(await (await fetch(`http://127.0.0.1:${prom}/metrics`)).text()).toContain('ratelimit_decisions_total');
     } finally {
@@ -91,12 +114,15 @@ const isNode = (pid: number) => ['node', 'MainThread'].includes(readFileSync(`/p
 /** The pid of the node process: setpriv execs in place of sh, which execs in place of unshare's child. */
 async function childPid(unsharePid: number): Promise<number> {
   let pid = unsharePid;
-  await eventually(() => {
-    if (isNode(unsharePid)) return true;
-    const children = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8').trim();
-    if (children === '') return false;
-    pid = Number(children.split(' ')[0]);
-    return isNode(pid);
-  }, { timeoutMs: 5_000, what: 'the node process' });
+  await eventually(
+    () => {
+      if (isNode(unsharePid)) return true;
+      const children = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8').trim();
+      if (children === '') return false;
+      pid = Number(children.split(' ')[0]);
+      return isNode(pid);
+    },
+    { timeoutMs: 5_000, what: 'the node process' },
+  );
   return isNode(unsharePid) ? unsharePid : pid;
 }

@@ -26,7 +26,14 @@ async function withService(mode: 'open' | 'closed' | 'local', body: (t: TestServ
   // REDIS_COMMAND_TIMEOUT_MS (the first answer fell to FAILURE_MODE=closed: remaining 0). With the caller's
   // deadline bounding Redis calls (DECISION_MAX_WAIT_MS) the setting only backs the health probe, where 2 s
   // is as harmless.
-  const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: mode, expectedReplicas: 2, cacheKeyPrefix: `rl-${mode}:`, redisCommandTimeoutMs: 2000 });
+  const t = await startTestService(RULES, {
+    backend: 'redis',
+    redisUrl: redis.url,
+    failureMode: mode,
+    expectedReplicas: 2,
+    cacheKeyPrefix: `rl-${mode}:`,
+    redisCommandTimeoutMs: 2000,
+  });
   const client = new RlsTestClient(t.grpcAddress);
   try {
     await eventually(() => ready(t), { timeoutMs: 15_000, what: 'the store to decide' });

@@ -116,14 +116,18 @@ describe('health follows whether the store decides', () => {
       // A wrong password is not transient: REDIS_STARTUP=fail fails at once, not after REDIS_STARTUP_TIMEOUT_MS
       // (it waited the whole 10 s). The bound is half the timeout: a connect and one AUTH take milliseconds.
       const began = performance.now();
-      await expect(start({ redisUrl: url, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(/REDIS_STARTUP=fail\): Redis refuses: WRONGPASS/);
+      await expect(start({ redisUrl: url, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(
+        /REDIS_STARTUP=fail\): Redis refuses: WRONGPASS/,
+      );
       expect(performance.now() - began).toBeLessThan(5_000);
       // And so does a user without the scripts' permissions (NOPERM), with REDIS_STARTUP=wait too (it then serves
       // by FAILURE_MODE at once, saying why).
       await rawCommand(redis.port, ['ACL', 'SETUSER', 'noeval', 'on', '>pw', '~*', '+@all', '-eval', '-evalsha', '-eval_ro', '-evalsha_ro']);
       const noeval = `redis://noeval:pw@127.0.0.1:${redis.port}`;
       const began2 = performance.now();
-      await expect(start({ redisUrl: noeval, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(/REDIS_STARTUP=fail\): Redis refuses: .*NOPERM/);
+      await expect(start({ redisUrl: noeval, redisStartup: 'fail', redisStartupTimeoutMs: 10_000 }, [])).rejects.toThrow(
+        /REDIS_STARTUP=fail\): Redis refuses: .*NOPERM/,
+      );
       expect(performance.now() - began2).toBeLessThan(5_000);
     } finally {
       await locked.stop();

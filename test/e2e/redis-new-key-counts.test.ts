@@ -26,7 +26,14 @@ describe.each(['open', 'closed', 'local'] as const)('FAILURE_MODE=%s', (mode) =>
     const c = new RlsTestClient(t.grpcAddress);
     try {
       const one = (i: number) => [[['remote_address', `10.1.0.${i}`]]];
-      const three = (i: number) => [[['remote_address', `10.2.0.${i}`]], [['generic_key', 'api'], ['user', `u${i}`]], [['plan', 'free']]];
+      const three = (i: number) => [
+        [['remote_address', `10.2.0.${i}`]],
+        [
+          ['generic_key', 'api'],
+          ['user', `u${i}`],
+        ],
+        [['plan', 'free']],
+      ];
       const answers = await Promise.all([1, 2, 3].flatMap((i) => [c.ask('edge', one(i)), c.ask('edge', three(i))]));
       for (const a of answers) expect(a.overall_code).toBe('OK');
       const fallbacks = (await (await fetch(`${t.httpBase}/metrics`)).text()).match(/^ratelimit_store_fallbacks_total\S* (\d+)/m);

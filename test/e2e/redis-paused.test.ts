@@ -29,7 +29,13 @@ describe('Redis paused with SIGSTOP', () => {
   it('never counts the requests FAILURE_MODE=closed rejected meanwhile', async () => {
     const pid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))?.[1]);
     expect(pid).toBeGreaterThan(0);
-    const t = await startTestService(RULES, { backend: 'redis', redisUrl: redis.url, failureMode: 'closed', redisCommandTimeoutMs: 20_000, deadlineMarginMs: 1200 });
+    const t = await startTestService(RULES, {
+      backend: 'redis',
+      redisUrl: redis.url,
+      failureMode: 'closed',
+      redisCommandTimeoutMs: 20_000,
+      deadlineMarginMs: 1200,
+    });
     const c = new RlsTestClient(t.grpcAddress);
     const ask = (timeoutMs: number) => c.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: 'u' }] }] }, timeoutMs);
     try {

@@ -19,7 +19,10 @@ descriptors:
 ${ALGORITHMS.map((a) => `  - key: algo\n    value: ${a}\n    rate_limit: {unit: day, requests_per_unit: 100, algorithm: ${a}${a.endsWith('bucket') ? ', burst: 100' : ''}}`).join('\n')}
 `;
 
-interface Replica { service: ServiceProcess; client: RlsTestClient }
+interface Replica {
+  service: ServiceProcess;
+  client: RlsTestClient;
+}
 
 let redis: RedisServer;
 let dir: string;

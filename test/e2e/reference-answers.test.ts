@@ -49,7 +49,13 @@ describe('dynamic_metadata', () => {
       descriptors: [
         { entries: [{ key: 'w', value: '1' }], limit: { requestsPerUnit: 3, unit: 'HOUR' } },
         { entries: [{ key: 'w', value: '2' }], hitsAddend: '3' },
-        { entries: [{ key: 'w', value: '9' }, { key: 'x', value: 'a=b' }], hitsAddend: 0 },
+        {
+          entries: [
+            { key: 'w', value: '9' },
+            { key: 'x', value: 'a=b' },
+          ],
+          hitsAddend: 0,
+        },
       ],
     });
     // The reference's answer to the same request: {"descriptors":[{"entries":["w=1"],"limit":"requests_per_unit:3
@@ -96,7 +102,10 @@ describe('quota_mode and overrides', () => {
     expect(r.statuses[0]!.resetSeconds).toBeLessThanOrEqual(604_800);
     // /json takes the enum's number as proto3 JSON allows, and its name.
     for (const unit of [7, 'WEEK']) {
-      const answer = await postJson(t.httpBase, { domain: 'q', descriptors: [{ entries: [{ key: 'w', value: `weekly-${unit}` }], limit: { requestsPerUnit: 3, unit } }] });
+      const answer = await postJson(t.httpBase, {
+        domain: 'q',
+        descriptors: [{ entries: [{ key: 'w', value: `weekly-${unit}` }], limit: { requestsPerUnit: 3, unit } }],
+      });
       expect(answer.statuses).toMatchObject([{ code: 'OK', currentLimit: { requestsPerUnit: 3, unit: 'WEEK' }, limitRemaining: 2 }]);
     }
   });

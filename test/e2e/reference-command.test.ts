@@ -9,10 +9,25 @@ import { expect, it } from 'vitest';
 
 const SCRIPT = join(import.meta.dirname, '../../bin/ratelimit-reference.sh');
 const MJS = join(import.meta.dirname, '../../bin/ratelimit.mjs');
-const ENV = { ...process.env, RATELIMIT_ENTRY: MJS, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: '127.0.0.1:1', FORCE_START_WITHOUT_INITIAL_CONFIG: 'true', LOG_FORMAT: 'json', SHUTDOWN_DRAIN_MS: '0' };
+const ENV = {
+  ...process.env,
+  RATELIMIT_ENTRY: MJS,
+  GRPC_HOST: '127.0.0.1',
+  GRPC_PORT: '0',
+  HTTP_HOST: '127.0.0.1',
+  HTTP_PORT: '0',
+  CONFIG_TYPE: 'GRPC_XDS_SOTW',
+  CONFIG_GRPC_XDS_SERVER_URL: '127.0.0.1:1',
+  FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+  LOG_FORMAT: 'json',
+  SHUTDOWN_DRAIN_MS: '0',
+};
 
 it('serves when given an argument it does not know, as the reference ignores it, and says so once', async () => {
-  const child = spawn('sh', [SCRIPT, '--quotaRateLimitServiceHost=envoy-ai-gateway-ratelimit.envoy-gateway-system'], { env: ENV, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('sh', [SCRIPT, '--quotaRateLimitServiceHost=envoy-ai-gateway-ratelimit.envoy-gateway-system'], {
+    env: ENV,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const started = await new Promise<boolean>((resolve) => {

@@ -116,8 +116,16 @@ it('one rule: its metadata (nested keys as yaml.v2 reads them: `y` is "true")', 
 });
 
 it('several: merged in request order, the first value of a key kept, mappings merged, lists not joined', async () => {
-  expect(await ask(d(['a', '1']), d(['b', '1']))).toEqual(['OK', ['OK', 'OK'], { list: [1, 2], nested: { shared: 'a', true: 2, x: 1 }, other: true, tier: 'gold' }]);
-  expect(await ask(d(['b', '2']), d(['a', '2']))).toEqual(['OK', ['OK', 'OK'], { list: [3], nested: { shared: 'b', true: 2, x: 1 }, other: true, tier: 'silver' }]);
+  expect(await ask(d(['a', '1']), d(['b', '1']))).toEqual([
+    'OK',
+    ['OK', 'OK'],
+    { list: [1, 2], nested: { shared: 'a', true: 2, x: 1 }, other: true, tier: 'gold' },
+  ]);
+  expect(await ask(d(['b', '2']), d(['a', '2']))).toEqual([
+    'OK',
+    ['OK', 'OK'],
+    { list: [3], nested: { shared: 'b', true: 2, x: 1 }, other: true, tier: 'silver' },
+  ]);
   expect(await ask(d(['t', '1']), d(['t2', '1']))).toEqual(['OK', ['OK', 'OK'], { t: { deep: { one: 1, two: 2 }, flat: 3 }, z: null }]);
   expect(await ask(d(['t2', '1']), d(['t', '1']))).toEqual(['OK', ['OK', 'OK'], { t: { deep: { one: 1, two: 2 }, flat: 3 }, z: 5 }]);
 });
@@ -128,7 +136,11 @@ it('each answer merges afresh: an earlier merge does not stay in a rule (the ref
 });
 
 it('only descriptors that passed: not over the limit, not unlimited; shadow_mode passes, quota_mode over does not', async () => {
-  expect(await ask(d(['a', 'o']), d(['b', 'o']))).toEqual(['OK', ['OK', 'OK'], { list: [1, 2], nested: { shared: 'a', true: 2, x: 1 }, other: true, tier: 'gold' }]);
+  expect(await ask(d(['a', 'o']), d(['b', 'o']))).toEqual([
+    'OK',
+    ['OK', 'OK'],
+    { list: [1, 2], nested: { shared: 'a', true: 2, x: 1 }, other: true, tier: 'gold' },
+  ]);
   expect(await ask(d(['a', 'o']), d(['b', 'o']))).toEqual(['OVER_LIMIT', ['OVER_LIMIT', 'OK'], B]);
   expect(await ask(d(['u', '1']), d(['b', 'u']))).toEqual(['OK', ['OK', 'OK'], B]);
   expect(await ask(d(['s', '1']))).toEqual(['OK', ['OK'], { shadow: 1 }]);

@@ -37,33 +37,63 @@ afterAll(async () => {
   await xds?.close();
 });
 
-it.runIf(canRun)('exports the per-rule counters under the reference\'s Prometheus names and labels, with its values', async () => {
-  const port = await freePort();
-  xds = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [RULES] } });
-  const scrape = async (prom: number): Promise<string[]> => {
-    const text = await (await fetch(`http://127.0.0.1:${prom}/metrics`)).text();
-    return [...parseMetrics(text)].filter(([k]) => NAMES.some((n) => k.startsWith(`${n}{`))).map(([k, v]) => `${k} ${v}`).sort();
-  };
-  const results: string[][] = [];
-  for (const start of [startReferenceOverXds, startOursOverXds]) {
-    const prom = await freePort();
-    const s = await start({ CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`, CONFIG_GRPC_XDS_NODE_ID: NODE, USE_PROMETHEUS: 'true', PROMETHEUS_ADDR: `127.0.0.1:${prom}`, STATS_FLUSH_INTERVAL: '200ms' });
-    subjects.push(s);
-    const client = new RlsTestClient(s.grpcAddress);
-    try {
-      await xds.waitFor((e) => e.event === 'request' && e.version === '1' && e.nonce !== '' && e.stream === subjects.length, { timeoutMs: 20_000, what: 'the ACK of the rules' });
-      for (let i = 0; i < 3; i++) await client.ask(DOMAIN, [[[ROUTE, ROUTE], ['rule-0-match-0', 'rule-0-match-0']]], 1);
-      for (let i = 0; i < 2; i++) await client.ask(DOMAIN, [[['flat', `user-${i}`]]], 1);
-      // The reference flushes its counters every STATS_FLUSH_INTERVAL: wait until the three hits are there.
-      await eventually(async () => (await scrape(prom)).some((l) => l.startsWith('ratelimit_service_rate_limit_total_hits{') && l.includes('key2=') && l.endsWith(' 3')), { timeoutMs: 10_000, what: 'the counters exported' });
-      results.push(await scrape(prom));
-    } finally {
-      client.close();
+it.runIf(canRun)(
+  "exports the per-rule counters under the reference's Prometheus names and labels, with its values",
+  async () => {
+    const port = await freePort();
+    xds = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [RULES] } });
+    const scrape = async (prom: number): Promise<string[]> => {
+      const text = await (await fetch(`http://127.0.0.1:${prom}/metrics`)).text();
+      return [...parseMetrics(text)]
+        .filter(([k]) => NAMES.some((n) => k.startsWith(`${n}{`)))
+        .map(([k, v]) => `${k} ${v}`)
+        .sort();
+    };
+    const results: string[][] = [];
+    for (const start of [startReferenceOverXds, startOursOverXds]) {
+      const prom = await freePort();
+      const s = await start({
+        CONFIG_TYPE: 'GRPC_XDS_SOTW',
+        CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,
+        CONFIG_GRPC_XDS_NODE_ID: NODE,
+        USE_PROMETHEUS: 'true',
+        PROMETHEUS_ADDR: `127.0.0.1:${prom}`,
+        STATS_FLUSH_INTERVAL: '200ms',
+      });
+      subjects.push(s);
+      const client = new RlsTestClient(s.grpcAddress);
+      try {
+        await xds.waitFor((e) => e.event === 'request' && e.version === '1' && e.nonce !== '' && e.stream === subjects.length, {
+          timeoutMs: 20_000,
+          what: 'the ACK of the rules',
+        });
+        for (let i = 0; i < 3; i++)
+          await client.ask(
+            DOMAIN,
+            [
+              [
+                [ROUTE, ROUTE],
+                ['rule-0-match-0', 'rule-0-match-0'],
+              ],
+            ],
+            1,
+          );
+        for (let i = 0; i < 2; i++) await client.ask(DOMAIN, [[['flat', `user-${i}`]]], 1);
+        // The reference flushes its counters every STATS_FLUSH_INTERVAL: wait until the three hits are there.
+        await eventually(
+          async () => (await scrape(prom)).some((l) => l.startsWith('ratelimit_service_rate_limit_total_hits{') && l.includes('key2=') && l.endsWith(' 3')),
+          { timeoutMs: 10_000, what: 'the counters exported' },
+        );
+        results.push(await scrape(prom));
+      } finally {
+        client.close();
+      }
     }
-  }
-  const [reference, ours] = results as [string[], string[]];
-  expect(reference).toContain(`ratelimit_service_rate_limit_total_hits{domain="${DOMAIN}",key1="${ROUTE}_${ROUTE}",key2="rule-0-match-0_rule-0-match-0"} 3`);
-  expect(reference).toContain(`ratelimit_service_rate_limit_total_hits{domain="${DOMAIN}",key1="flat"} 2`);
-  // Ours also has a 0 series for each configured rule and stat that saw no hit yet; the reference has none.
-  expect(ours.filter((l) => !l.endsWith(' 0'))).toEqual(reference.filter((l) => !l.endsWith(' 0')));
-}, 90_000);
+    const [reference, ours] = results as [string[], string[]];
+    expect(reference).toContain(`ratelimit_service_rate_limit_total_hits{domain="${DOMAIN}",key1="${ROUTE}_${ROUTE}",key2="rule-0-match-0_rule-0-match-0"} 3`);
+    expect(reference).toContain(`ratelimit_service_rate_limit_total_hits{domain="${DOMAIN}",key1="flat"} 2`);
+    // Ours also has a 0 series for each configured rule and stat that saw no hit yet; the reference has none.
+    expect(ours.filter((l) => !l.endsWith(' 0'))).toEqual(reference.filter((l) => !l.endsWith(' 0')));
+  },
+  90_000,
+);

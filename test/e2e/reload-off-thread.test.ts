@@ -71,7 +71,9 @@ describe('reload off the event loop', () => {
     const inlineMs = performance.now() - inline;
 
     const maxDelayMs = delay.max / 1e6;
-    console.log(`reload ${reloadMs.toFixed(0)} ms, inline parse+compile ${inlineMs.toFixed(0)} ms; during the reload: ${probe.calls} calls, max latency ${probe.maxLatencyMs.toFixed(1)} ms, max event-loop delay ${maxDelayMs.toFixed(1)} ms`);
+    console.log(
+      `reload ${reloadMs.toFixed(0)} ms, inline parse+compile ${inlineMs.toFixed(0)} ms; during the reload: ${probe.calls} calls, max latency ${probe.maxLatencyMs.toFixed(1)} ms, max event-loop delay ${maxDelayMs.toFixed(1)} ms`,
+    );
     expect(probe.calls).toBeGreaterThan(3);
     expect(maxDelayMs).toBeLessThan(inlineMs / 2);
     expect(probe.maxLatencyMs).toBeLessThan(inlineMs / 2);
@@ -81,7 +83,14 @@ describe('reload off the event loop', () => {
     t = await startTestService({ 'app.yaml': rules(3) });
     client = new RlsTestClient(t.grpcAddress);
     let bomb = `${rules(9)}    metadata:\n      a: &a [x, x, x, x, x, x, x, x, x, x]\n`;
-    for (const [prev, name] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e'], ['e', 'f'], ['f', 'g']] as const) {
+    for (const [prev, name] of [
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'd'],
+      ['d', 'e'],
+      ['e', 'f'],
+      ['f', 'g'],
+    ] as const) {
       bomb += `      ${name}: &${name} [${Array.from({ length: 10 }, () => `*${prev}`).join(', ')}]\n`;
     }
     writeFileSync(join(t.dir, 'app.yaml'), bomb);
@@ -100,9 +109,7 @@ describe('reload off the event loop', () => {
     writeFileSync(join(t.dir, 'app.yaml'), slowRules());
     const status = await t.service.rules.reload();
     expect(status.ok).toBe(false);
-    expect(status.errors).toEqual([
-      `${t.dir}:1:1: loading the rules took longer than 50 ms (CONFIG_LOAD_TIMEOUT_MS); the load was stopped`,
-    ]);
+    expect(status.errors).toEqual([`${t.dir}:1:1: loading the rules took longer than 50 ms (CONFIG_LOAD_TIMEOUT_MS); the load was stopped`]);
     expect(await limitOf()).toBe(3);
   }, 60_000);
 });

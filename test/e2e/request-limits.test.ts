@@ -36,10 +36,18 @@ async function refusal(descriptors: RawDescriptor[], hitsAddend = 0, client = ra
 function rawBytes(bytes: Uint8Array): Promise<{ code: string; details: string }> {
   const c = new grpc.Client(t.grpcAddress, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
-    c.makeUnaryRequest(RLS_PATH, (b: Uint8Array) => Buffer.from(b), (b: Buffer) => b, bytes, new grpc.Metadata(), { deadline: Date.now() + 5000 }, (e) => {
-      c.close();
-      resolve({ code: grpc.status[e?.code ?? grpc.status.OK], details: e?.details ?? '' });
-    });
+    c.makeUnaryRequest(
+      RLS_PATH,
+      (b: Uint8Array) => Buffer.from(b),
+      (b: Buffer) => b,
+      bytes,
+      new grpc.Metadata(),
+      { deadline: Date.now() + 5000 },
+      (e) => {
+        c.close();
+        resolve({ code: grpc.status[e?.code ?? grpc.status.OK], details: e?.details ?? '' });
+      },
+    );
   });
 }
 
@@ -47,17 +55,29 @@ const user = (v: string | Uint8Array): RawDescriptor => ({ entries: [['user', v]
 const postJson = (body: string) => fetch(`${t.httpBase}/json`, { method: 'POST', body });
 
 describe('request limits over gRPC', () => {
-  it('answers requests past each limit that Envoy\'s configuration fixes with RESOURCE_EXHAUSTED and names the setting', async () => {
-    expect(await refusal(Array.from({ length: 65 }, () => user('a')))).toEqual({ code: 'RESOURCE_EXHAUSTED', details: 'request has more than 64 descriptors (MAX_REQUEST_DESCRIPTORS)' });
-    expect(await refusal([{ entries: Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'] as [string, string]) }])).toEqual({ code: 'RESOURCE_EXHAUSTED', details: 'descriptors[0] has more than 16 entries (MAX_DESCRIPTOR_ENTRIES)' });
-    expect(await refusal([{ entries: [['u'.repeat(300), 'v']] }])).toEqual({ code: 'RESOURCE_EXHAUSTED', details: 'descriptors[0].entries[0].key is 300 bytes; at most 256 are allowed (MAX_KEY_BYTES)' });
+  it("answers requests past each limit that Envoy's configuration fixes with RESOURCE_EXHAUSTED and names the setting", async () => {
+    expect(await refusal(Array.from({ length: 65 }, () => user('a')))).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'request has more than 64 descriptors (MAX_REQUEST_DESCRIPTORS)',
+    });
+    expect(await refusal([{ entries: Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'] as [string, string]) }])).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'descriptors[0] has more than 16 entries (MAX_DESCRIPTOR_ENTRIES)',
+    });
+    expect(await refusal([{ entries: [['u'.repeat(300), 'v']] }])).toEqual({
+      code: 'RESOURCE_EXHAUSTED',
+      details: 'descriptors[0].entries[0].key is 300 bytes; at most 256 are allowed (MAX_KEY_BYTES)',
+    });
     const big = await refusal(Array.from({ length: 20 }, () => user('v'.repeat(4000))));
     expect(big.code).toBe('RESOURCE_EXHAUSTED');
     expect(big.details).toMatch(/larger than max .* 65536/);
   });
 
   it('refuses a 4 MiB request of ~320k descriptors and keeps answering', async () => {
-    const huge = encodeRequest('x', Array.from({ length: 320_000 }, () => ({ entries: [['user', 'a']] })));
+    const huge = encodeRequest(
+      'x',
+      Array.from({ length: 320_000 }, () => ({ entries: [['user', 'a']] })),
+    );
     expect(huge.length).toBeGreaterThan(4_000_000);
     expect((await rawBytes(huge)).code).toBe('RESOURCE_EXHAUSTED');
     expect((await raw.call('x', [user('after-huge')])).statuses[0]!.limitRemaining).toBe(4);
@@ -78,9 +98,15 @@ describe('request limits over gRPC', () => {
   });
 
   it('answers malformed messages with INVALID_ARGUMENT and says what is wrong', async () => {
-    expect(await rawBytes(Uint8Array.of(0x0a, 0x05, 0x61))).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed RateLimitRequest: length past the end of the message at top level (byte 2)' });
+    expect(await rawBytes(Uint8Array.of(0x0a, 0x05, 0x61))).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'malformed RateLimitRequest: length past the end of the message at top level (byte 2)',
+    });
     const wrongType = await rawBytes(Uint8Array.of(0x12, 0x02, 0x08, 0x01)); // descriptors[0].entries as a varint
-    expect(wrongType).toEqual({ code: 'INVALID_ARGUMENT', details: 'malformed RateLimitRequest: field entries has wire type 0, expected 2 at descriptors[0] (byte 2)' });
+    expect(wrongType).toEqual({
+      code: 'INVALID_ARGUMENT',
+      details: 'malformed RateLimitRequest: field entries has wire type 0, expected 2 at descriptors[0] (byte 2)',
+    });
   });
 });
 

@@ -49,7 +49,7 @@ describe('RLQS across two replicas on one Redis', () => {
     await redis?.stop();
   });
 
-  it('an Envoy on the second replica shrinks the first replica\'s Envoy\'s share; the sum stays within the limit', async () => {
+  it("an Envoy on the second replica shrinks the first replica's Envoy's share; the sum stays within the limit", async () => {
     const a = open(replicas[0]!);
     a.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }]);
     expect(share(await a.response(1))).toBe(20);
@@ -74,7 +74,9 @@ describe('RLQS across two replicas on one Redis', () => {
     expect(share(await b.response(3))).toBe(10);
 
     // The debug view shows the other replica's Envoys as read at the last report (B's, here).
-    const view = (await (await fetch(`${replicas[1]!.httpBase}/rlqs`)).json()) as { buckets: { holders: { share: number }[]; other_replicas: { share: number }[] }[] };
+    const view = (await (await fetch(`${replicas[1]!.httpBase}/rlqs`)).json()) as {
+      buckets: { holders: { share: number }[]; other_replicas: { share: number }[] }[];
+    };
     expect(view.buckets[0]!.holders.map((h) => h.share)).toEqual([10]);
     expect(view.buckets[0]!.other_replicas.map((h) => h.share)).toEqual([10]);
 
@@ -145,7 +147,8 @@ describe('RLQS across two replicas on Redis Cluster', () => {
   beforeAll(async () => {
     cluster = await startCluster();
     const nodes = cluster.nodes.map((n) => `${n.host}:${n.port}`);
-    for (let i = 0; i < 2; i++) replicas.push(await startTestService({ 'quota.yaml': RULES }, { backend: 'redis', redisType: 'cluster', redisClusterNodes: nodes }));
+    for (let i = 0; i < 2; i++)
+      replicas.push(await startTestService({ 'quota.yaml': RULES }, { backend: 'redis', redisType: 'cluster', redisClusterNodes: nodes }));
   });
   afterAll(async () => {
     for (const s of streams) s.close();
@@ -153,7 +156,7 @@ describe('RLQS across two replicas on Redis Cluster', () => {
     await cluster?.stop();
   });
 
-  it('shares the limit between the replicas\' Envoys: the second joins with what is free, both settle at 10', async () => {
+  it("shares the limit between the replicas' Envoys: the second joins with what is free, both settle at 10", async () => {
     const [a, b] = replicas.map((r) => {
       const s = new QuotaStream(r.grpcAddress);
       streams.push(s);

@@ -58,11 +58,20 @@ describe('RLQS stream', () => {
 
   it('answers the first report at once: a token bucket of the limit, DENY_ALL at 0, ALLOW_ALL without a rule or in shadow mode', async () => {
     const s = open();
-    s.send('quota', [{ bucket: { name: 'all' }, allowed: 1 }, { bucket: { name: 'closed' } }, { bucket: { name: 'nothing' } }, { bucket: { name: 'watched' } }, { bucket: { tenant: 'acme' } }]);
+    s.send('quota', [
+      { bucket: { name: 'all' }, allowed: 1 },
+      { bucket: { name: 'closed' } },
+      { bucket: { name: 'nothing' } },
+      { bucket: { name: 'watched' } },
+      { bucket: { tenant: 'acme' } },
+    ]);
     const actions = await s.response(1);
     expect(actions.map((a) => a.bucket_id.bucket)).toEqual([{ name: 'all' }, { name: 'closed' }, { name: 'nothing' }, { name: 'watched' }, { tenant: 'acme' }]);
     const q = actions.map((a) => a.quota_assignment_action!);
-    expect(q[0]).toEqual({ assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { token_bucket: { max_tokens: 20, tokens_per_fill: { value: 20 }, fill_interval: { seconds: 1 } } } });
+    expect(q[0]).toEqual({
+      assignment_time_to_live: { seconds: 30 },
+      rate_limit_strategy: { token_bucket: { max_tokens: 20, tokens_per_fill: { value: 20 }, fill_interval: { seconds: 1 } } },
+    });
     expect(q[1]!.rate_limit_strategy).toEqual({ blanket_rule: 'DENY_ALL' });
     expect(q[2]!.rate_limit_strategy).toEqual({ blanket_rule: 'ALLOW_ALL' });
     expect(q[3]!.rate_limit_strategy).toEqual({ blanket_rule: 'ALLOW_ALL' });
@@ -78,7 +87,7 @@ describe('RLQS stream', () => {
     s.close();
   });
 
-  it('shrinks the first Envoy\'s share in the moment a second one joins, and hands out no more than the limit', async () => {
+  it("shrinks the first Envoy's share in the moment a second one joins, and hands out no more than the limit", async () => {
     const a = open();
     // {name: shared, region: eu} is the descriptor (name=shared, region=eu): keys in sorted order.
     a.send('quota', [{ bucket: { region: 'eu', name: 'shared' } }]);
@@ -128,7 +137,12 @@ describe('RLQS stream', () => {
 
   it('answers two reports of 3 MB sent back to back (each answer larger than 1 MiB), and decides at most 10,000 buckets of a message', async () => {
     const s = open();
-    const report = grpcFrame(encodeReports('quota', Array.from({ length: 5000 }, (_, i) => ({ bucket: { tenant: `${String(i).padStart(5, '0')}${'t'.repeat(600)}` } }))));
+    const report = grpcFrame(
+      encodeReports(
+        'quota',
+        Array.from({ length: 5000 }, (_, i) => ({ bucket: { tenant: `${String(i).padStart(5, '0')}${'t'.repeat(600)}` } })),
+      ),
+    );
     expect(report.length).toBeGreaterThan(3_000_000);
     s.sendRaw(report);
     s.sendRaw(report);
@@ -136,7 +150,10 @@ describe('RLQS stream', () => {
     expect(await s.response(2)).toHaveLength(5000);
     expect(s.status).toBeUndefined();
     const many = open();
-    many.send('quota', Array.from({ length: 12_000 }, (_, i) => ({ bucket: { name: `n${i}` } })));
+    many.send(
+      'quota',
+      Array.from({ length: 12_000 }, (_, i) => ({ bucket: { name: `n${i}` } })),
+    );
     expect(await many.response(1)).toHaveLength(10_000);
     s.close();
     many.close();
@@ -148,7 +165,11 @@ describe('RLQS stream', () => {
     const entry = Buffer.from([0x0a, 0x06, ...Buffer.from('tenant'), 0x12, 0x02, 0xff, 0xfe]);
     const id = Buffer.from([0x0a, entry.length, ...entry]);
     const usage = Buffer.from([0x0a, id.length, ...id]);
-    s.sendRaw(grpcFrame(Buffer.concat([Buffer.from([0x0a, 0x05, ...Buffer.from('quota'), 0x12, usage.length]), usage, encodeReports('', [{ bucket: { name: 'all' } }])])));
+    s.sendRaw(
+      grpcFrame(
+        Buffer.concat([Buffer.from([0x0a, 0x05, ...Buffer.from('quota'), 0x12, usage.length]), usage, encodeReports('', [{ bucket: { name: 'all' } }])]),
+      ),
+    );
     const actions = await s.response(1);
     expect(actions.map((a) => a.bucket_id.bucket)).toEqual([{ name: 'all' }]);
     expect(s.status).toBeUndefined();
@@ -162,11 +183,13 @@ describe('RLQS stream', () => {
     first.send('quota', [{ bucket: { name: 'nothing' } }]);
     await first.response(1);
     const shared = Array.from({ length: 8 }, () => open(first.session));
-    const statuses = await Promise.all(shared.map(async (s) => {
-      s.send('quota', [{ bucket: { name: 'nothing' } }]);
-      await s.response(1).catch(() => undefined);
-      return s.status?.code;
-    }));
+    const statuses = await Promise.all(
+      shared.map(async (s) => {
+        s.send('quota', [{ bucket: { name: 'nothing' } }]);
+        await s.response(1).catch(() => undefined);
+        return s.status?.code;
+      }),
+    );
     expect(statuses.filter((c) => c === 8)).toHaveLength(1); // RESOURCE_EXHAUSTED
     first.halfClose();
     expect((await first.ended()).code).toBe(0);
@@ -188,7 +211,12 @@ describe('RLQS stream', () => {
     s.pause();
     // 10 reports of 1,000 buckets (the stream's whole budget of 10,000), answers of about 2 MB each: past what
     // the quota method lets a client leave unread (1 MiB beyond its largest answer).
-    const big = grpcFrame(encodeReports('quota', Array.from({ length: 1000 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(2000)}` } }))));
+    const big = grpcFrame(
+      encodeReports(
+        'quota',
+        Array.from({ length: 1000 }, (_, i) => ({ bucket: { id: `${String(i).padStart(4, '0')}${'x'.repeat(2000)}` } })),
+      ),
+    );
     for (let i = 0; i < 10; i++) s.sendRaw(big);
     await new Promise((r) => setTimeout(r, 500));
     s.resume();

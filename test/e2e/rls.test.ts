@@ -82,7 +82,14 @@ describe('ShouldRateLimit over gRPC', () => {
 
   it('answers one status per descriptor, in order; no match and unknown domain are OK without a limit', async () => {
     nextHour();
-    const r = await client.ask('edge', [[['nothing', 'here']], [['generic_key', 'api'], ['user', 'alice']], [['remote_address', '10.0.1.1']]]);
+    const r = await client.ask('edge', [
+      [['nothing', 'here']],
+      [
+        ['generic_key', 'api'],
+        ['user', 'alice'],
+      ],
+      [['remote_address', '10.0.1.1']],
+    ]);
     expect(r.overall_code).toBe('OK');
     expect(r.statuses.map((s) => s.current_limit?.requests_per_unit ?? null)).toEqual([null, 2, 3]);
     expect(r.statuses[0]).toMatchObject({ code: 'OK', current_limit: null, limit_remaining: 0 });
@@ -93,7 +100,10 @@ describe('ShouldRateLimit over gRPC', () => {
 
   it('a rejected request consumes no quota from any of its limits', async () => {
     nextHour();
-    const user = [['generic_key', 'api'], ['user', 'bob']];
+    const user = [
+      ['generic_key', 'api'],
+      ['user', 'bob'],
+    ];
     await client.ask('edge', [user, user]); // uses both of bob's 2 per second
     const ip = [['remote_address', '10.0.2.1']];
     const rejected = await client.ask('edge', [ip, user]);
@@ -108,9 +118,16 @@ describe('ShouldRateLimit over gRPC', () => {
     const ip = [['remote_address', '10.0.3.1']];
     expect((await client.ask('edge', [ip], 2)).statuses[0]!.limit_remaining).toBe(1);
     expect((await client.ask('edge', [ip], 2)).overall_code).toBe('OVER_LIMIT'); // 2 + 2 > 3, nothing counted
-    const check = await client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.3.1' }], hits_addend: { value: '0' } }] });
+    const check = await client.shouldRateLimit({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.3.1' }], hits_addend: { value: '0' } }],
+    });
     expect(check.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 1 });
-    const five = await client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.3.2' }], hits_addend: { value: '3' } }], hits_addend: 1 });
+    const five = await client.shouldRateLimit({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.3.2' }], hits_addend: { value: '3' } }],
+      hits_addend: 1,
+    });
     expect(five.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 0 });
   });
 
@@ -128,7 +145,10 @@ describe('ShouldRateLimit over gRPC', () => {
     expect(shadow.overall_code).toBe('OK');
     expect(shadow.statuses[0]!.code).toBe('OK');
 
-    const override = { domain: 'edge', descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.4.1' }], limit: { requests_per_unit: 1, unit: 'SECOND' } }] };
+    const override = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: '10.0.4.1' }], limit: { requests_per_unit: 1, unit: 'SECOND' } }],
+    };
     const first = await client.shouldRateLimit(override);
     expect(first.statuses[0]).toMatchObject({ code: 'OK', limit_remaining: 0, current_limit: { requests_per_unit: 1, unit: 'SECOND' } });
     expect((await client.shouldRateLimit(override)).overall_code).toBe('OVER_LIMIT');
@@ -145,29 +165,54 @@ describe('ShouldRateLimit over gRPC', () => {
     expect(failover.statuses.map((s) => s.code)).toEqual(['OVER_LIMIT', 'OK', 'OK']);
     expect(failover.response_headers_to_add).not.toContainEqual(expect.objectContaining({ key: 'retry-after' }));
     // google.protobuf.Struct as protobufjs decodes it (its bundled well-known types use camelCase names).
-    const fields = failover.dynamic_metadata!.fields as Record<string, { listValue?: { values: { numberValue: number }[] }; boolValue?: boolean; stringValue?: string }>;
+    const fields = failover.dynamic_metadata!.fields as Record<
+      string,
+      { listValue?: { values: { numberValue: number }[] }; boolValue?: boolean; stringValue?: string }
+    >;
     expect(fields.quotaModeEnabled!.boolValue).toBe(true);
     expect(fields.domain!.stringValue).toBe('edge');
     expect(fields.quotaModeViolations!.listValue!.values.map((v) => v.numberValue)).toEqual([0]);
     // Now both are over: the request is rejected, like envoyproxy/ratelimit does.
     const allOver = await client.ask('edge', [q1, q2]);
     expect(allOver.overall_code).toBe('OVER_LIMIT');
-    expect(allOver.statuses).toMatchObject([{ code: 'OVER_LIMIT', limit_remaining: 0 }, { code: 'OVER_LIMIT', limit_remaining: 0 }]);
+    expect(allOver.statuses).toMatchObject([
+      { code: 'OVER_LIMIT', limit_remaining: 0 },
+      { code: 'OVER_LIMIT', limit_remaining: 0 },
+    ]);
     expect(allOver.response_headers_to_add).toContainEqual(expect.objectContaining({ key: 'retry-after' }));
   });
 
   it('rejects an empty domain or no descriptors with INVALID_ARGUMENT', async () => {
-    await expect(client.ask('', [[['remote_address', '1']]])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit domain must not be empty' });
-    await expect(client.ask('edge', [])).rejects.toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, details: 'rate limit descriptor list must not be empty' } satisfies Partial<ServiceError>);
+    await expect(client.ask('', [[['remote_address', '1']]])).rejects.toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      details: 'rate limit domain must not be empty',
+    });
+    await expect(client.ask('edge', [])).rejects.toMatchObject({
+      code: GrpcStatus.INVALID_ARGUMENT,
+      details: 'rate limit descriptor list must not be empty',
+    } satisfies Partial<ServiceError>);
     const metrics = await (await fetch(`${t.httpBase}/metrics`)).text();
     expect(metrics).toContain('ratelimit_grpc_errors_total{code="INVALID_ARGUMENT"} 2');
   });
 });
 
 describe('wire compatibility with Envoy field numbers (independent encoder)', () => {
-  it('decodes requests and encodes responses with Envoy\'s field numbers and enum values', async () => {
+  it("decodes requests and encodes responses with Envoy's field numbers and enum values", async () => {
     nextHour();
-    const r = await raw.call('edge', [{ entries: [['generic_key', 'api'], ['user', 'carol']] }, { entries: [['weekly', 'w']] }, { entries: [['none', 'x']] }], 0);
+    const r = await raw.call(
+      'edge',
+      [
+        {
+          entries: [
+            ['generic_key', 'api'],
+            ['user', 'carol'],
+          ],
+        },
+        { entries: [['weekly', 'w']] },
+        { entries: [['none', 'x']] },
+      ],
+      0,
+    );
     expect(r.overallCode).toBe(1); // OK
     expect(r.statuses).toHaveLength(3);
     expect(r.statuses[0]).toMatchObject({ code: 1, currentLimit: { name: 'per-user', requestsPerUnit: 2, unit: 1 }, limitRemaining: 1, resetSeconds: 1 });

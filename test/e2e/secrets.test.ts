@@ -19,7 +19,20 @@ function serve(env: Record<string, string>, args: string[] = []): Promise<{ code
     execFile(
       process.execPath,
       [BIN, 'serve', ...args],
-      { env: { ...process.env, CONFIG_DIR: dir, CONFIG_WATCH: 'false', GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', BACKEND: 'redis', ...env }, timeout: 20_000 },
+      {
+        env: {
+          ...process.env,
+          CONFIG_DIR: dir,
+          CONFIG_WATCH: 'false',
+          GRPC_HOST: '127.0.0.1',
+          GRPC_PORT: '0',
+          HTTP_HOST: '127.0.0.1',
+          HTTP_PORT: '0',
+          BACKEND: 'redis',
+          ...env,
+        },
+        timeout: 20_000,
+      },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, output: stdout + stderr }),
     );
   });
@@ -27,7 +40,12 @@ function serve(env: Record<string, string>, args: string[] = []): Promise<{ code
 
 describe('ratelimit serve never prints a Redis password', () => {
   it.each([
-    ['an out-of-range port', 'redis://admin:Sup3rS3cret@redis.internal:99999', 'Sup3rS3cret', "Redis URL 'redis://admin:***@redis.internal:99999' is not a URL"],
+    [
+      'an out-of-range port',
+      'redis://admin:Sup3rS3cret@redis.internal:99999',
+      'Sup3rS3cret',
+      "Redis URL 'redis://admin:***@redis.internal:99999' is not a URL",
+    ],
     ['a password holding @ and / unencoded', 'redis://:pa@ss/w0rd@127.0.0.1:6379/x', 'w0rd', "Redis URL 'redis://:***@127.0.0.1:6379/x'"],
     ['a single slash after the scheme', 'redis:/user:hunter2xyz@127.0.0.1', 'hunter2xyz', "Redis URL 'redis:***@127.0.0.1'"],
     ['the wrong scheme', 'http://u:topsecret42@h:1', 'topsecret42', "Redis URL 'http://u:***@h:1' must start with redis://"],
@@ -41,7 +59,18 @@ describe('ratelimit serve never prints a Redis password', () => {
   it('in the logs of a service whose Redis is down (a password holding an unencoded @)', async () => {
     const r = await new Promise<string>((resolve) => {
       const child = spawn(process.execPath, [BIN, 'serve'], {
-        env: { ...process.env, CONFIG_DIR: dir, CONFIG_WATCH: 'false', GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', BACKEND: 'redis', REDIS_URL: 'redis://app:pw@leak9@127.0.0.1:1', REDIS_CONNECT_TIMEOUT_MS: '200' },
+        env: {
+          ...process.env,
+          CONFIG_DIR: dir,
+          CONFIG_WATCH: 'false',
+          GRPC_HOST: '127.0.0.1',
+          GRPC_PORT: '0',
+          HTTP_HOST: '127.0.0.1',
+          HTTP_PORT: '0',
+          BACKEND: 'redis',
+          REDIS_URL: 'redis://app:pw@leak9@127.0.0.1:1',
+          REDIS_CONNECT_TIMEOUT_MS: '200',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';

@@ -43,7 +43,10 @@ it('keeps the admin port and the store through the grace, and takes no rule chan
     shutdownDrainMs: 200,
     shutdownGraceMs: 8000,
   });
-  const service = await startService(settings, { log: createLogger({ level: 'error', format: 'text', write: () => {} }), metrics: createMetrics({ defaultMetrics: false }) });
+  const service = await startService(settings, {
+    log: createLogger({ level: 'error', format: 'text', write: () => {} }),
+    metrics: createMetrics({ defaultMetrics: false }),
+  });
   const address = `127.0.0.1:${service.grpcPort}`;
   const admin = `http://127.0.0.1:${service.httpPort}`;
   const client = new RlsTestClient(address);
@@ -70,7 +73,9 @@ it('keeps the admin port and the store through the grace, and takes no rule chan
     expect((await inflight).overall_code).toBe('OK');
     await closed;
     expect(service.rules.config.version).toBe(version);
-    expect(await service.metrics.registry.getSingleMetricAsString('ratelimit_config_reloads_total')).toContain('ratelimit_config_reloads_total{result="success"} 0');
+    expect(await service.metrics.registry.getSingleMetricAsString('ratelimit_config_reloads_total')).toContain(
+      'ratelimit_config_reloads_total{result="success"} 0',
+    );
   } finally {
     client.close();
     late.close();

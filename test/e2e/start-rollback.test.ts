@@ -31,7 +31,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'rl-rollback-'));
   mkdirSync(join(dir, 'rules'));
   writeFileSync(join(dir, 'rules', 'rules.yaml'), 'domain: web\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2}\n');
-  writeFileSync(join(dir, 'resources.yaml'), 'resources:\n  - identifier_glob: "*"\n    capacity: 100\n    algorithm: {kind: FAIR_SHARE, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n');
+  writeFileSync(
+    join(dir, 'resources.yaml'),
+    'resources:\n  - identifier_glob: "*"\n    capacity: 100\n    algorithm: {kind: FAIR_SHARE, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n',
+  );
 });
 afterAll(async () => {
   await redis.stop();
@@ -46,7 +49,15 @@ it('closes the gRPC port and both Redis connections when the admin port cannot b
   const warnings: string[] = [];
   const log = createLogger({ level: 'warn', format: 'json', write: (line) => void warnings.push(line) });
   try {
-    const settings = testSettings({ configDir: join(dir, 'rules'), configWatch: true, backend: 'redis', redisUrl: redis.url, capacityConfig: join(dir, 'resources.yaml'), grpcPort, httpPort });
+    const settings = testSettings({
+      configDir: join(dir, 'rules'),
+      configWatch: true,
+      backend: 'redis',
+      redisUrl: redis.url,
+      capacityConfig: join(dir, 'resources.yaml'),
+      grpcPort,
+      httpPort,
+    });
     const failed = await startService(settings, { log, metrics: createMetrics({ defaultMetrics: false }) }).then(
       () => undefined,
       (err: unknown) => err,
@@ -57,7 +68,7 @@ it('closes the gRPC port and both Redis connections when the admin port cannot b
     const again = createServer();
     await listen(again, grpcPort);
     await close(again);
-    await eventually(async () => (await clients(redis)) === 0, { what: 'the service\'s Redis connections to close', timeoutMs: 5000 });
+    await eventually(async () => (await clients(redis)) === 0, { what: "the service's Redis connections to close", timeoutMs: 5000 });
     expect(warnings.filter((w) => w.includes('closing failed'))).toEqual([]);
   } finally {
     await close(taken);

@@ -43,8 +43,12 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10, shares: {critical: 50%, default: 80%}, ban: soon}
 `);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("api.yaml:4:93: descriptors[0].rate_limit.throttling: soft throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: leaky_bucket has no window to exceed; let more requests through with a larger 'burst' instead");
-    expect(r.stderr).toContain('api.yaml:6:88: descriptors[1].rate_limit.shares.default: the default share must not be above the critical share: critical ≥ default ≥ sheddable');
+    expect(r.stderr).toContain(
+      "api.yaml:4:93: descriptors[0].rate_limit.throttling: soft throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: leaky_bucket has no window to exceed; let more requests through with a larger 'burst' instead",
+    );
+    expect(r.stderr).toContain(
+      'api.yaml:6:88: descriptors[1].rate_limit.shares.default: the default share must not be above the critical share: critical ≥ default ≥ sheddable',
+    );
     expect(r.stderr).toContain("api.yaml:6:99: descriptors[1].rate_limit.ban: 'soon' is not a duration like 500ms, 30s, 20m, 36h, 2d or 1w");
   });
 });

@@ -26,7 +26,10 @@ descriptors:
     rate_limit: {unit: day, requests_per_unit: 1000}
 `;
 
-interface Replica { service: ServiceProcess; client: RlsTestClient }
+interface Replica {
+  service: ServiceProcess;
+  client: RlsTestClient;
+}
 let redis: RedisServer;
 let dir: string;
 const replicas: Replica[] = [];
@@ -69,7 +72,11 @@ describe('throttling on three replicas sharing one Redis', () => {
 
   it('elastic with spare capacity: each of 3 clients gets exactly its max of 60 (300 concurrent requests)', async () => {
     const responses = await spread(300, (i) => [['elastic_spare', `c${i % 3}`]]);
-    for (let c = 0; c < 3; c++) expect(responses.filter((r, i) => i % 3 === c && r.overall_code === 'OK'), `client c${c}`).toHaveLength(60);
+    for (let c = 0; c < 3; c++)
+      expect(
+        responses.filter((r, i) => i % 3 === c && r.overall_code === 'OK'),
+        `client c${c}`,
+      ).toHaveLength(60);
     const borrowed = responses.filter((r) => r.response_headers_to_add.some((h) => h.key === 'x-ratelimit-elastic-borrowed'));
     expect(borrowed).toHaveLength(120);
   });
@@ -80,16 +87,24 @@ describe('throttling on three replicas sharing one Redis', () => {
   });
 
   it('a ban and a share hold across replicas, and /rules and /metrics show them', async () => {
-    const sheddable = await spread(6, () => [['banned', 'u'], ['criticality', 'sheddable']]);
+    const sheddable = await spread(6, () => [
+      ['banned', 'u'],
+      ['criticality', 'sheddable'],
+    ]);
     // share 50% of 3 = 1 sheddable admitted; the next rejection bans the key for an hour on every replica
     expect(sheddable.filter((r) => r.overall_code === 'OK')).toHaveLength(1);
-    const critical = await spread(3, () => [['banned', 'u'], ['criticality', 'critical']]);
+    const critical = await spread(3, () => [
+      ['banned', 'u'],
+      ['criticality', 'critical'],
+    ]);
     for (const r of critical) {
       expect(r.overall_code).toBe('OVER_LIMIT');
       expect(Number(r.statuses[0]!.duration_until_reset!.seconds)).toBeGreaterThan(3500);
       expect(r.response_headers_to_add.find((h) => h.key === 'x-ratelimit-banned')?.value).toMatch(/^"thr\.banned";t=3[56]\d\d$/);
     }
-    const rules = (await (await fetch(`http://${replicas[0]!.service.httpAddress}/rules`)).json()) as { domains: { rules: { limits: Record<string, unknown>[] }[] }[] };
+    const rules = (await (await fetch(`http://${replicas[0]!.service.httpAddress}/rules`)).json()) as {
+      domains: { rules: { limits: Record<string, unknown>[] }[] }[];
+    };
     const limits = rules.domains[0]!.rules.map((r) => r.limits[0]!);
     expect(limits[0]).toMatchObject({ throttling: { soft: '10%' } });
     expect(limits[2]).toMatchObject({ throttling: { elastic: { capacity: 120, max: 200 } } });
@@ -102,6 +117,8 @@ describe('throttling on three replicas sharing one Redis', () => {
     expect(total('ratelimit_soft_exceeded_hits_total', 'domain="thr",class="default"')).toBe(10);
     expect(total('ratelimit_elastic_borrowed_hits_total', 'domain="thr",class="default"')).toBe(190);
     expect(total('ratelimit_bans_started_total', 'domain="thr",class="sheddable"')).toBe(1);
-    expect(total('ratelimit_ban_rejections_total', 'domain="thr",class="sheddable"') + total('ratelimit_ban_rejections_total', 'domain="thr",class="critical"')).toBe(7);
+    expect(
+      total('ratelimit_ban_rejections_total', 'domain="thr",class="sheddable"') + total('ratelimit_ban_rejections_total', 'domain="thr",class="critical"'),
+    ).toBe(7);
   });
 });

@@ -64,7 +64,10 @@ function check(name: string, r: ScenarioResult): void {
   expect(unaccountedBoth, text).toBeLessThanOrEqual(tolerance);
   // The feature rules are crossed all the time: Check answers both ways.
   expect(r.checkStats.byOverall['allowed'] ?? 0, text).toBeGreaterThan(0);
-  expect(Object.keys(r.checkStats.byOverall).some((v) => v.startsWith('denied')), text).toBe(true);
+  expect(
+    Object.keys(r.checkStats.byOverall).some((v) => v.startsWith('denied')),
+    text,
+  ).toBe(true);
   expect(r.slowRecoveries, text).toEqual([]);
   expect(r.probes, text).toBeGreaterThanOrEqual(3);
   expect(r.probeFailures, text).toEqual([]);
@@ -82,18 +85,22 @@ describe('realistic traffic under Redis faults', () => {
     afterAll(async () => {
       await redis?.stop();
     });
-    it('lives, answers in time or counts it, and limits exactly between faults', async () => {
-      const r = await runScenario({
-        seed: `single-${SEED}`,
-        durationMs: SECONDS * 1000,
-        env: { BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'open' },
-        redisNodes: [redis.process],
-        cluster: false,
-        maxPauseMs: 1500,
-        ratePerSecond: RATE,
-      });
-      check('single', r);
-    }, (SECONDS + 60) * 1000);
+    it(
+      'lives, answers in time or counts it, and limits exactly between faults',
+      async () => {
+        const r = await runScenario({
+          seed: `single-${SEED}`,
+          durationMs: SECONDS * 1000,
+          env: { BACKEND: 'redis', REDIS_URL: redis.url, FAILURE_MODE: 'open' },
+          redisNodes: [redis.process],
+          cluster: false,
+          maxPauseMs: 1500,
+          ratePerSecond: RATE,
+        });
+        check('single', r);
+      },
+      (SECONDS + 60) * 1000,
+    );
   });
 
   describe('3-master Cluster, FAILURE_MODE=closed', () => {
@@ -104,17 +111,26 @@ describe('realistic traffic under Redis faults', () => {
     afterAll(async () => {
       await cluster?.stop();
     });
-    it('lives, answers in time or counts it, and limits exactly between faults', async () => {
-      const r = await runScenario({
-        seed: `cluster-${SEED}`,
-        durationMs: SECONDS * 1000,
-        env: { BACKEND: 'redis', REDIS_TYPE: 'cluster', REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(','), FAILURE_MODE: 'closed' },
-        redisNodes: cluster.processes,
-        cluster: true,
-        maxPauseMs: 2500,
-        ratePerSecond: RATE,
-      });
-      check('cluster', r);
-    }, (SECONDS + 90) * 1000);
+    it(
+      'lives, answers in time or counts it, and limits exactly between faults',
+      async () => {
+        const r = await runScenario({
+          seed: `cluster-${SEED}`,
+          durationMs: SECONDS * 1000,
+          env: {
+            BACKEND: 'redis',
+            REDIS_TYPE: 'cluster',
+            REDIS_CLUSTER_NODES: cluster.nodes.map((n) => `${n.host}:${n.port}`).join(','),
+            FAILURE_MODE: 'closed',
+          },
+          redisNodes: cluster.processes,
+          cluster: true,
+          maxPauseMs: 2500,
+          ratePerSecond: RATE,
+        });
+        check('cluster', r);
+      },
+      (SECONDS + 90) * 1000,
+    );
   });
 });

@@ -26,7 +26,9 @@ afterAll(async () => {
 
 describe('WORKERS', () => {
   it('refuses WORKERS > 1 with the memory store, naming both settings', async () => {
-    const err = await promisify(execFile)(process.execPath, [BIN, 'serve'], { env: { ...process.env, CONFIG_DIR: dir, WORKERS: '2', GRPC_PORT: '0', HTTP_PORT: '0' } }).catch((e: { code: number; stderr: string }) => e);
+    const err = await promisify(execFile)(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, CONFIG_DIR: dir, WORKERS: '2', GRPC_PORT: '0', HTTP_PORT: '0' },
+    }).catch((e: { code: number; stderr: string }) => e);
     expect(err).toMatchObject({ code: 1 });
     expect((err as { stderr: string }).stderr).toContain('WORKERS=2 needs BACKEND=redis');
   });
@@ -36,7 +38,8 @@ describe('WORKERS', () => {
     // Connections are handed to the workers in turn: 6 connections reach both, and share the counter.
     const clients = Array.from({ length: 6 }, () => new RawRlsClient(svc.grpcAddress));
     try {
-      for (let i = 0; i < 100 && (svc.stderr().match(/ratelimit-sidecar started/g) ?? []).length < 2; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 100 && (svc.stderr().match(/ratelimit-sidecar started/g) ?? []).length < 2; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       const remaining: number[] = [];
       for (let i = 0; i < 12; i++) remaining.push((await clients[i % 6]!.call('x', [{ entries: [['user', 'shared']] }])).statuses[0]!.limitRemaining);
       expect(remaining).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0]);

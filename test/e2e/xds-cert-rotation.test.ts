@@ -32,7 +32,13 @@ afterAll(async () => {
 
 /** Puts one PKI's files where both sides read them. */
 function install(p: TestPki): void {
-  for (const [from, to] of [[p.caCert, 'ca.crt'], [p.serverCert, 'server.crt'], [p.serverKey, 'server.key'], [p.clientCert, 'client.crt'], [p.clientKey, 'client.key']] as const) {
+  for (const [from, to] of [
+    [p.caCert, 'ca.crt'],
+    [p.serverCert, 'server.crt'],
+    [p.serverKey, 'server.key'],
+    [p.clientCert, 'client.crt'],
+    [p.clientKey, 'client.key'],
+  ] as const) {
     copyFileSync(from, `${file(to)}.tmp`);
     copyFileSync(`${file(to)}.tmp`, file(to));
   }
@@ -43,12 +49,24 @@ it('reads the rotated CA, client certificate and key at the next connection, wit
   const [first, second] = pkis as [TestPki, TestPki];
   install(first);
   const port = await freePort();
-  server = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [rules(2)] }, tls: { cert: file('server.crt'), key: file('server.key'), ca: file('ca.crt') } });
+  server = await startXdsServer({
+    port,
+    node: NODE,
+    snapshot: { version: '1', resources: [rules(2)] },
+    tls: { cert: file('server.crt'), key: file('server.key'), ca: file('ca.crt') },
+  });
   subject = await startOursOverXds({
-    CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`, CONFIG_GRPC_XDS_NODE_ID: NODE, FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
-    CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true', CONFIG_GRPC_XDS_SERVER_TLS_CACERT: file('ca.crt'), CONFIG_GRPC_XDS_SERVER_TLS_SAN: first.serverName,
-    CONFIG_GRPC_XDS_CLIENT_TLS_CERT: file('client.crt'), CONFIG_GRPC_XDS_CLIENT_TLS_KEY: file('client.key'),
-    XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '200ms', XDS_CLIENT_BACKOFF_MAX_INTERVAL: '1s',
+    CONFIG_TYPE: 'GRPC_XDS_SOTW',
+    CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,
+    CONFIG_GRPC_XDS_NODE_ID: NODE,
+    FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+    CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true',
+    CONFIG_GRPC_XDS_SERVER_TLS_CACERT: file('ca.crt'),
+    CONFIG_GRPC_XDS_SERVER_TLS_SAN: first.serverName,
+    CONFIG_GRPC_XDS_CLIENT_TLS_CERT: file('client.crt'),
+    CONFIG_GRPC_XDS_CLIENT_TLS_KEY: file('client.key'),
+    XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '200ms',
+    XDS_CLIENT_BACKOFF_MAX_INTERVAL: '1s',
   });
   const ack = (v: string) => (e: { event: string; version?: string; nonce?: string }) => e.event === 'request' && e.version === v && e.nonce !== '';
   await server.waitFor(ack('1'), { timeoutMs: 20_000, what: 'the ACK over the first certificates' });
@@ -59,11 +77,15 @@ it('reads the rotated CA, client certificate and key at the next connection, wit
   server.set('2', [rules(1)]);
   const mark = server.events.length;
   await server.restart();
-  await server.waitFor(ack('2'), { from: mark, timeoutMs: 20_000, what: 'the ACK over the rotated certificates' })
-    .catch((err: unknown) => { throw new Error(`${(err as Error).message}\n${subject!.log().slice(-3000)}`); });
+  await server.waitFor(ack('2'), { from: mark, timeoutMs: 20_000, what: 'the ACK over the rotated certificates' }).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}\n${subject!.log().slice(-3000)}`);
+  });
   const client = new RlsTestClient(subject.grpcAddress);
   try {
-    expect([(await client.ask('rot', [[['k', 'v']]], 1)).overall_code, (await client.ask('rot', [[['k', 'v']]], 1)).overall_code]).toEqual(['OK', 'OVER_LIMIT']);
+    expect([(await client.ask('rot', [[['k', 'v']]], 1)).overall_code, (await client.ask('rot', [[['k', 'v']]], 1)).overall_code]).toEqual([
+      'OK',
+      'OVER_LIMIT',
+    ]);
   } finally {
     client.close();
   }

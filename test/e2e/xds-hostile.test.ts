@@ -15,13 +15,19 @@ import { startXdsServer, type XdsEvent, type XdsServer } from '../support/xds-se
 
 const NODE = 'hostile';
 const env = (port: number, extra: Record<string, string> = {}) => ({
-  CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`, CONFIG_GRPC_XDS_NODE_ID: NODE,
-  FORCE_START_WITHOUT_INITIAL_CONFIG: 'true', XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '200ms', XDS_CLIENT_BACKOFF_MAX_INTERVAL: '1s', ...extra,
+  CONFIG_TYPE: 'GRPC_XDS_SOTW',
+  CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,
+  CONFIG_GRPC_XDS_NODE_ID: NODE,
+  FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+  XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: '200ms',
+  XDS_CLIENT_BACKOFF_MAX_INTERVAL: '1s',
+  ...extra,
 });
 const ack = (version: string) => (e: XdsEvent) => e.event === 'request' && e.version === version && e.nonce !== '';
 const count = (text: string, what: string) => text.split(what).length - 1;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const descriptors = (n: number, prefix = 'k') => Array.from({ length: n }, (_, i) => ({ key: prefix, value: `v${i}`, rateLimit: { unit: 'SECOND', requestsPerUnit: 10 } }));
+const descriptors = (n: number, prefix = 'k') =>
+  Array.from({ length: n }, (_, i) => ({ key: prefix, value: `v${i}`, rateLimit: { unit: 'SECOND', requestsPerUnit: 10 } }));
 
 let cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -53,24 +59,28 @@ describe('xDS client against hostile peers', () => {
   it.each([
     ['the same bytes every time', () => Buffer.from([0xff, 0xff, 0xff, 0xff])],
     ['different bytes every time', () => Buffer.concat([Buffer.from([0x0a, 0xff]), randomBytes(16)])],
-  ])('paces its NACKs and bounds its log when every response is undecodable (%s)', async (_what, garbage) => {
-    const port = await freePort();
-    const hostile = await startAnsweringXds(port, garbage);
-    cleanup.push(() => hostile.close());
-    const svc = await service(env(port));
-    await sleepUntil(() => hostile.requests.length > 0, 10_000);
-    const from = hostile.requests[0]!.at;
-    await sleep(3000);
-    const within = hostile.requests.filter((r) => r.at - from <= 3000).length;
-    // 1 at once, then 50, 100, 200, 400 ms, then every 500 ms: about 9 in 3 s (unpaced: thousands).
-    expect(within).toBeLessThanOrEqual(12);
-    expect(within).toBeGreaterThanOrEqual(3);
-    // Logged once, or at most once a second when the error changes every time.
-    expect(count(svc.stderr(), 'xDS rules refused')).toBeLessThanOrEqual(4);
-    expect(count(svc.stderr(), 'xDS rules refused')).toBeGreaterThanOrEqual(1);
-    const rules = (await (await fetch(`http://${svc.httpAddress}/rules`)).json()) as { source: { refused: number; lastNack: { error: string } } };
-    expect(rules.source.lastNack.error).toMatch(/malformed DiscoveryResponse/);
-  }, 30_000);
+  ])(
+    'paces its NACKs and bounds its log when every response is undecodable (%s)',
+    async (_what, garbage) => {
+      const port = await freePort();
+      const hostile = await startAnsweringXds(port, garbage);
+      cleanup.push(() => hostile.close());
+      const svc = await service(env(port));
+      await sleepUntil(() => hostile.requests.length > 0, 10_000);
+      const from = hostile.requests[0]!.at;
+      await sleep(3000);
+      const within = hostile.requests.filter((r) => r.at - from <= 3000).length;
+      // 1 at once, then 50, 100, 200, 400 ms, then every 500 ms: about 9 in 3 s (unpaced: thousands).
+      expect(within).toBeLessThanOrEqual(12);
+      expect(within).toBeGreaterThanOrEqual(3);
+      // Logged once, or at most once a second when the error changes every time.
+      expect(count(svc.stderr(), 'xDS rules refused')).toBeLessThanOrEqual(4);
+      expect(count(svc.stderr(), 'xDS rules refused')).toBeGreaterThanOrEqual(1);
+      const rules = (await (await fetch(`http://${svc.httpAddress}/rules`)).json()) as { source: { refused: number; lastNack: { error: string } } };
+      expect(rules.source.lastNack.error).toMatch(/malformed DiscoveryResponse/);
+    },
+    30_000,
+  );
 
   it('takes a server that stops answering keepalive pings for dead, logs it, and reaches the server again', async () => {
     const [xdsPort, proxyPort] = [await freePort(), await freePort()];
@@ -86,19 +96,33 @@ describe('xDS client against hostile peers', () => {
     await x.waitFor(ack('2'), { from: mark, timeoutMs: 15_000, what: 'the ACK of version 2 over a new connection' });
     expect(Date.now() - t0).toBeLessThan(8000);
     expect(proxy.connections()).toBeGreaterThanOrEqual(2);
-    expect(svc.stderr().split('\n').filter((l) => l.includes('xDS stream down') && l.includes('Connection dropped'))).toHaveLength(1);
+    expect(
+      svc
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('xDS stream down') && l.includes('Connection dropped')),
+    ).toHaveLength(1);
   }, 40_000);
 
   it('bounds a resource by the bytes received: 6,000 descriptors (over 1 MiB as JSON) apply; a resource over CONFIG_MAX_FILE_BYTES as received is refused', async () => {
     const port = await freePort();
-    const { x, svc, client } = await serving(port, [{ name: 'big', domain: 'd', descriptors: descriptors(6000) }], 'the ACK of one resource of 6,000 descriptors', 30_000);
+    const { x, svc, client } = await serving(
+      port,
+      [{ name: 'big', domain: 'd', descriptors: descriptors(6000) }],
+      'the ACK of one resource of 6,000 descriptors',
+      30_000,
+    );
     expect((await client.ask('d', [[['k', 'v5999']]], 11)).overall_code).toBe('OVER_LIMIT');
     await svc.stop();
 
     const small = await service(env(port, { CONFIG_MAX_FILE_BYTES: '4096' }));
     const mark = x.events.length;
     x.set('2', [{ name: 'big', domain: 'd', descriptors: descriptors(300) }]);
-    const nack = await x.waitFor((e) => e.event === 'nack' && e.stream !== undefined, { from: mark, timeoutMs: 20_000, what: 'the NACK of a resource over 4096 bytes' });
+    const nack = await x.waitFor((e) => e.event === 'nack' && e.stream !== undefined, {
+      from: mark,
+      timeoutMs: 20_000,
+      what: 'the NACK of a resource over 4096 bytes',
+    });
     expect(nack.error).toMatch(/^resources\[0\]: \d+ bytes, over the 4096 bytes a resource may have \(CONFIG_MAX_FILE_BYTES\)/);
     expect(small.stderr()).toContain('xDS rules refused');
   }, 60_000);
@@ -116,7 +140,10 @@ describe('xDS client against hostile peers', () => {
     x.set('2', big);
     const acked = x.waitFor(ack('2'), { from: mark, timeoutMs: 60_000, what: 'the ACK of the large set' });
     let done = false;
-    void acked.then(() => (done = true), () => (done = true));
+    void acked.then(
+      () => (done = true),
+      () => (done = true),
+    );
     let worst = 0;
     let failed = 0;
     while (!done) {
@@ -129,7 +156,9 @@ describe('xDS client against hostile peers', () => {
     await acked;
     const applyMs = Date.now() - t0;
     const cpuMs = ((ticks() - before) * 1000) / 100;
-    console.log(`100,000 descriptors over 40 resources: applied in ${applyMs} ms, ${cpuMs} ms of CPU, peak RSS ${Math.round(peakRss / 1e6)} MB, slowest request ${Math.round(worst)} ms, ${failed} failed (test process CPU ${Math.round(process.cpuUsage(cpu0).user / 1000)} ms)`);
+    console.log(
+      `100,000 descriptors over 40 resources: applied in ${applyMs} ms, ${cpuMs} ms of CPU, peak RSS ${Math.round(peakRss / 1e6)} MB, slowest request ${Math.round(worst)} ms, ${failed} failed (test process CPU ${Math.round(process.cpuUsage(cpu0).user / 1000)} ms)`,
+    );
     expect((await client.ask('d1', [[['k', 'v2499']]], 11)).overall_code).toBe('OVER_LIMIT');
     if (process.env['XDS_BIG_FIGURES_ONLY'] === '1') return;
     // Decided between the slices of the apply (about 10 ms each; the old rules until the new ones are in whole):

@@ -48,7 +48,15 @@ const xdsEnv = (xdsPort: number, force: boolean): Record<string, string> => ({
 const startOurs: Starter = async (env) => {
   const svc = await spawnService(env);
   const client = new RlsTestClient(svc.grpcAddress);
-  return { client, httpBase: `http://${svc.httpAddress}`, log: () => svc.stderr(), stop: async () => { client.close(); await svc.stop(); } };
+  return {
+    client,
+    httpBase: `http://${svc.httpAddress}`,
+    log: () => svc.stderr(),
+    stop: async () => {
+      client.close();
+      await svc.stop();
+    },
+  };
 };
 
 let redis: RedisServer | undefined;
@@ -58,16 +66,38 @@ const startReference: Starter = async (env) => {
   let out = '';
   const child: ChildProcess = spawn(REFERENCE_BIN, [], {
     env: {
-      PATH: '/usr/bin:/bin', USE_STATSD: 'false', USE_PROMETHEUS: 'false', TRACING_ENABLED: 'false', BACKEND_TYPE: 'redis', REDIS_SOCKET_TYPE: 'tcp',
-      REDIS_TYPE: 'single', REDIS_URL: `127.0.0.1:${redis.port}`, HOST: '127.0.0.1', PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc),
-      DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debug), LOG_LEVEL: 'info', ...env,
+      PATH: '/usr/bin:/bin',
+      USE_STATSD: 'false',
+      USE_PROMETHEUS: 'false',
+      TRACING_ENABLED: 'false',
+      BACKEND_TYPE: 'redis',
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_TYPE: 'single',
+      REDIS_URL: `127.0.0.1:${redis.port}`,
+      HOST: '127.0.0.1',
+      PORT: String(http),
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(grpc),
+      DEBUG_HOST: '127.0.0.1',
+      DEBUG_PORT: String(debug),
+      LOG_LEVEL: 'info',
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr!.on('data', (c: Buffer) => void (out = (out + c.toString()).slice(-200_000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const client = new RlsTestClient(`127.0.0.1:${grpc}`);
-  return { client, httpBase: `http://127.0.0.1:${http}`, log: () => out, stop: async () => { client.close(); child.kill('SIGKILL'); await exited; } };
+  return {
+    client,
+    httpBase: `http://127.0.0.1:${http}`,
+    log: () => out,
+    stop: async () => {
+      client.close();
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
 };
 
 /** One request of 1 hit: OK, OVER_LIMIT, or ERROR (the reference answers UNKNOWN without rules: no limit either). */
@@ -171,14 +201,17 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     server.set('1', [C]);
     const restartMark = server.events.length;
     const restarted = server.restart();
-    await eventually(async () => {
-      expect(await ask(s, 'k', 'b')).toBe('OVER_LIMIT'); // no gap: a failure here throws out of eventually's probe
-      return (await ask(s, 'k2', 'x')) === 'OVER_LIMIT';
-    }, { timeoutMs: 20_000, what: 'the set of the restarted server (k2 limited)' }).catch((err: unknown) => {
+    await eventually(
+      async () => {
+        expect(await ask(s, 'k', 'b')).toBe('OVER_LIMIT'); // no gap: a failure here throws out of eventually's probe
+        return (await ask(s, 'k2', 'x')) === 'OVER_LIMIT';
+      },
+      { timeoutMs: 20_000, what: 'the set of the restarted server (k2 limited)' },
+    ).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}\n${s.log().slice(-2000)}`);
     });
     await restarted;
-    await server.waitFor(ack('1'), { from: restartMark, what: 'the ACK of the restarted server\'s version 1' });
+    await server.waitFor(ack('1'), { from: restartMark, what: "the ACK of the restarted server's version 1" });
 
     // An empty snapshot (Envoy Gateway sends one when no policy is left) lifts every limit.
     mark = server.events.length;
@@ -213,7 +246,12 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
   it('reaches a server that requires client certificates (mutual TLS), checking its certificate against the CA and CONFIG_GRPC_XDS_SERVER_TLS_SAN', async () => {
     const pki = await makeTestPki();
     const port = await freePort();
-    const x = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [A] }, tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert } });
+    const x = await startXdsServer({
+      port,
+      node: NODE,
+      snapshot: { version: '1', resources: [A] },
+      tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.caCert },
+    });
     const tls = { CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true', CONFIG_GRPC_XDS_SERVER_TLS_CACERT: pki.caCert, CONFIG_GRPC_XDS_SERVER_TLS_SAN: pki.serverName };
     const subjects: Subject[] = [];
     try {
@@ -236,15 +274,23 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
 
   it('applies a large set (hundreds of descriptors, validated in a worker thread here) and NACKs a large refused one with its location', async () => {
     const many = (n: number, bad: boolean): RateLimitConfigJson => ({
-      name: 'big', domain: DOMAIN,
-      descriptors: Array.from({ length: n }, (_, i) => (bad && i === n - 1 ? { key: `r${i}`, rateLimit: { requestsPerUnit: 1 } } : limit(`r${i}`, 1 + (i % 3)))),
+      name: 'big',
+      domain: DOMAIN,
+      descriptors: Array.from({ length: n }, (_, i) =>
+        bad && i === n - 1 ? { key: `r${i}`, rateLimit: { requestsPerUnit: 1 } } : limit(`r${i}`, 1 + (i % 3)),
+      ),
     });
     const port = await freePort();
     const x = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [many(400, false)] } });
     const s = await start(xdsEnv(port, true));
     try {
       await x.waitFor(ack('1'), { timeoutMs: 20_000, what: 'the ACK of the large set' });
-      expect([await ask(s, 'r399', 'v'), await ask(s, 'r399', 'v'), await ask(s, 'r0', 'v'), await ask(s, 'r0', 'v')]).toEqual(['OK', 'OVER_LIMIT', 'OK', 'OVER_LIMIT']);
+      expect([await ask(s, 'r399', 'v'), await ask(s, 'r399', 'v'), await ask(s, 'r0', 'v'), await ask(s, 'r0', 'v')]).toEqual([
+        'OK',
+        'OVER_LIMIT',
+        'OK',
+        'OVER_LIMIT',
+      ]);
       const mark = x.events.length;
       x.set('2', [many(400, true)]);
       const nack = await x.waitFor((e) => e.event === 'nack', { from: mark, what: 'the NACK of the large refused set' });
@@ -263,9 +309,14 @@ describe.each(subjects)('rules over xDS: %s', (_name, start, ours) => {
     const env = { ...xdsEnv(port, true), ...(ours ? { BACKEND: 'redis', REDIS_URL: redis.url } : {}) };
     const [r1, r2] = await Promise.all([start(env), start(env)]);
     try {
-      await x.waitFor((e) => ack('1')(e) && e.stream === 1, { timeoutMs: 20_000, what: 'the first replica\'s ACK' });
-      await x.waitFor((e) => ack('1')(e) && e.stream === 2, { timeoutMs: 20_000, what: 'the second replica\'s ACK' });
-      expect([await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared'), await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared')]).toEqual(['OK', 'OK', 'OVER_LIMIT', 'OVER_LIMIT']);
+      await x.waitFor((e) => ack('1')(e) && e.stream === 1, { timeoutMs: 20_000, what: "the first replica's ACK" });
+      await x.waitFor((e) => ack('1')(e) && e.stream === 2, { timeoutMs: 20_000, what: "the second replica's ACK" });
+      expect([await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared'), await ask(r1, 'k', 'shared'), await ask(r2, 'k', 'shared')]).toEqual([
+        'OK',
+        'OK',
+        'OVER_LIMIT',
+        'OVER_LIMIT',
+      ]);
     } finally {
       await r1.stop();
       await r2.stop();

@@ -36,18 +36,26 @@ const USER_KEY = 'rule-0-x-user-id-match-0';
 const QUOTA = {
   name: DOMAIN,
   domain: DOMAIN,
-  descriptors: [{
-    key: 'backend_name',
-    value: BACKEND,
-    descriptors: [
-      { key: 'model_name_override', value: MODEL, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true },
-      // A bucket rule with a Distinct selector on x-user-id: key only, each value counts apart.
-      { key: 'model_name_override', value: DISTINCT_MODEL, descriptors: [{ key: USER_KEY, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true }] },
-    ],
-  }],
+  descriptors: [
+    {
+      key: 'backend_name',
+      value: BACKEND,
+      descriptors: [
+        { key: 'model_name_override', value: MODEL, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true },
+        // A bucket rule with a Distinct selector on x-user-id: key only, each value counts apart.
+        {
+          key: 'model_name_override',
+          value: DISTINCT_MODEL,
+          descriptors: [{ key: USER_KEY, rateLimit: { unit: 'HOUR', requestsPerUnit: 100 }, quotaMode: true }],
+        },
+      ],
+    },
+  ],
 };
 
-const fromMetadata = (descriptorKey: string, key: string) => ({ metadata: { descriptor_key: descriptorKey, metadata_key: { key: NS, path: [{ key }] }, source: 'DYNAMIC' } });
+const fromMetadata = (descriptorKey: string, key: string) => ({
+  metadata: { descriptor_key: descriptorKey, metadata_key: { key: NS, path: [{ key }] }, source: 'DYNAMIC' },
+});
 const genericKey = (descriptorKey: string, value: string) => ({ generic_key: { descriptor_key: descriptorKey, descriptor_value: value } });
 
 /** The per-route entries the AI Gateway's extension server writes for a model without bucket rules. */
@@ -65,9 +73,19 @@ const QUOTA_RATE_LIMITS = [
  * the selector's own name as the value (a generic key: the stream-done entry does not read the header).
  */
 const DISTINCT_RATE_LIMITS = [
-  { actions: [genericKey('backend_name', BACKEND), genericKey('model_name_override', DISTINCT_MODEL), { request_headers: { header_name: 'x-user-id', descriptor_key: USER_KEY } }] },
   {
-    actions: [fromMetadata('backend_name', 'ai_service_backend_name'), fromMetadata('model_name_override', 'model_name_override'), genericKey(USER_KEY, USER_KEY)],
+    actions: [
+      genericKey('backend_name', BACKEND),
+      genericKey('model_name_override', DISTINCT_MODEL),
+      { request_headers: { header_name: 'x-user-id', descriptor_key: USER_KEY } },
+    ],
+  },
+  {
+    actions: [
+      fromMetadata('backend_name', 'ai_service_backend_name'),
+      fromMetadata('model_name_override', 'model_name_override'),
+      genericKey(USER_KEY, USER_KEY),
+    ],
     hits_addend: { format: `%DYNAMIC_METADATA(${NS}:quota_cost)%` },
     apply_on_stream_done: true,
   },
@@ -108,7 +126,10 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
       const port = await freePort();
       xds = await startXdsServer({ port, node: NODE, snapshot: { version: '1', resources: [QUOTA] } });
       subject = await start({
-        CONFIG_TYPE: 'GRPC_XDS_SOTW', CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`, CONFIG_GRPC_XDS_NODE_ID: NODE, FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+        CONFIG_TYPE: 'GRPC_XDS_SOTW',
+        CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,
+        CONFIG_GRPC_XDS_NODE_ID: NODE,
+        FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
       });
       await xds.waitFor((e) => e.event === 'request' && e.version === '1' && e.nonce !== '', { timeoutMs: 20_000, what: 'the ACK of the quota rules' });
       recorder = await startRlsRecorder(subject.grpcAddress);
@@ -117,18 +138,20 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
         res.writeHead(200, { 'x-quota-cost': String(req.headers['x-price'] ?? '0') });
         res.end('completion');
       });
-      envoy = await startEnvoy(rlsBootstrap({
-        service: { address: '127.0.0.1', port: recorder.port },
-        upstream: { address: '127.0.0.1', port: upstream.port },
-        domain: DOMAIN,
-        filterName: FILTER,
-        filter: { timeout: '5s', disable_x_envoy_ratelimited_header: true },
-        before: METADATA_FILTERS,
-        routes: [
-          { prefix: '/distinct/', perRoute: true, domain: DOMAIN, rateLimits: DISTINCT_RATE_LIMITS },
-          { prefix: '/', perRoute: true, domain: DOMAIN, rateLimits: QUOTA_RATE_LIMITS },
-        ],
-      }));
+      envoy = await startEnvoy(
+        rlsBootstrap({
+          service: { address: '127.0.0.1', port: recorder.port },
+          upstream: { address: '127.0.0.1', port: upstream.port },
+          domain: DOMAIN,
+          filterName: FILTER,
+          filter: { timeout: '5s', disable_x_envoy_ratelimited_header: true },
+          before: METADATA_FILTERS,
+          routes: [
+            { prefix: '/distinct/', perRoute: true, domain: DOMAIN, rateLimits: DISTINCT_RATE_LIMITS },
+            { prefix: '/', perRoute: true, domain: DOMAIN, rateLimits: QUOTA_RATE_LIMITS },
+          ],
+        }),
+      );
       url = await envoy.listenerUrl('ingress');
     }, 90_000);
     afterAll(async () => {
@@ -143,12 +166,21 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
     /** One chat request; resolves once the service has answered its charge after the response. */
     const chat = async (price: number, distinctUser?: string): Promise<{ status: number; remaining: string | null }> => {
       const from = recorder.calls.length;
-      const headers: Record<string, string> = distinctUser === undefined ? { 'x-ai-eg-model': MODEL } : { 'x-ai-eg-model': DISTINCT_MODEL, 'x-user-id': distinctUser };
-      const res = await fetch(`${url}${distinctUser === undefined ? '' : '/distinct'}/v1/chat/completions`, { method: 'POST', headers: { ...headers, 'x-price': String(price) }, body: '{}' });
+      const headers: Record<string, string> =
+        distinctUser === undefined ? { 'x-ai-eg-model': MODEL } : { 'x-ai-eg-model': DISTINCT_MODEL, 'x-user-id': distinctUser };
+      const res = await fetch(`${url}${distinctUser === undefined ? '' : '/distinct'}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...headers, 'x-price': String(price) },
+        body: '{}',
+      });
       await res.arrayBuffer();
       if (res.status === 200) {
-        await eventually(() => recorder.calls.slice(from).some((c) => isCharge(c, price) && c.answered), { timeoutMs: 10_000, what: `the charge of ${price} after the response` })
-          .catch((err: unknown) => { throw new Error(`${(err as Error).message}\n${envoy.logs().slice(-3000)}\n${subject.log().slice(-2000)}`); });
+        await eventually(() => recorder.calls.slice(from).some((c) => isCharge(c, price) && c.answered), {
+          timeoutMs: 10_000,
+          what: `the charge of ${price} after the response`,
+        }).catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}\n${envoy.logs().slice(-3000)}\n${subject.log().slice(-2000)}`);
+        });
       }
       return { status: res.status, remaining: res.headers.get('x-ratelimit-remaining') };
     };
@@ -158,14 +190,17 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
       expect(await chat(70)).toEqual({ status: 200, remaining: '99' });
       const charge = recorder.calls.find((c) => isCharge(c, 70))!.request!;
       expect(charge.domain).toBe(DOMAIN);
-      expect(charge.descriptors[0]!.entries).toEqual([{ key: 'backend_name', value: BACKEND }, { key: 'model_name_override', value: MODEL }]);
+      expect(charge.descriptors[0]!.entries).toEqual([
+        { key: 'backend_name', value: BACKEND },
+        { key: 'model_name_override', value: MODEL },
+      ]);
       // 72 of 100 at request time; then 45 after the response: 117, past the quota, and counted all the same
       expect(await chat(45)).toEqual({ status: 200, remaining: '28' });
       const third = await chat(1);
       expect(third.status).toBe(429);
     }, 60_000);
 
-    it('with a Distinct selector, counts the charges after the response under the selector\'s name, apart from the per-user checks', async () => {
+    it("with a Distinct selector, counts the charges after the response under the selector's name, apart from the per-user checks", async () => {
       expect(await chat(70, 'u1')).toEqual({ status: 200, remaining: '99' });
       const charge = recorder.calls.find((c) => isCharge(c, 70) && c.request?.descriptors[0]?.entries[1]?.value === DISTINCT_MODEL)!.request!;
       expect(charge.descriptors[0]!.entries[2]).toEqual({ key: USER_KEY, value: USER_KEY });
@@ -175,7 +210,17 @@ describeEnvoy('AI Gateway quota service through Envoy', () => {
       // The shared counter holds the charges (70 + 45 + 1, past the quota): a request for it is over.
       const client = new RlsTestClient(subject.grpcAddress);
       try {
-        const shared = await client.ask(DOMAIN, [[['backend_name', BACKEND], ['model_name_override', DISTINCT_MODEL], [USER_KEY, USER_KEY]]], 1);
+        const shared = await client.ask(
+          DOMAIN,
+          [
+            [
+              ['backend_name', BACKEND],
+              ['model_name_override', DISTINCT_MODEL],
+              [USER_KEY, USER_KEY],
+            ],
+          ],
+          1,
+        );
         expect(shared.overall_code).toBe('OVER_LIMIT');
       } finally {
         client.close();

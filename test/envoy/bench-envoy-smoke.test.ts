@@ -13,7 +13,11 @@ import { describeEnvoy } from '../support/envoy.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
-const haveH2load = () => run('h2load', ['--version']).then(() => true, () => false);
+const haveH2load = () =>
+  run('h2load', ['--version']).then(
+    () => true,
+    () => false,
+  );
 
 describeEnvoy('bench/envoy.ts --smoke', () => {
   it('prints a row per variant with req/s, latencies and CPU per request', async (ctx) => {
@@ -23,7 +27,12 @@ describeEnvoy('bench/envoy.ts --smoke', () => {
     }
     const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/envoy.ts', '--smoke'], { cwd: ROOT, timeout: 170_000, maxBuffer: 1 << 22 });
     const reference = existsSync(join(ROOT, '../shared/tools/envoy-ratelimit/ratelimit'));
-    const names = ['(a) no rate-limit filter', '(b) this service, memory', '(c) this service, Redis', ...(reference ? ['(d) envoyproxy/ratelimit, Redis'] : [])];
+    const names = [
+      '(a) no rate-limit filter',
+      '(b) this service, memory',
+      '(c) this service, Redis',
+      ...(reference ? ['(d) envoyproxy/ratelimit, Redis'] : []),
+    ];
     for (const name of names) {
       // variant | req/s | p50 | p99 | p99.9 | added p50 / p99 | Envoy CPU µs/req | service CPU µs/req
       const row = tableRow(stdout, name);

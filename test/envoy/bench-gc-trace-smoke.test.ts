@@ -11,7 +11,11 @@ import { describeEnvoy } from '../support/envoy.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
-const haveH2load = () => run('h2load', ['--version']).then(() => true, () => false);
+const haveH2load = () =>
+  run('h2load', ['--version']).then(
+    () => true,
+    () => false,
+  );
 
 describeEnvoy('bench/envoy-gc-trace.ts --smoke', () => {
   it('prints the round and the collections V8 traced', async (ctx) => {
@@ -19,7 +23,11 @@ describeEnvoy('bench/envoy-gc-trace.ts --smoke', () => {
       process.stderr.write('bench/envoy-gc-trace.ts smoke: h2load not found (apt-get install nghttp2-client), not run\n');
       ctx.skip();
     }
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/envoy-gc-trace.ts', '--smoke', '--backend', 'memory'], { cwd: ROOT, timeout: 170_000, maxBuffer: 1 << 22 });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/envoy-gc-trace.ts', '--smoke', '--backend', 'memory'], {
+      cwd: ROOT,
+      timeout: 170_000,
+      maxBuffer: 1 << 22,
+    });
     // round | req/s | p50 | p99 | p99.9 | max
     const [rps, p50, p99, p999, max] = tableRow(stdout, '1') ?? [];
     expect(rps, 'req/s').toBeGreaterThanOrEqual(50);

@@ -16,7 +16,11 @@ const ROOT = join(import.meta.dirname, '../..');
 
 /** Runs a printed command with bash; its stdout. */
 function sh(command: string): Promise<string> {
-  return new Promise((resolve, reject) => execFile('bash', ['-c', command], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${command}: ${err.message}\n${stderr}`)) : resolve(stdout))));
+  return new Promise((resolve, reject) =>
+    execFile('bash', ['-c', command], { timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${command}: ${err.message}\n${stderr}`)) : resolve(stdout),
+    ),
+  );
 }
 
 /**
@@ -98,9 +102,13 @@ describeEnvoy('npm run demo', () => {
     expect(hello.headers['ratelimit-policy']).toBe('"demo.method_GET.path.remote_address";q=5;w=60');
 
     expect((await sh(command('Soft-limit warnings'))).split(/\r?\n/).filter((l) => l !== '')).toEqual([
-      'HTTP/1.1 200 OK', 'HTTP/1.1 200 OK', 'HTTP/1.1 200 OK',
-      'HTTP/1.1 200 OK', 'x-ratelimit-soft-warning: "demo.method_GET.path.remote_address";soft=3;used=4',
-      'HTTP/1.1 200 OK', 'x-ratelimit-soft-warning: "demo.method_GET.path.remote_address";soft=3;used=5',
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 200 OK',
+      'x-ratelimit-soft-warning: "demo.method_GET.path.remote_address";soft=3;used=4',
+      'HTTP/1.1 200 OK',
+      'x-ratelimit-soft-warning: "demo.method_GET.path.remote_address";soft=3;used=5',
     ]);
 
     const limited = parseCurl(await sh(command('A 429 with retry-after')));
@@ -111,11 +119,17 @@ describeEnvoy('npm run demo', () => {
     expect(JSON.parse(limited.body)).toEqual({ error: 'too many requests', limit: '5 per 60s', retry_after: Number(limited.headers['retry-after']) });
 
     expect((await sh(command('A redirect to a slow-down page'))).trim().split('\n')).toEqual([
-      '200 ', '200 ', expect.stringMatching(/^303 https:\/\/example\.com\/slow-down\?retry=\d+$/) as unknown,
+      '200 ',
+      '200 ',
+      expect.stringMatching(/^303 https:\/\/example\.com\/slow-down\?retry=\d+$/) as unknown,
     ]);
     const after = await stats();
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-    expect({ authzOk: delta('http.ingress.ext_authz.ok'), authzDenied: delta('http.ingress.ext_authz.denied'), ratelimit: delta('cluster.app.ratelimit.ok') }).toEqual({ authzOk: 13, authzDenied: 2, ratelimit: 0 });
+    expect({
+      authzOk: delta('http.ingress.ext_authz.ok'),
+      authzDenied: delta('http.ingress.ext_authz.denied'),
+      ratelimit: delta('cluster.app.ratelimit.ok'),
+    }).toEqual({ authzOk: 13, authzDenied: 2, ratelimit: 0 });
   }, 60_000); // up to 20 s waiting for a fresh minute
 
   it("over the ratelimit filter: Alice's 200, and Bob's 101st request in a minute gets the README's 429", async () => {
@@ -132,7 +146,11 @@ describeEnvoy('npm run demo', () => {
     expect(bob.body).toBe(`Too many requests: 100 per 60 s for user=bob. Retry in ${wait} s.\n`);
     const after = await stats();
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-    expect({ ok: delta('cluster.app.ratelimit.ok'), over: delta('cluster.app.ratelimit.over_limit'), authz: delta('http.ingress.ext_authz.ok') }).toEqual({ ok: 101, over: 1, authz: 0 });
+    expect({ ok: delta('cluster.app.ratelimit.ok'), over: delta('cluster.app.ratelimit.over_limit'), authz: delta('http.ingress.ext_authz.ok') }).toEqual({
+      ok: 101,
+      over: 1,
+      authz: 0,
+    });
   }, 120_000); // up to 40 s waiting for a fresh minute, and 101 curl processes
 
   it('stops Envoy, the sidecar and the upstream on Ctrl-C (SIGINT)', async () => {

@@ -76,11 +76,17 @@ for (const backend of ['memory', 'redis'] as const) {
     /** A fresh client address for each request unless given, so only the rule under test repeats. */
     const send = (path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawAnswer> =>
       rawHttp(port, method, path, { 'x-forwarded-for': `10.9.${Math.floor(++client / 250)}.${client % 250}`, ...headers });
-    const twice = async (path: string, headers: Record<string, string>, second: Record<string, string> = headers) => [await send(path, headers), await send(path, second)];
+    const twice = async (path: string, headers: Record<string, string>, second: Record<string, string> = headers) => [
+      await send(path, headers),
+      await send(path, second),
+    ];
 
     beforeAll(async () => {
       redis = backend === 'redis' ? await startRedis() : undefined;
-      service = await startTestService({ 'feat.yaml': RULES }, { authzClientAddressHeader: 'x-client-address', ...(redis ? { backend: 'redis', redisUrl: redis.url } : {}) });
+      service = await startTestService(
+        { 'feat.yaml': RULES },
+        { authzClientAddressHeader: 'x-client-address', ...(redis ? { backend: 'redis', redisUrl: redis.url } : {}) },
+      );
       upstream = await startUpstream(upstreamAnswer);
       envoy = await startEnvoy(
         shippedEnvoyConfig(join(ROOT, 'envoy-ext-authz.yaml'), {
@@ -161,7 +167,7 @@ for (const backend of ['memory', 'redis'] as const) {
       }
     });
 
-    it('degrades: the upstream receives the rule\'s request header, never the one the client sent', async () => {
+    it("degrades: the upstream receives the rule's request header, never the one the client sent", async () => {
       const spoof = { 'x-degraded': 'spoofed' };
       const answers = [await send('/degrade', spoof), await send('/degrade', spoof)];
       expect(answers.map((a) => a.status)).toEqual([200, 200]);
@@ -172,7 +178,8 @@ for (const backend of ['memory', 'redis'] as const) {
     it("Envoy's ext_authz counters equal the service's Check metrics", async () => {
       const stats = await envoy.stats('^http\\.ingress\\.ext_authz\\.');
       const metrics = await scrapeMetrics(service.httpBase.replace('http://', ''));
-      const sum = (result: string) => [...metrics].filter(([k]) => k.startsWith('ratelimit_authz_checks_total{') && k.includes(`result="${result}"`)).reduce((n, [, v]) => n + v, 0);
+      const sum = (result: string) =>
+        [...metrics].filter(([k]) => k.startsWith('ratelimit_authz_checks_total{') && k.includes(`result="${result}"`)).reduce((n, [, v]) => n + v, 0);
       expect(stats.get('http.ingress.ext_authz.denied')).toBe(sum('over_limit'));
       expect(stats.get('http.ingress.ext_authz.ok')).toBe(sum('allowed') + sum('no_descriptors'));
       expect(stats.get('http.ingress.ext_authz.error') ?? 0).toBe(0);

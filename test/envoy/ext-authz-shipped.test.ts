@@ -17,7 +17,8 @@ import { scrapeMetrics, type Samples } from '../support/scrape.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const ROOT = join(import.meta.dirname, '../..');
-const EXT_AUTHZ = 'static_resources.listeners[name=ingress].filter_chains[0].filters[0].typed_config.http_filters[name=envoy.filters.http.ext_authz].typed_config';
+const EXT_AUTHZ =
+  'static_resources.listeners[name=ingress].filter_chains[0].filters[0].typed_config.http_filters[name=envoy.filters.http.ext_authz].typed_config';
 const rules = { 'example.yaml': readFileSync(join(ROOT, 'config/example.yaml'), 'utf8'), 'web.yaml': readFileSync(join(ROOT, 'config/web.yaml'), 'utf8') };
 
 /** Service counter `ratelimit_authz_checks_total` for one result, all domains. */
@@ -56,12 +57,34 @@ describeEnvoy('envoy-ext-authz.yaml as shipped, through a real Envoy', () => {
   });
 
   it('counts every spelling of /login against the sign-in limit', async () => {
-    const spellings = ['/login/', '//login', '/%6cogin', '/a/../login', '/./login?next=/a', '/login;jsessionid=1', '/%2e%2e/login', '/login/.', '/LOGIN/../login', '/login'];
+    const spellings = [
+      '/login/',
+      '//login',
+      '/%6cogin',
+      '/a/../login',
+      '/./login?next=/a',
+      '/login;jsessionid=1',
+      '/%2e%2e/login',
+      '/login/.',
+      '/LOGIN/../login',
+      '/login',
+    ];
     const statuses: number[] = [];
     for (const path of spellings) statuses.push((await rawHttp(port, 'POST', path)).status);
     expect(statuses).toEqual(spellings.map(() => 200));
     // What the upstream saw: Envoy's normalized spellings (normalize_path, merge_slashes).
-    expect(upstream.requests.slice(-spellings.length).map((r) => r.url)).toEqual(['/login/', '/login', '/login', '/login', '/login?next=/a', '/login;jsessionid=1', '/login', '/login/', '/login', '/login']);
+    expect(upstream.requests.slice(-spellings.length).map((r) => r.url)).toEqual([
+      '/login/',
+      '/login',
+      '/login',
+      '/login',
+      '/login?next=/a',
+      '/login;jsessionid=1',
+      '/login',
+      '/login/',
+      '/login',
+      '/login',
+    ]);
     const eleventh = await rawHttp(port, 'POST', '//a/./b/../../login/');
     expect(eleventh.status).toBe(429);
     // Another address's limit and another path are untouched.
@@ -86,7 +109,9 @@ describeEnvoy('envoy-ext-authz.yaml as shipped, through a real Envoy', () => {
     expect(retry).toBeGreaterThan(0);
     expect(retry).toBeLessThanOrEqual(60);
     // Every limit the request touched, as docs/responses.md shows; the scraper's is spent.
-    expect(second.headers['ratelimit-policy']).toBe('"web.remote_address";q=20;w=1, "web.masked_remote_address";q=300;w=1, "web.header_match_scraper";q=1;w=60');
+    expect(second.headers['ratelimit-policy']).toBe(
+      '"web.remote_address";q=20;w=1, "web.masked_remote_address";q=300;w=1, "web.header_match_scraper";q=1;w=60',
+    );
     expect(second.headers['ratelimit']).toBe(`"web.remote_address";r=19;t=1, "web.masked_remote_address";r=299;t=1, "web.header_match_scraper";r=0;t=${retry}`);
     expect(second.body).toBe('');
     expect(second.headers['x-envoy-upstream-service-time']).toBeUndefined(); // Envoy answered; the upstream was not asked

@@ -16,21 +16,25 @@ const missing = haveReference() ? undefined : `no envoyproxy/ratelimit at ${REFE
 if (missing !== undefined && process.env['CI'] === 'true') throw new Error(`CI=true and ${missing}`);
 
 describeEnvoy('fail-open audit: this service against envoyproxy/ratelimit behind the same Envoy', () => {
-  it.for(ROWS.map((r) => [r.id, r] as const))('%s: no more requests without a decision, nor above the limit per probe, than the reference', { timeout: 45_000 }, async ([id, row], ctx) => {
-    if (missing !== undefined) {
-      process.stderr.write(`fail-open audit: ${missing}, not run\n`);
-      ctx.skip();
-    }
-    const [line] = await runAudit({ quick: true, parallel: true, rows: [id] });
-    const { ours, reference } = line!;
-    const report = `${row.event}\n${auditTable([line!])}\n${auditNotes([line!]).join('\n')}`;
-    expect(ours.noDecision, `no decision, ${report}`).toBeLessThanOrEqual(reference.noDecision);
-    // Admissions above the limit, per probe: each side probes as fast as it answers, so a side that answers faster
-    // makes more probes across an event (a Redis restart loses every count, whatever the server), and a count
-    // alone would hold that speed against it. None where the reference admits none.
-    expect(ours.overLimit / ours.probes, `over limit per probe, ${report}`).toBeLessThanOrEqual(reference.overLimit / reference.probes);
-    // the probe ran through the event: a row that probed nothing would prove nothing
-    expect(ours.probes, report).toBeGreaterThan(4);
-    expect(reference.probes, report).toBeGreaterThan(4);
-  });
+  it.for(ROWS.map((r) => [r.id, r] as const))(
+    '%s: no more requests without a decision, nor above the limit per probe, than the reference',
+    { timeout: 45_000 },
+    async ([id, row], ctx) => {
+      if (missing !== undefined) {
+        process.stderr.write(`fail-open audit: ${missing}, not run\n`);
+        ctx.skip();
+      }
+      const [line] = await runAudit({ quick: true, parallel: true, rows: [id] });
+      const { ours, reference } = line!;
+      const report = `${row.event}\n${auditTable([line!])}\n${auditNotes([line!]).join('\n')}`;
+      expect(ours.noDecision, `no decision, ${report}`).toBeLessThanOrEqual(reference.noDecision);
+      // Admissions above the limit, per probe: each side probes as fast as it answers, so a side that answers faster
+      // makes more probes across an event (a Redis restart loses every count, whatever the server), and a count
+      // alone would hold that speed against it. None where the reference admits none.
+      expect(ours.overLimit / ours.probes, `over limit per probe, ${report}`).toBeLessThanOrEqual(reference.overLimit / reference.probes);
+      // the probe ran through the event: a row that probed nothing would prove nothing
+      expect(ours.probes, report).toBeGreaterThan(4);
+      expect(reference.probes, report).toBeGreaterThan(4);
+    },
+  );
 });

@@ -53,9 +53,17 @@ describeEnvoy('dynamic metadata, hits_addend and quota_mode through Envoy', () =
           service,
           upstream,
           domain: 'meta',
-          before: [{ name: 'envoy.filters.http.lua', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua', default_source_code: { inline_string: LUA } } }],
+          before: [
+            {
+              name: 'envoy.filters.http.lua',
+              typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua', default_source_code: { inline_string: LUA } },
+            },
+          ],
           routes: [
-            { prefix: '/tier', rateLimits: [{ actions: [client('tier')], limit: { dynamic_metadata: { metadata_key: { key: 'test.limit', path: [{ key: 'override' }] } } } }] },
+            {
+              prefix: '/tier',
+              rateLimits: [{ actions: [client('tier')], limit: { dynamic_metadata: { metadata_key: { key: 'test.limit', path: [{ key: 'override' }] } } } }],
+            },
             { prefix: '/costly/five', perRoute: true, rateLimits: [{ actions: [client('costly')], hits_addend: { number: 5 } }] },
             { prefix: '/costly/peek', perRoute: true, rateLimits: [{ actions: [client('costly')], hits_addend: { number: 0 } }] },
             { prefix: '/costly', rateLimits: [{ actions: [client('costly')] }] },
@@ -128,7 +136,11 @@ describeEnvoy('dynamic metadata, hits_addend and quota_mode through Envoy', () =
     // In request order the first value of a key stays and mappings merge; from the 3rd request on quota_a (2 a
     // minute) is over, so its metadata is left out and quota_b's `quota` shows.
     const merged = { tier: 'gold', plan: { seats: 5, cost: 'high' } };
-    expect(seen).toEqual([{ ...merged, quota: 'a' }, { ...merged, quota: 'a' }, { ...merged, quota: 'b' }]);
+    expect(seen).toEqual([
+      { ...merged, quota: 'a' },
+      { ...merged, quota: 'a' },
+      { ...merged, quota: 'b' },
+    ]);
   });
 
   it("Envoy's counters agree with the service's decisions", async () => {

@@ -166,7 +166,8 @@ describeEnvoy('on_limit through Envoy (config/examples-on-limit.yaml)', () => {
   it('delay: Envoy holds each request until its slot comes, then the upstream gets it; beyond max_delay, 429 at once', async () => {
     const path = (i: number): string => `/slow_shaped?i=${i}`;
     const atUpstream = (): string[] => stack.upstream.requests.filter((r) => r.url.startsWith('/slow_shaped')).map((r) => r.url);
-    const heldCalls = async (): Promise<number> => (await stack.envoy.stats('^cluster\\.ratelimit\\.upstream_rq_active$')).get('cluster.ratelimit.upstream_rq_active') ?? 0;
+    const heldCalls = async (): Promise<number> =>
+      (await stack.envoy.stats('^cluster\\.ratelimit\\.upstream_rq_active$')).get('cluster.ratelimit.upstream_rq_active') ?? 0;
     const errorsBefore = (await envoyRlsCounts(stack.envoy, 'app')).error;
     // slots at +0, +250, +500, +750, +1000 ms of the service's clock; the request sent after them would wait 1.25 s
     const answers: Promise<Answer>[] = [];

@@ -36,7 +36,11 @@ const ROUTES = [
 /** What must not move during the drain: FAILURE_MODE answers, gRPC errors, answers counted late. */
 async function serviceCounts(http: string): Promise<{ fallbacks: number; errors: number; late: number }> {
   const samples = await scrapeMetrics(http);
-  return { fallbacks: total(samples, 'ratelimit_store_fallbacks_total'), errors: total(samples, 'ratelimit_grpc_errors_total'), late: total(samples, 'ratelimit_grpc_late_answers_total') };
+  return {
+    fallbacks: total(samples, 'ratelimit_store_fallbacks_total'),
+    errors: total(samples, 'ratelimit_grpc_errors_total'),
+    late: total(samples, 'ratelimit_grpc_late_answers_total'),
+  };
 }
 
 describeEnvoy('the SIGTERM drain behind Envoy', () => {
@@ -59,49 +63,66 @@ describeEnvoy('the SIGTERM drain behind Envoy', () => {
     ['memory', 'open'],
     ['redis', 'open'],
     ['redis', 'closed'],
-  ] as const)('decides every call during the drain on %s (FAILURE_MODE=%s): the limit admitted, no error, nothing failed open', async (backend, failureMode) => {
-    const prefix = `drain-${backend}-${failureMode}-${Date.now()}`;
-    const svc = await spawnService({
-      CONFIG_DIR: dir,
-      SHUTDOWN_DRAIN_MS: String(DRAIN_MS),
-      SHUTDOWN_GRACE_MS: '2000',
-      ...(backend === 'redis' ? { BACKEND: 'redis', REDIS_URL: redis.url, CACHE_KEY_PREFIX: prefix, FAILURE_MODE: failureMode } : {}),
-    });
-    const exited = new Promise<number | null>((resolve) => svc.child.once('exit', (code) => resolve(code)));
-    const port = Number(svc.grpcAddress.split(':').at(-1));
-    const envoy = await startEnvoy(rlsBootstrap({ service: { address: '127.0.0.1', port }, upstream: { address: '127.0.0.1', port: upstream.port }, domain: 'ops', routes: ROUTES, filter: { timeout: `${CALL_TIMEOUT_MS / 1000}s` } })).catch(async (err: unknown) => {
-      await svc.stop();
-      throw err;
-    });
-    try {
-      const ingress = await envoy.listenerPort('ingress');
-      // Envoy's connection to the service is open and answering before the signal.
-      await eventually(async () => (await rawHttp(ingress, 'GET', '/warm')).status === 200 && (await envoyRlsCounts(envoy, 'app')).ok > 0, { what: 'a decided request through Envoy' });
-      const before = await envoyRlsCounts(envoy, 'app');
-      const serviceBefore = await serviceCounts(svc.httpAddress);
+  ] as const)(
+    'decides every call during the drain on %s (FAILURE_MODE=%s): the limit admitted, no error, nothing failed open',
+    async (backend, failureMode) => {
+      const prefix = `drain-${backend}-${failureMode}-${Date.now()}`;
+      const svc = await spawnService({
+        CONFIG_DIR: dir,
+        SHUTDOWN_DRAIN_MS: String(DRAIN_MS),
+        SHUTDOWN_GRACE_MS: '2000',
+        ...(backend === 'redis' ? { BACKEND: 'redis', REDIS_URL: redis.url, CACHE_KEY_PREFIX: prefix, FAILURE_MODE: failureMode } : {}),
+      });
+      const exited = new Promise<number | null>((resolve) => svc.child.once('exit', (code) => resolve(code)));
+      const port = Number(svc.grpcAddress.split(':').at(-1));
+      const envoy = await startEnvoy(
+        rlsBootstrap({
+          service: { address: '127.0.0.1', port },
+          upstream: { address: '127.0.0.1', port: upstream.port },
+          domain: 'ops',
+          routes: ROUTES,
+          filter: { timeout: `${CALL_TIMEOUT_MS / 1000}s` },
+        }),
+      ).catch(async (err: unknown) => {
+        await svc.stop();
+        throw err;
+      });
+      try {
+        const ingress = await envoy.listenerPort('ingress');
+        // Envoy's connection to the service is open and answering before the signal.
+        await eventually(async () => (await rawHttp(ingress, 'GET', '/warm')).status === 200 && (await envoyRlsCounts(envoy, 'app')).ok > 0, {
+          what: 'a decided request through Envoy',
+        });
+        const before = await envoyRlsCounts(envoy, 'app');
+        const serviceBefore = await serviceCounts(svc.httpAddress);
 
-      svc.child.kill('SIGTERM');
-      await eventually(() => svc.stderr().includes('still answering during the drain'), { intervalMs: 10, what: 'the drain to begin' });
-      const began = Date.now();
-      const statuses: number[] = [];
-      const send = async (n: number) => {
-        for (let i = 0; i < n; i++) statuses.push((await rawHttp(ingress, 'GET', '/drain')).status);
-      };
-      await send(2);
-      await new Promise((resolve) => setTimeout(resolve, began + CALL_TIMEOUT_MS * 1.5 - Date.now()));
-      await send(SENT - 2);
-      // Every request above was sent and answered inside the drain (else this test proves nothing).
-      expect(svc.stderr()).not.toContain('drain over');
-      const serviceAfter = await serviceCounts(svc.httpAddress);
-      const counts = minus(await envoyRlsCounts(envoy, 'app'), before);
+        svc.child.kill('SIGTERM');
+        await eventually(() => svc.stderr().includes('still answering during the drain'), { intervalMs: 10, what: 'the drain to begin' });
+        const began = Date.now();
+        const statuses: number[] = [];
+        const send = async (n: number) => {
+          for (let i = 0; i < n; i++) statuses.push((await rawHttp(ingress, 'GET', '/drain')).status);
+        };
+        await send(2);
+        await new Promise((resolve) => setTimeout(resolve, began + CALL_TIMEOUT_MS * 1.5 - Date.now()));
+        await send(SENT - 2);
+        // Every request above was sent and answered inside the drain (else this test proves nothing).
+        expect(svc.stderr()).not.toContain('drain over');
+        const serviceAfter = await serviceCounts(svc.httpAddress);
+        const counts = minus(await envoyRlsCounts(envoy, 'app'), before);
 
-      expect({ admitted: statuses.filter((s) => s === 200).length, limited: statuses.filter((s) => s === 429).length }).toEqual({ admitted: LIMIT, limited: SENT - LIMIT });
-      expect(counts).toEqual({ ok: LIMIT, overLimit: SENT - LIMIT, error: 0, failureModeAllowed: 0 });
-      expect(serviceAfter).toEqual(serviceBefore);
-      expect(await exited).toBe(0);
-    } finally {
-      await envoy.stop();
-      await svc.stop();
-    }
-  }, 40_000);
+        expect({ admitted: statuses.filter((s) => s === 200).length, limited: statuses.filter((s) => s === 429).length }).toEqual({
+          admitted: LIMIT,
+          limited: SENT - LIMIT,
+        });
+        expect(counts).toEqual({ ok: LIMIT, overLimit: SENT - LIMIT, error: 0, failureModeAllowed: 0 });
+        expect(serviceAfter).toEqual(serviceBefore);
+        expect(await exited).toBe(0);
+      } finally {
+        await envoy.stop();
+        await svc.stop();
+      }
+    },
+    40_000,
+  );
 });

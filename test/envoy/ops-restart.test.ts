@@ -20,7 +20,8 @@ import { rawHttp } from '../support/http-raw.js';
 import { scrapeMetrics, total } from '../support/scrape.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
-const RULES = 'domain: ops\ndescriptors:\n  - key: generic_key\n    value: steady\n    rate_limit: {unit: second, requests_per_unit: 1000000}\n  - key: generic_key\n    value: tight\n    rate_limit: {unit: hour, requests_per_unit: 5}\n';
+const RULES =
+  'domain: ops\ndescriptors:\n  - key: generic_key\n    value: steady\n    rate_limit: {unit: second, requests_per_unit: 1000000}\n  - key: generic_key\n    value: tight\n    rate_limit: {unit: hour, requests_per_unit: 5}\n';
 const ROUTES = [
   { prefix: '/tight', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'tight' } }] }] },
   { prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'steady' } }] }] },
@@ -32,7 +33,13 @@ function steadyTraffic(port: number, clients: number): { stop(): Promise<number[
   let running = true;
   const loops = Array.from({ length: clients }, async () => {
     // a refused or reset connection counts as status 0 (a failure the test reports)
-    while (running && statuses.length < 100_000) statuses.push(await rawHttp(port, 'GET', '/steady').then((a) => a.status, () => 0));
+    while (running && statuses.length < 100_000)
+      statuses.push(
+        await rawHttp(port, 'GET', '/steady').then(
+          (a) => a.status,
+          () => 0,
+        ),
+      );
   });
   return {
     stop: async () => {
@@ -62,11 +69,22 @@ describeEnvoy('operations with Envoy as the peer', () => {
     const services: ServiceProcess[] = [];
     // 60 s to start: four processes start in this test, on a machine that may be loaded
     for (const p of ports) services.push(await spawnService(env(p), 60_000));
-    const config = rlsBootstrap({ service: { address: '127.0.0.1', port: ports[0]! }, upstream: { address: '127.0.0.1', port: upstream.port }, domain: 'ops', routes: ROUTES });
+    const config = rlsBootstrap({
+      service: { address: '127.0.0.1', port: ports[0]! },
+      upstream: { address: '127.0.0.1', port: upstream.port },
+      domain: 'ops',
+      routes: ROUTES,
+    });
     const cluster = 'static_resources.clusters[name=ratelimit]';
-    setPath(config, `${cluster}.load_assignment.endpoints[0].lb_endpoints`, ports.map((port) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } })));
+    setPath(
+      config,
+      `${cluster}.load_assignment.endpoints[0].lb_endpoints`,
+      ports.map((port) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } } })),
+    );
     // A draining replica says NOT_SERVING: checked every 100 ms, one failure takes it out; no panic routing.
-    setPath(config, `${cluster}.health_checks`, [{ timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} }]);
+    setPath(config, `${cluster}.health_checks`, [
+      { timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} },
+    ]);
     setPath(config, `${cluster}.common_lb_config`, { healthy_panic_threshold: { value: 0 } });
     let envoy: EnvoyProcess | undefined;
     let traffic: { stop(): Promise<number[]> } | undefined;
@@ -74,7 +92,12 @@ describeEnvoy('operations with Envoy as the peer', () => {
       envoy = await startEnvoy(config);
       const e = envoy;
       const port = await e.listenerPort('ingress');
-      const healthy = (n: number) => eventually(async () => (await e.stat('cluster.ratelimit.membership_healthy')) === n, { timeoutMs: 20_000, intervalMs: 50, what: `${n} healthy replicas` });
+      const healthy = (n: number) =>
+        eventually(async () => (await e.stat('cluster.ratelimit.membership_healthy')) === n, {
+          timeoutMs: 20_000,
+          intervalMs: 50,
+          what: `${n} healthy replicas`,
+        });
       await healthy(2);
       traffic = steadyTraffic(port, 4);
       for (const i of [0, 1]) {

@@ -109,7 +109,10 @@ describeEnvoy('Envoy as the gRPC peer', () => {
         sni: pki.serverName,
         common_tls_context: {
           alpn_protocols: ['h2'],
-          validation_context: { trusted_ca: { filename: pki.caCert }, match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: pki.serverName } }] },
+          validation_context: {
+            trusted_ca: { filename: pki.caCert },
+            match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: pki.serverName } }],
+          },
           ...(mutual ? { tls_certificates: [{ certificate_chain: { filename: pki.clientCert }, private_key: { filename: pki.clientKey } }] } : {}),
         },
       },
@@ -165,7 +168,11 @@ describeEnvoy('Envoy as the gRPC peer', () => {
       health_checks: [{ timeout: '1s', interval: '0.2s', no_traffic_interval: '0.2s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} }],
     });
     try {
-      await eventually(async () => (await s.envoy.stat('cluster.ratelimit.health_check.success')) >= 3, { timeoutMs: 20_000, intervalMs: 100, what: 'three health checks' });
+      await eventually(async () => (await s.envoy.stat('cluster.ratelimit.health_check.success')) >= 3, {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+        what: 'three health checks',
+      });
       expect(await s.envoy.stat('cluster.ratelimit.health_check.failure')).toBe(0);
       expect(await s.envoy.stat('cluster.ratelimit.membership_healthy')).toBe(1);
       expect(await get(s.port, '/burst')).toBe(200);

@@ -60,7 +60,12 @@ function config(peers: { service: EnvoyAddress; upstream: EnvoyAddress }): objec
     domain: 'rr',
     routes: [
       { prefix: '/open', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'open' } }] }], route: { cluster: 'attack' } },
-      { prefix: '/limited', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'limited' } }, { request_headers: { header_name: 'x-victim', descriptor_key: 'victim' } }] }] },
+      {
+        prefix: '/limited',
+        rateLimits: [
+          { actions: [{ generic_key: { descriptor_value: 'limited' } }, { request_headers: { header_name: 'x-victim', descriptor_key: 'victim' } }] },
+        ],
+      },
     ],
   }) as { static_resources: { clusters: Cluster[] } };
   const clusters = doc.static_resources.clusters;
@@ -90,7 +95,11 @@ async function victimDuring(url: string, victim: string, everyMs: number, event:
 }
 
 const EVENTS = [
-  { name: 'rapid reset (HEADERS + RST_STREAM as fast as Envoy reads them on 2 connections, 8 s)', kind: 'rapid-reset', options: { durationMs: 8000, connections: 2, maxResets: 300_000 } },
+  {
+    name: 'rapid reset (HEADERS + RST_STREAM as fast as Envoy reads them on 2 connections, 8 s)',
+    kind: 'rapid-reset',
+    options: { durationMs: 8000, connections: 2, maxResets: 300_000 },
+  },
   { name: 'clients hanging up mid-request, 2,000 a second for 6 s', kind: 'disconnect', options: { ratePerS: 2000, durationMs: 6000, maxInFlight: 500 } },
 ] as const;
 
@@ -115,11 +124,11 @@ async function startStack(backend: Backend): Promise<Stack> {
     for (const [name, text] of Object.entries(RULES)) writeFileSync(join(dir, name), text);
     const redis = backend === 'redis' ? await startRedis() : undefined;
     if (redis) closers.push(() => redis.stop());
-    const service = await spawnService(
-      { ...START_ENV, CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}) },
-      30_000,
-      [START_NODE_OPTIONS, IMAGE_CLI, 'serve'],
-    );
+    const service = await spawnService({ ...START_ENV, CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}) }, 30_000, [
+      START_NODE_OPTIONS,
+      IMAGE_CLI,
+      'serve',
+    ]);
     closers.push(() => service.stop());
     const upstream = await startUpstream();
     closers.push(() => upstream.close());
@@ -153,12 +162,24 @@ describeEnvoy('reset storms at an Envoy without max_requests_per_connection', ()
       const statuses = await victimDuring(stack.url, event.kind, 150, load);
       const result = await load;
       const after = await envoyRlsCounts(stack.envoy, 'app');
-      const app = { ok: after.ok - before.ok, overLimit: after.overLimit - before.overLimit, error: after.error - before.error, failureModeAllowed: after.failureModeAllowed - before.failureModeAllowed };
+      const app = {
+        ok: after.ok - before.ok,
+        overLimit: after.overLimit - before.overLimit,
+        error: after.error - before.error,
+        failureModeAllowed: after.failureModeAllowed - before.failureModeAllowed,
+      };
       const attack = await envoyRlsCounts(stack.envoy, 'attack');
       const metrics = await scrapeMetrics(stack.http);
       const guard = [...metrics].filter(([k, v]) => k.startsWith('ratelimit_grpc_guard_total') && v > 0);
       const envoyStats: Record<string, number> = {};
-      for (const k of ['upstream_rq_tx_reset', 'upstream_rq_pending_failure_eject', 'upstream_cx_destroy_local_with_active_rq', 'http2.outbound_control_flood', 'upstream_cx_total']) envoyStats[k] = await stack.envoy.stat(`cluster.ratelimit.${k}`);
+      for (const k of [
+        'upstream_rq_tx_reset',
+        'upstream_rq_pending_failure_eject',
+        'upstream_cx_destroy_local_with_active_rq',
+        'http2.outbound_control_flood',
+        'upstream_cx_total',
+      ])
+        envoyStats[k] = await stack.envoy.stat(`cluster.ratelimit.${k}`);
       console.log(
         `${event.name} (${backend}): ${JSON.stringify(result)}; victim ${JSON.stringify(app)}, statuses ${statuses.join(' ')}; /open ${JSON.stringify(attack)}; ` +
           `guard ${JSON.stringify(guard)}; Envoy's rate-limit cluster so far ${JSON.stringify(envoyStats)}; event-loop lag max ${metrics.get('ratelimit_nodejs_eventloop_lag_max_seconds')} s`,

@@ -17,7 +17,9 @@ import { pacedTraffic, rlqsDocBlock, rlqsEnvoyConfig } from '../support/rlqs.js'
 import { scrapeMetrics } from '../support/scrape.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-interface Described { buckets: { bucket: Record<string, string>; holders: { share: number }[] }[] }
+interface Described {
+  buckets: { bucket: Record<string, string>; holders: { share: number }[] }[];
+}
 
 describeEnvoy('RLQS: bucket ids as clients shape them, through Envoy', () => {
   let service: TestService;
@@ -44,7 +46,10 @@ describeEnvoy('RLQS: bucket ids as clients shape them, through Envoy', () => {
     envoy = await startEnvoy(rlqsEnvoyConfig(service.grpcAddress, upstream.port));
     const url = await envoy.listenerUrl('ingress');
     await (await fetch(`${url}/warm-up`)).arrayBuffer();
-    await eventually(async () => (await describe()).buckets.some((b) => b.bucket['name'] === 'all' && b.holders.some((h) => h.share > 0)), { timeoutMs: 10_000, what: '{name: all} assigned' });
+    await eventually(async () => (await describe()).buckets.some((b) => b.bucket['name'] === 'all' && b.holders.some((h) => h.share > 0)), {
+      timeoutMs: 10_000,
+      what: '{name: all} assigned',
+    });
     const long = { 'x-tenant': 'L'.repeat(600) };
     await (await fetch(`${url}/long`, { headers: long })).arrayBuffer();
     // 12 s: two reports at least, and the first assignment of {name: all} (6 s) long expired.

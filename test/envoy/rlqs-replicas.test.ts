@@ -18,7 +18,9 @@ import { startTestService, type TestService } from '../support/service.js';
 
 const RUN_MS = 8000;
 
-interface Described { buckets: { bucket: Record<string, string>; holders: { share: number }[] }[] }
+interface Described {
+  buckets: { bucket: Record<string, string>; holders: { share: number }[] }[];
+}
 
 describeEnvoy('RLQS: two replicas on one Redis behind two Envoys', () => {
   let redis: RedisServer;
@@ -65,7 +67,13 @@ describeEnvoy('RLQS: two replicas on one Redis behind two Envoys', () => {
     const seconds = RUN_MS / 1000;
     const admitted = (a!.byStatus.get(200) ?? 0) + (b!.byStatus.get(200) ?? 0);
     const denied = (a!.byStatus.get(429) ?? 0) + (b!.byStatus.get(429) ?? 0);
-    const report = { admitted, denied, ratio: admitted / (20 * seconds), perSecond: [a!.admittedPerSecond, b!.admittedPerSecond], shares: await Promise.all(replicas.map(shares)) };
+    const report = {
+      admitted,
+      denied,
+      ratio: admitted / (20 * seconds),
+      perSecond: [a!.admittedPerSecond, b!.admittedPerSecond],
+      shares: await Promise.all(replicas.map(shares)),
+    };
     process.stderr.write(`rlqs two replicas: ${JSON.stringify(report)}\n`);
     expect(admitted + denied).toBe(a!.sent + b!.sent);
     expect(admitted / (20 * seconds)).toBeGreaterThanOrEqual(0.8);
@@ -92,7 +100,9 @@ describeEnvoy('RLQS: two replicas on one Redis behind two Envoys', () => {
       mark = upstream.requests.length;
       await new Promise((r) => setTimeout(r, 3000));
       const rate = admittedSince(mark) / 3;
-      process.stderr.write(`rlqs two replicas, one restarted: ${goneRate}/s admitted while it was gone, assigned again after ${reassignedS.toFixed(1)} s, then ${rate.toFixed(1)}/s admitted; shares ${JSON.stringify(await Promise.all(replicas.map(shares)))}\n`);
+      process.stderr.write(
+        `rlqs two replicas, one restarted: ${goneRate}/s admitted while it was gone, assigned again after ${reassignedS.toFixed(1)} s, then ${rate.toFixed(1)}/s admitted; shares ${JSON.stringify(await Promise.all(replicas.map(shares)))}\n`,
+      );
       // While it was gone, its Envoy kept its last share (TTL 30 s) and the other replica's Envoy its own.
       expect(goneRate).toBeLessThanOrEqual(1.15 * 20);
       expect(rate).toBeGreaterThanOrEqual(0.8 * 20);

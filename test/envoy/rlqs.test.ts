@@ -21,8 +21,13 @@ import { startTestService, type TestService } from '../support/service.js';
 
 const RUN_MS = 8000;
 
-interface Holder { stream: string; share: number }
-interface Described { buckets: { bucket: Record<string, string>; holders: Holder[] }[] }
+interface Holder {
+  stream: string;
+  share: number;
+}
+interface Described {
+  buckets: { bucket: Record<string, string>; holders: Holder[] }[];
+}
 
 describeEnvoy('RLQS: two Envoys share a global limit', () => {
   let service: TestService;
@@ -54,7 +59,10 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
       await (await fetch(`${url}/warm-up`)).arrayBuffer();
       await (await fetch(`${url}/warm-up`, { headers: { 'x-tenant': 'acme' } })).arrayBuffer();
     }
-    await eventually(async () => (await holdersOf('name', 'all')).filter((h) => h.share > 0).length === 2 && (await holdersOf('tenant', 'acme')).length === 2, { timeoutMs: 10_000, what: 'both Envoys assigned' }).catch(async (err: unknown) => {
+    await eventually(async () => (await holdersOf('name', 'all')).filter((h) => h.share > 0).length === 2 && (await holdersOf('tenant', 'acme')).length === 2, {
+      timeoutMs: 10_000,
+      what: 'both Envoys assigned',
+    }).catch(async (err: unknown) => {
       throw new Error(`${String(err)}\n/rlqs: ${JSON.stringify(await describe())}\n${envoys.map((e) => e.logs()).join('\n---\n')}`);
     });
     expect((await holdersOf('name', 'all')).reduce((n, h) => n + h.share, 0)).toBeLessThanOrEqual(20);
@@ -71,7 +79,16 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
     const denied = (all0.byStatus.get(429) ?? 0) + (all1.byStatus.get(429) ?? 0);
     const acme = (acme0.byStatus.get(200) ?? 0) + (acme1.byStatus.get(200) ?? 0);
     const globexAdmitted = globex.byStatus.get(200) ?? 0;
-    const report = { admitted, denied, ratio: admitted / (20 * seconds), acme, globex: globexAdmitted, all0: [...all0.byStatus], all1: [...all1.byStatus], perSecond: [all0.admittedPerSecond, all1.admittedPerSecond] };
+    const report = {
+      admitted,
+      denied,
+      ratio: admitted / (20 * seconds),
+      acme,
+      globex: globexAdmitted,
+      all0: [...all0.byStatus],
+      all1: [...all1.byStatus],
+      perSecond: [all0.admittedPerSecond, all1.admittedPerSecond],
+    };
     process.stderr.write(`rlqs two Envoys: ${JSON.stringify(report)}\n`);
     // Every answer was a 200 or Envoy's 429: nothing failed or was skipped.
     expect(admitted + denied).toBe(all0.sent + all1.sent);
@@ -108,10 +125,13 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
     const admitted = () => [0, 1].map((i) => upstream.requests.filter((r) => r.url === `/skew${i}`).length);
     try {
       // Each Envoy reports every 5 s; once both have reported a whole interval of the new load, the split follows.
-      await eventually(async () => {
-        const shares = (await holdersOf('name', 'all')).map((h) => h.share).sort((a, b) => a - b);
-        return shares.length === 2 && shares[0]! <= 7 && shares[1]! >= 13;
-      }, { timeoutMs: 15_000, intervalMs: 200, what: 'the split to follow demand' });
+      await eventually(
+        async () => {
+          const shares = (await holdersOf('name', 'all')).map((h) => h.share).sort((a, b) => a - b);
+          return shares.length === 2 && shares[0]! <= 7 && shares[1]! >= 13;
+        },
+        { timeoutMs: 15_000, intervalMs: 200, what: 'the split to follow demand' },
+      );
       const before = admitted();
       const t0 = performance.now();
       await new Promise((r) => setTimeout(r, 4000));
@@ -144,7 +164,11 @@ describeEnvoy('RLQS: two Envoys share a global limit', () => {
     const stop = new AbortController();
     const traffic = Promise.all(urls.map((u) => pacedTraffic(`${u}/outage`, 20, 20_000, {}, stop.signal)));
     try {
-      await eventually(async () => (await holdersOf('name', 'all')).filter((h) => h.share > 0).length === 2, { timeoutMs: 10_000, intervalMs: 100, what: 'both Envoys assigned again' });
+      await eventually(async () => (await holdersOf('name', 'all')).filter((h) => h.share > 0).length === 2, {
+        timeoutMs: 10_000,
+        intervalMs: 100,
+        what: 'both Envoys assigned again',
+      });
       const reassignedS = (performance.now() - back) / 1000;
       mark = upstream.requests.length;
       await new Promise((r) => setTimeout(r, 2000));

@@ -24,7 +24,8 @@ const DAY_MS = 86_400_000;
  * open, turning the 429s these tests look for into 200s. Latency is measured by the benchmark, not here.
  */
 const RLS_TIMEOUT = {
-  'static_resources.listeners[name=ingress].filter_chains[0].filters[0].typed_config.http_filters[name=envoy.filters.http.ratelimit].typed_config.timeout': '2s',
+  'static_resources.listeners[name=ingress].filter_chains[0].filters[0].typed_config.http_filters[name=envoy.filters.http.ratelimit].typed_config.timeout':
+    '2s',
 };
 
 for (const backend of ['memory', 'redis'] as Backend[]) {
@@ -44,7 +45,10 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
         backend,
         rules: { 'example.yaml': readFileSync(join(ROOT, 'config/example.yaml'), 'utf8') },
         config: ({ service, upstream }) =>
-          shippedEnvoyConfig(join(ROOT, 'envoy.yaml'), { clusters: { ratelimit: service, app: upstream, auth: { address: '127.0.0.1', port: idp.port } }, set: RLS_TIMEOUT }),
+          shippedEnvoyConfig(join(ROOT, 'envoy.yaml'), {
+            clusters: { ratelimit: service, app: upstream, auth: { address: '127.0.0.1', port: idp.port } },
+            set: RLS_TIMEOUT,
+          }),
       });
       rls = new RlsTestClient(stack.service.grpcAddress);
       await warmUp(stack, 'app', () => fetch(`${stack.url}/warm-up`));
@@ -130,7 +134,16 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       expect(await daily(5)).toEqual([999, 998, 997, 996, 995].map((r) => ({ status: 200, remaining: String(r) })));
       // ...the same counter a direct call with that descriptor spends (990 hits: 1000 requests through Envoy
       // would take half a minute on a loaded CI machine, and per_ip/user_burst would bind first)
-      const direct = await rls.ask('edge', [[['plan', 'free'], ['user', 'carol']]], 990);
+      const direct = await rls.ask(
+        'edge',
+        [
+          [
+            ['plan', 'free'],
+            ['user', 'carol'],
+          ],
+        ],
+        990,
+      );
       directCalls++;
       expect(direct.statuses[0]?.limit_remaining).toBe(5);
       expect(await daily(5)).toEqual([4, 3, 2, 1, 0].map((r) => ({ status: 200, remaining: String(r) })));

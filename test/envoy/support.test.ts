@@ -22,7 +22,9 @@ describe('substitutions on a shipped config', () => {
     expect(getPath(doc, 'static_resources.clusters[name=ratelimit].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address')).toEqual({
       socket_address: { address: '127.0.0.1', port_value: 1111 },
     });
-    expect(getPath(doc, 'static_resources.clusters[name=app].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address')).toEqual({ pipe: { path: '/tmp/app.sock' } });
+    expect(getPath(doc, 'static_resources.clusters[name=app].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address')).toEqual({
+      pipe: { path: '/tmp/app.sock' },
+    });
     expect(getPath(doc, 'static_resources.clusters[name=ratelimit].connect_timeout')).toBe('1s');
     // everything else as written
     expect(httpFilterConfig(doc, 'ingress', 'envoy.filters.http.ratelimit')['domain']).toBe('edge');
@@ -43,7 +45,11 @@ describe('substitutions on a shipped config', () => {
 describe('admin /stats parsing', () => {
   it('keeps counters and gauges, skips histograms', () => {
     const stats = parseStats('cluster.app.ratelimit.ok: 3\nhttp.ingress.rq_total: 10\ncluster.x.upstream_rq_time: P0(nan,1) P25(nan,2)\nserver.live: 1\n');
-    expect([...stats]).toEqual([['cluster.app.ratelimit.ok', 3], ['http.ingress.rq_total', 10], ['server.live', 1]]);
+    expect([...stats]).toEqual([
+      ['cluster.app.ratelimit.ok', 3],
+      ['http.ingress.rq_total', 10],
+      ['server.live', 1],
+    ]);
   });
 });
 
@@ -57,7 +63,10 @@ describe('finding Envoy', () => {
       process.env['CI'] = 'false';
       expect(findEnvoy()).toEqual({ reason: expect.stringContaining('no-such-envoy') as unknown });
     } finally {
-      for (const [key, value] of [['ENVOY_BIN', saved.bin], ['CI', saved.ci]] as const) {
+      for (const [key, value] of [
+        ['ENVOY_BIN', saved.bin],
+        ['CI', saved.ci],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }
@@ -81,8 +90,12 @@ describeEnvoy('a real Envoy from the support module', () => {
         {
           admin: { address: {} },
           static_resources: {
-            listeners: [{ name: 'in', address: {}, filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }] }],
-            clusters: [{ name: 'app', type: 'STATIC', load_assignment: { cluster_name: 'app', endpoints: [{ lb_endpoints: [{ endpoint: { address: {} } }] }] } }],
+            listeners: [
+              { name: 'in', address: {}, filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: hcm }] }] },
+            ],
+            clusters: [
+              { name: 'app', type: 'STATIC', load_assignment: { cluster_name: 'app', endpoints: [{ lb_endpoints: [{ endpoint: { address: {} } }] }] } },
+            ],
           },
         },
         { clusters: { app: { address: '127.0.0.1', port: upstream.port } } },
@@ -103,7 +116,9 @@ describeEnvoy('a real Envoy from the support module', () => {
   });
 
   it('reports a config Envoy refuses with its own message', async () => {
-    await expect(startEnvoy({ static_resources: { clusters: [{ name: 'x', type: 'STATICK' }] } })).rejects.toThrow(/Envoy exited \(1\) while starting:[\s\S]*STATICK/);
+    await expect(startEnvoy({ static_resources: { clusters: [{ name: 'x', type: 'STATICK' }] } })).rejects.toThrow(
+      /Envoy exited \(1\) while starting:[\s\S]*STATICK/,
+    );
   });
 
   it('stops with SIGTERM', async () => {

@@ -54,10 +54,16 @@ function isWholeConfig(text: string): boolean {
   return doc !== null && typeof doc === 'object' && !Array.isArray(doc) && BOOTSTRAP_FIELDS.some((f) => f in doc);
 }
 
-const shippedFiles = files(ROOT, (n) => /\.ya?ml$/.test(n)).filter((f) => !relative(ROOT, f).startsWith('test/') && /^static_resources:/m.test(readFileSync(f, 'utf8')));
+const shippedFiles = files(ROOT, (n) => /\.ya?ml$/.test(n)).filter(
+  (f) => !relative(ROOT, f).startsWith('test/') && /^static_resources:/m.test(readFileSync(f, 'utf8')),
+);
 const docBlocks = files(ROOT, (n) => n.endsWith('.md'))
   .filter((f) => !relative(ROOT, f).startsWith('test/'))
-  .flatMap((f) => yamlBlocks(readFileSync(f, 'utf8')).filter((b) => isWholeConfig(b.text)).map((b) => ({ where: `${relative(ROOT, f)}:${b.line}`, text: b.text })));
+  .flatMap((f) =>
+    yamlBlocks(readFileSync(f, 'utf8'))
+      .filter((b) => isWholeConfig(b.text))
+      .map((b) => ({ where: `${relative(ROOT, f)}:${b.line}`, text: b.text })),
+  );
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-envoy-validate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -42,7 +42,14 @@ describeEnvoy('what Envoy 1.40 sends to the rate-limit service', () => {
           domain: 'wire',
           routes: [
             { prefix: '/route-hits', rateLimits: [{ actions: [step('route-hits')], hits_addend: { number: 5 } }] },
-            { prefix: '/per-route-hits', perRoute: true, rateLimits: [{ actions: [step('number')], hits_addend: { number: 5 } }, { actions: [step('format')], hits_addend: { format: '%REQ(x-cost)%' } }] },
+            {
+              prefix: '/per-route-hits',
+              perRoute: true,
+              rateLimits: [
+                { actions: [step('number')], hits_addend: { number: 5 } },
+                { actions: [step('format')], hits_addend: { format: '%REQ(x-cost)%' } },
+              ],
+            },
             { prefix: '/stream-done', rateLimits: [{ actions: [step('now')] }, { actions: [step('at-end')], apply_on_stream_done: true }] },
             {
               // check at request time (0 hits), count the price the upstream reports once the response is done
@@ -67,7 +74,8 @@ describeEnvoy('what Envoy 1.40 sends to the rate-limit service', () => {
   });
 
   const rls = (): RecordedCall[] => calls.filter((c) => c.request !== undefined);
-  const descriptors = (c: RecordedCall | undefined) => c?.request?.descriptors.map((d) => ({ entries: d.entries.map((e) => `${e.key}=${e.value}`).join(','), hits: d.hitsAddend }));
+  const descriptors = (c: RecordedCall | undefined) =>
+    c?.request?.descriptors.map((d) => ({ entries: d.entries.map((e) => `${e.key}=${e.value}`).join(','), hits: d.hitsAddend }));
 
   it("one call per request: Envoy's headers, the filter timeout as grpc-timeout, request-level hits_addend 0", async () => {
     await (await fetch(`${stack.url}/route-hits`)).text();
@@ -90,7 +98,10 @@ describeEnvoy('what Envoy 1.40 sends to the rate-limit service', () => {
     await (await fetch(`${stack.url}/per-route-hits`, { headers: { 'x-cost': 'lots' } })).text();
     expect(rls().map(descriptors)).toEqual([
       [{ entries: 'step=route-hits', hits: undefined }],
-      [{ entries: 'step=number', hits: 5 }, { entries: 'step=format', hits: 7 }],
+      [
+        { entries: 'step=number', hits: 5 },
+        { entries: 'step=format', hits: 7 },
+      ],
       // the format's header absent or not a number: Envoy drops that whole descriptor (its limit is not asked)
       [{ entries: 'step=number', hits: 5 }],
       [{ entries: 'step=number', hits: 5 }],

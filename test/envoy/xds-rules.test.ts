@@ -12,7 +12,11 @@ import { startXdsServer, type XdsEvent, type XdsServer } from '../support/xds-se
 
 const NODE = 'envoy-ratelimit';
 const DOMAIN = 'xds-envoy';
-const byClient = (perHour: number) => ({ name: 'route-policy', domain: DOMAIN, descriptors: [{ key: 'client', rateLimit: { unit: 'HOUR', requestsPerUnit: perHour } }] });
+const byClient = (perHour: number) => ({
+  name: 'route-policy',
+  domain: DOMAIN,
+  descriptors: [{ key: 'client', rateLimit: { unit: 'HOUR', requestsPerUnit: perHour } }],
+});
 const ack = (version: string) => (e: XdsEvent) => e.event === 'request' && e.version === version && e.nonce !== '';
 
 describeEnvoy('rules over xDS through Envoy', () => {
@@ -23,9 +27,21 @@ describeEnvoy('rules over xDS through Envoy', () => {
     stack = await startEnvoyStack({
       backend: 'memory',
       rules: {},
-      settings: { configType: 'GRPC_XDS_SOTW', xdsServerUrl: `127.0.0.1:${port}`, xdsNodeId: NODE, forceStartWithoutInitialConfig: true, xdsBackoffInitialInterval: 100, xdsBackoffMaxInterval: 500 },
+      settings: {
+        configType: 'GRPC_XDS_SOTW',
+        xdsServerUrl: `127.0.0.1:${port}`,
+        xdsNodeId: NODE,
+        forceStartWithoutInitialConfig: true,
+        xdsBackoffInitialInterval: 100,
+        xdsBackoffMaxInterval: 500,
+      },
       config: ({ service, upstream }) =>
-        rlsBootstrap({ service, upstream, domain: DOMAIN, routes: [{ prefix: '/', rateLimits: [{ actions: [{ request_headers: { header_name: 'x-client', descriptor_key: 'client' } }] }] }] }),
+        rlsBootstrap({
+          service,
+          upstream,
+          domain: DOMAIN,
+          routes: [{ prefix: '/', rateLimits: [{ actions: [{ request_headers: { header_name: 'x-client', descriptor_key: 'client' } }] }] }],
+        }),
     });
     server = await startXdsServer({ port, node: NODE, snapshot: { version: '0', resources: [] } });
   }, 60_000);

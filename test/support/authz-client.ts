@@ -39,7 +39,10 @@ export interface HttpRequestSpec {
 
 /** A CheckRequest as Envoy's ext_authz HTTP filter fills it (fields we do not read included, as Envoy sends them). */
 export function envoyCheckRequest(spec: HttpRequestSpec): Record<string, unknown> {
-  const source = spec.pipe !== undefined ? { address: { pipe: { path: spec.pipe } } } : { address: { socket_address: { address: spec.ip ?? '10.0.0.1', port_value: 53_124 } } };
+  const source =
+    spec.pipe !== undefined
+      ? { address: { pipe: { path: spec.pipe } } }
+      : { address: { socket_address: { address: spec.ip ?? '10.0.0.1', port_value: 53_124 } } };
   const headers = {
     ':authority': spec.host ?? 'app.example.com',
     ':method': spec.method ?? 'GET',
@@ -56,7 +59,9 @@ export function envoyCheckRequest(spec: HttpRequestSpec): Record<string, unknown
         http: {
           id: 'b7c5a3a0-1',
           method: spec.method ?? 'GET',
-          ...(spec.rawHeaders === undefined ? { headers } : { header_map: { headers: spec.rawHeaders.map(([key, v]) => ({ key, raw_value: Buffer.from(v) })) } }),
+          ...(spec.rawHeaders === undefined
+            ? { headers }
+            : { header_map: { headers: spec.rawHeaders.map(([key, v]) => ({ key, raw_value: Buffer.from(v) })) } }),
           path: spec.path ?? '/',
           host: spec.host ?? 'app.example.com',
           scheme: 'http',
@@ -83,7 +88,9 @@ export interface WireCheckResponse {
 }
 
 export class AuthzTestClient {
-  private readonly client: grpc.Client & { Check: (req: unknown, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: WireCheckResponse) => void) => void };
+  private readonly client: grpc.Client & {
+    Check: (req: unknown, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: WireCheckResponse) => void) => void;
+  };
 
   constructor(address: string) {
     this.client = new Authorization(address, grpc.credentials.createInsecure()) as never;

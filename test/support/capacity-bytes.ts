@@ -43,12 +43,20 @@ export interface AskBytes {
 export function getCapacityBytes(client: Id, asks: readonly AskBytes[]): Buffer {
   return Buffer.concat([
     len(1, bytesOf(client)),
-    ...asks.map((a) => len(2, Buffer.concat([len(1, bytesOf(a.resource)), int(2, a.priority ?? 1), ...(a.has === undefined ? [] : [len(3, lease(a.has))]), double(4, a.wants)]))),
+    ...asks.map((a) =>
+      len(2, Buffer.concat([len(1, bytesOf(a.resource)), int(2, a.priority ?? 1), ...(a.has === undefined ? [] : [len(3, lease(a.has))]), double(4, a.wants)])),
+    ),
   ]);
 }
 
 export function getServerCapacityBytes(server: Id, resource: Id, bands: readonly { priority: number; num_clients: number; wants: number }[]): Buffer {
-  return Buffer.concat([len(1, bytesOf(server)), len(2, Buffer.concat([len(1, bytesOf(resource)), ...bands.map((b) => len(3, Buffer.concat([int(1, b.priority), int(2, b.num_clients), double(3, b.wants)])))]))]);
+  return Buffer.concat([
+    len(1, bytesOf(server)),
+    len(
+      2,
+      Buffer.concat([len(1, bytesOf(resource)), ...bands.map((b) => len(3, Buffer.concat([int(1, b.priority), int(2, b.num_clients), double(3, b.wants)])))]),
+    ),
+  ]);
 }
 
 export function releaseBytes(client: Id, resources: readonly Id[]): Buffer {

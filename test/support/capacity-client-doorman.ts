@@ -72,7 +72,11 @@ export class DoormanProcess {
   /** Doorman's own view of a resource (its /debug/resources page): capacity, sum of grants, sum of wants, clients. */
   async resourceStatus(id: string): Promise<{ capacity: number; sumHas: number; sumWants: number; clients: number } | undefined> {
     const html = await (await fetch(`http://127.0.0.1:${this.debugPort}/debug/resources`)).text();
-    const cells = html.replace(/<[^>]*>/g, '\n').split('\n').map((c) => c.trim()).filter((c) => c !== '');
+    const cells = html
+      .replace(/<[^>]*>/g, '\n')
+      .split('\n')
+      .map((c) => c.trim())
+      .filter((c) => c !== '');
     const at = cells.indexOf(id);
     if (at < 0) return undefined;
     const [capacity, sumHas, sumWants, clients] = cells.slice(at + 1, at + 5).map(Number);

@@ -49,14 +49,17 @@ export class OurCapacityServer implements CapacityPeer {
 
   async start(): Promise<void> {
     if (this.service) return;
-    this.service = await spawnService({
-      CONFIG_DIR: join(this.dir, 'rules'), // no rules files: only the capacity service
-      CAPACITY_CONFIG: join(this.dir, 'resources.yml'),
-      BACKEND: 'memory',
-      GRPC_PORT: String(this.grpcPort),
-      HTTP_PORT: String(this.httpPort),
-      ...this.env,
-    }, 60_000); // a loaded machine can take tens of seconds to start a service from source
+    this.service = await spawnService(
+      {
+        CONFIG_DIR: join(this.dir, 'rules'), // no rules files: only the capacity service
+        CAPACITY_CONFIG: join(this.dir, 'resources.yml'),
+        BACKEND: 'memory',
+        GRPC_PORT: String(this.grpcPort),
+        HTTP_PORT: String(this.httpPort),
+        ...this.env,
+      },
+      60_000,
+    ); // a loaded machine can take tens of seconds to start a service from source
   }
 
   async kill(): Promise<void> {
@@ -75,7 +78,9 @@ export class OurCapacityServer implements CapacityPeer {
   }
 
   async resourceStatus(id: string): Promise<{ capacity: number; sumHas: number; sumWants: number; clients: number } | undefined> {
-    const body = (await (await fetch(`http://127.0.0.1:${this.httpPort}/capacity`)).json()) as { resources: { resource_id: string; capacity: number; sum_has: number; sum_wants: number; count: number }[] };
+    const body = (await (await fetch(`http://127.0.0.1:${this.httpPort}/capacity`)).json()) as {
+      resources: { resource_id: string; capacity: number; sum_has: number; sum_wants: number; count: number }[];
+    };
     const r = body.resources.find((x) => x.resource_id === id);
     return r === undefined ? undefined : { capacity: r.capacity, sumHas: r.sum_has, sumWants: r.sum_wants, clients: r.count };
   }

@@ -22,7 +22,9 @@ export interface ScriptedServer {
 }
 
 /** A doorman.Capacity server answering each method with `answers[method]` (an object, or an error to fail the call). */
-export async function startCapacityServer(answers: Partial<Record<'Discovery' | 'GetCapacity' | 'GetServerCapacity' | 'ReleaseCapacity', Answer>>): Promise<ScriptedServer> {
+export async function startCapacityServer(
+  answers: Partial<Record<'Discovery' | 'GetCapacity' | 'GetServerCapacity' | 'ReleaseCapacity', Answer>>,
+): Promise<ScriptedServer> {
   const definition = protoLoader.loadSync('doorman/doorman.proto', { keepCase: true, longs: Number, defaults: false, includeDirs: [PROTO_ROOT] });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { doorman: { Capacity: grpc.ServiceClientConstructor } };
   const calls: Record<string, number> = {};

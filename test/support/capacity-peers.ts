@@ -40,7 +40,14 @@ export async function startDoorman(config: string, options: { parent?: string } 
   writeFileSync(file, config);
   const port = await freePort();
   const debugPort = await freePort();
-  const args = ['-logtostderr', `-config=${file}`, `-port=${port}`, `-debug_port=${debugPort}`, '-hostname=127.0.0.1', ...(options.parent ? [`-parent=${options.parent}`] : [])];
+  const args = [
+    '-logtostderr',
+    `-config=${file}`,
+    `-port=${port}`,
+    `-debug_port=${debugPort}`,
+    '-hostname=127.0.0.1',
+    ...(options.parent ? [`-parent=${options.parent}`] : []),
+  ];
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr.on('data', (d: Buffer) => {

@@ -26,7 +26,13 @@ export interface Replica {
 }
 
 /** A replica on its own connection; the caller closes `store`. */
-export async function startReplica(redis: RedisStoreOptions, cfg: CapacityConfig, clock: FakeClock, name: string, extra: Partial<RedisCapacityOptions> = {}): Promise<Replica> {
+export async function startReplica(
+  redis: RedisStoreOptions,
+  cfg: CapacityConfig,
+  clock: FakeClock,
+  name: string,
+  extra: Partial<RedisCapacityOptions> = {},
+): Promise<Replica> {
   const store = createRedisStore({ ...redis, clock });
   await store.waitUntilReady(10_000);
   const server = new CapacityServer({ clock, config: () => cfg, address: () => name, stateSinceMs: clock.nowMs() });
@@ -35,7 +41,10 @@ export async function startReplica(redis: RedisStoreOptions, cfg: CapacityConfig
 
 export function ask(r: RedisCapacity, client: string, resource: string, wants: number, has?: number) {
   return r
-    .getCapacity({ client_id: client, resource: [{ resource_id: resource, priority: 1, wants, ...(has === undefined ? {} : { has: { capacity: has, expiry_time: 0, refresh_interval: 0 } }) }] })
+    .getCapacity({
+      client_id: client,
+      resource: [{ resource_id: resource, priority: 1, wants, ...(has === undefined ? {} : { has: { capacity: has, expiry_time: 0, refresh_interval: 0 } }) }],
+    })
     .then((res) => res.response[0]!);
 }
 

@@ -7,7 +7,13 @@ import { prng } from './prng.js';
 
 export type Step =
   | { readonly op: 'get'; readonly client: string; readonly resource: string; readonly wants: number; readonly has?: number }
-  | { readonly op: 'server'; readonly server: string; readonly resource: string; readonly bands: readonly { priority: number; num_clients: number; wants: number }[]; readonly has?: number }
+  | {
+      readonly op: 'server';
+      readonly server: string;
+      readonly resource: string;
+      readonly bands: readonly { priority: number; num_clients: number; wants: number }[];
+      readonly has?: number;
+    }
   | { readonly op: 'release'; readonly client: string; readonly resource: string };
 
 /** What one step got: the capacity granted and the safe capacity answered (undefined for a release). */
@@ -55,11 +61,22 @@ export async function sendStep(caller: CapacityCaller, step: Step, held: Map<str
   type Gets = { gets: { capacity: number; refresh_interval: number; expiry_time: number }; safe_capacity?: number };
   const res =
     step.op === 'get'
-      ? await caller.call<{ response: Gets[] }>('GetCapacity', { client_id: step.client, resource: [{ resource_id: step.resource, priority: 1, wants: step.wants, ...has }] })
-      : await caller.call<{ response: Gets[] }>('GetServerCapacity', { server_id: step.server, resource: [{ resource_id: step.resource, wants: step.bands, ...has }] });
+      ? await caller.call<{ response: Gets[] }>('GetCapacity', {
+          client_id: step.client,
+          resource: [{ resource_id: step.resource, priority: 1, wants: step.wants, ...has }],
+        })
+      : await caller.call<{ response: Gets[] }>('GetServerCapacity', {
+          server_id: step.server,
+          resource: [{ resource_id: step.resource, wants: step.bands, ...has }],
+        });
   const r = res.response[0]!;
   held.set(key, r.gets.capacity);
-  return { capacity: r.gets.capacity, ...(r.safe_capacity === undefined ? {} : { safe: r.safe_capacity }), refresh: r.gets.refresh_interval, expiry: r.gets.expiry_time };
+  return {
+    capacity: r.gets.capacity,
+    ...(r.safe_capacity === undefined ? {} : { safe: r.safe_capacity }),
+    refresh: r.gets.refresh_interval,
+    expiry: r.gets.expiry_time,
+  };
 }
 
 /** Equal up to float rounding (Doorman sums in map order, we in tree order). */

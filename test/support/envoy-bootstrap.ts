@@ -70,9 +70,19 @@ export function rlsBootstrap(o: RlsBootstrapOptions): Obj {
     match: { prefix: r.prefix },
     route: { cluster: 'app', ...(r.perRoute ? {} : { rate_limits: r.rateLimits }), ...r.route },
     ...(r.perRoute
-      ? { typed_per_filter_config: { [filterName]: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute', rate_limits: r.rateLimits, ...(r.domain !== undefined ? { domain: r.domain } : {}) } } }
+      ? {
+          typed_per_filter_config: {
+            [filterName]: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute',
+              rate_limits: r.rateLimits,
+              ...(r.domain !== undefined ? { domain: r.domain } : {}),
+            },
+          },
+        }
       : {}),
-    ...(r.requestHeadersToAdd ? { request_headers_to_add: r.requestHeadersToAdd.map((header) => ({ header, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' })) } : {}),
+    ...(r.requestHeadersToAdd
+      ? { request_headers_to_add: r.requestHeadersToAdd.map((header) => ({ header, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' })) }
+      : {}),
   }));
   const rateLimitFilter = {
     name: filterName,

@@ -39,7 +39,8 @@ function step(node: any, segment: string, path: string): { parent: any; key: str
   if (index === undefined && matchKey === undefined) return { parent: node, key: field };
   const list: unknown = node[field];
   if (!Array.isArray(list)) throw new Error(`envoy config path ${path}: "${field}" is not a list`);
-  const at = index !== undefined ? Number(index) : list.findIndex((e: any) => e !== null && typeof e === 'object' && String(e[matchKey as string]) === matchValue);
+  const at =
+    index !== undefined ? Number(index) : list.findIndex((e: any) => e !== null && typeof e === 'object' && String(e[matchKey as string]) === matchValue);
   if (at < 0 || at >= list.length) throw new Error(`envoy config path ${path}: no element ${segment}`);
   return { parent: list, key: at };
 }
@@ -105,6 +106,9 @@ export function shippedEnvoyConfig(file: string, overrides: EnvoyOverrides = {})
 
 /** The typed_config of HTTP filter `filter` in the first filter chain of listener `listener`. */
 export function httpFilterConfig(doc: unknown, listener: string, filter: string): Obj {
-  const hcm = getPath(doc, `static_resources.listeners[name=${listener}].filter_chains[0].filters[name=envoy.filters.network.http_connection_manager].typed_config`) as Obj;
+  const hcm = getPath(
+    doc,
+    `static_resources.listeners[name=${listener}].filter_chains[0].filters[name=envoy.filters.network.http_connection_manager].typed_config`,
+  ) as Obj;
   return getPath(hcm, `http_filters[name=${filter}].typed_config`) as Obj;
 }

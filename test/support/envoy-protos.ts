@@ -35,7 +35,12 @@ export class EnvoyProtos {
     const dir = join(XDS_DEPS, 'envoy-api', rel);
     if (!existsSync(dir)) return false;
     this.loadedDirs.add(rel);
-    this.root.loadSync(readdirSync(dir).filter((f) => f.endsWith('.proto')).map((f) => join(rel, f)), { keepCase: true });
+    this.root.loadSync(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.proto'))
+        .map((f) => join(rel, f)),
+      { keepCase: true },
+    );
     this.root.resolveAll();
     return true;
   }
@@ -64,7 +69,8 @@ export class EnvoyProtos {
     const here = path === '' ? '(root)' : path;
     switch (name) {
       case 'google.protobuf.Duration':
-        if (typeof value !== 'string' || !/^-?\d+(\.\d{1,9})?s$/.test(value)) errors.push(`${here}: expected a duration such as "0.25s", got ${JSON.stringify(value)}`);
+        if (typeof value !== 'string' || !/^-?\d+(\.\d{1,9})?s$/.test(value))
+          errors.push(`${here}: expected a duration such as "0.25s", got ${JSON.stringify(value)}`);
         return;
       case 'google.protobuf.Struct':
         if (!isObject(value)) errors.push(`${here}: expected an object`);
@@ -97,7 +103,7 @@ export class EnvoyProtos {
     const byName = new Map<string, protobuf.Field>();
     for (const f of type.fieldsArray) {
       byName.set(f.name, f);
-      byName.set(f.options?.['json_name'] as string | undefined ?? camel(f.name), f);
+      byName.set((f.options?.['json_name'] as string | undefined) ?? camel(f.name), f);
     }
     const seen = new Set<protobuf.Field>();
     for (const [key, v] of Object.entries(value)) {
@@ -114,7 +120,8 @@ export class EnvoyProtos {
     for (const oneof of type.oneofsArray) {
       const set = oneof.fieldsArray.filter((f) => seen.has(f));
       if (set.length > 1) errors.push(`${here}: ${set.map((f) => f.name).join(' and ')} are one of '${oneof.name}' (set only one)`);
-      if (set.length === 0 && oneof.options?.['(validate.required)'] === true) errors.push(`${here}: one of ${oneof.fieldsArray.map((f) => f.name).join(' | ')} is required in ${name}`);
+      if (set.length === 0 && oneof.options?.['(validate.required)'] === true)
+        errors.push(`${here}: one of ${oneof.fieldsArray.map((f) => f.name).join(' | ')} is required in ${name}`);
     }
     for (const f of type.fieldsArray) {
       // Inside a oneof the rule applies only to the member that is set.
@@ -156,7 +163,7 @@ export class EnvoyProtos {
             ? typeof value === 'number'
             : /64$/.test(t)
               ? Number.isInteger(value) || (typeof value === 'string' && /^-?\d+$/.test(value))
-              : Number.isInteger(value) && (!t.startsWith('u') && !t.startsWith('fixed') || (value as number) >= 0);
+              : Number.isInteger(value) && ((!t.startsWith('u') && !t.startsWith('fixed')) || (value as number) >= 0);
     if (!ok) errors.push(`${at}: expected ${t}, got ${JSON.stringify(value)}`);
     const minLen = field.options?.['(validate.rules).string.min_len'] as number | undefined;
     if (ok && typeof value === 'string' && minLen !== undefined && value.length < minLen) errors.push(`${at}: must not be shorter than ${minLen}`);

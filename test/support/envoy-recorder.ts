@@ -39,14 +39,24 @@ export async function startRlsRecorder(serviceAddress: string): Promise<RlsRecor
     stream.on('end', () => {
       const body = Buffer.concat(chunks);
       const isRls = headers[':path'] === '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
-      const recorded = { headers, request: isRls ? decodeRateLimitRequest(body.subarray(5), DEFAULT_REQUEST_LIMITS) : undefined, atMs: Date.now(), answered: false };
+      const recorded = {
+        headers,
+        request: isRls ? decodeRateLimitRequest(body.subarray(5), DEFAULT_REQUEST_LIMITS) : undefined,
+        atMs: Date.now(),
+        answered: false,
+      };
       calls.push(recorded);
       const forwarded: Record<string, string> = {};
       for (const [k, v] of Object.entries(headers)) if (HOP_HEADERS.has(k) && typeof v === 'string') forwarded[k] = v;
       const call = upstream.request(forwarded);
-      call.on('response', (h: IncomingHttpHeaders) => stream.respond(Object.fromEntries(Object.entries(h).filter(([k]) => k === ':status' || !k.startsWith(':'))), { waitForTrailers: true }));
+      call.on('response', (h: IncomingHttpHeaders) =>
+        stream.respond(Object.fromEntries(Object.entries(h).filter(([k]) => k === ':status' || !k.startsWith(':'))), { waitForTrailers: true }),
+      );
       let trailers: Record<string, string> = {};
-      call.on('trailers', (t: IncomingHttpHeaders) => (trailers = Object.fromEntries(Object.entries(t).filter((e): e is [string, string] => typeof e[1] === 'string'))));
+      call.on(
+        'trailers',
+        (t: IncomingHttpHeaders) => (trailers = Object.fromEntries(Object.entries(t).filter((e): e is [string, string] => typeof e[1] === 'string'))),
+      );
       stream.on('wantTrailers', () => stream.sendTrailers(trailers));
       call.on('data', (c: Buffer) => stream.write(c));
       call.on('end', () => {

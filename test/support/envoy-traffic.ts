@@ -22,11 +22,23 @@ function value(r: Prng, ordinary: () => string): string {
 
 /** One request as Envoy's filter builds it for domain `edge` (config/example.yaml) on a random route. */
 export function envoyRequest(r: Prng): { domain: string; descriptors: RawDescriptor[]; hitsAddend: number } {
-  const ip = r.chance(0.02) ? '10.0.0.10' : r.chance(0.05) ? `192.168.${r.int(0, 3)}.${r.int(1, 254)}` : r.chance(0.05) ? `2001:db8::${r.int(0, 0xffff).toString(16)}` : r.pick(IPS);
+  const ip = r.chance(0.02)
+    ? '10.0.0.10'
+    : r.chance(0.05)
+      ? `192.168.${r.int(0, 3)}.${r.int(1, 254)}`
+      : r.chance(0.05)
+        ? `2001:db8::${r.int(0, 0xffff).toString(16)}`
+        : r.pick(IPS);
   const descriptors: RawDescriptor[] = [{ entries: [['remote_address', value(r, () => ip)]] }];
   const api = r.chance(0.7);
   if (api) {
-    if (r.chance(0.9)) descriptors.push({ entries: [['generic_key', 'api'], ['user', value(r, () => (r.chance(0.1) ? `svc-${r.int(0, 9)}` : `u${r.int(0, 499)}`))]] });
+    if (r.chance(0.9))
+      descriptors.push({
+        entries: [
+          ['generic_key', 'api'],
+          ['user', value(r, () => (r.chance(0.1) ? `svc-${r.int(0, 9)}` : `u${r.int(0, 499)}`))],
+        ],
+      });
     if (r.chance(0.8)) descriptors.push({ entries: [['plan', value(r, () => r.pick(['free', 'pro']))]] });
   }
   // Further rate_limits entries of other routes/virtual hosts (at most 5 in all), unmatched or partly matched.
@@ -34,8 +46,19 @@ export function envoyRequest(r: Prng): { domain: string; descriptors: RawDescrip
   for (let i = 0; i < extra; i++) {
     descriptors.push(
       r.pick<() => RawDescriptor>([
-        () => ({ entries: [['remote_address', ip], ['path', value(r, () => `/api/v${r.int(1, 3)}`)]] }),
-        () => ({ entries: [['generic_key', 'api'], ['user', `u${r.int(0, 499)}`], ['method', r.pick(['GET', 'POST'])]] }),
+        () => ({
+          entries: [
+            ['remote_address', ip],
+            ['path', value(r, () => `/api/v${r.int(1, 3)}`)],
+          ],
+        }),
+        () => ({
+          entries: [
+            ['generic_key', 'api'],
+            ['user', `u${r.int(0, 499)}`],
+            ['method', r.pick(['GET', 'POST'])],
+          ],
+        }),
         () => ({ entries: [['destination_cluster', value(r, () => r.pick(['api', 'web', 'static']))]] }),
         () => ({ entries: [['plan', 'free']], hitsAddend: r.int(0, 3) }),
       ])(),
@@ -78,7 +101,10 @@ export class RawClientPool {
   private readonly clients: grpc.Client[];
   private next = 0;
   constructor(address: string, connections: number) {
-    this.clients = Array.from({ length: connections }, () => new grpc.Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+    this.clients = Array.from(
+      { length: connections },
+      () => new grpc.Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }),
+    );
   }
 
   /** Sends encoded bytes to `path`; never rejects: every outcome, errors included, is returned with the reply's bytes. */
@@ -86,11 +112,19 @@ export class RawClientPool {
     const client = this.clients[this.next++ % this.clients.length]!;
     const t0 = performance.now();
     return new Promise((resolve) => {
-      client.makeUnaryRequest<Uint8Array, Buffer>(path, (b) => Buffer.from(b), (b) => b, bytes, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (e, body) => {
-        const ms = performance.now() - t0;
-        if (e) resolve({ status: grpc.status[e.code] ?? String(e.code), ms, deadlineMs, message: e.details });
-        else resolve({ status: 'OK', body: body!, ms, deadlineMs });
-      });
+      client.makeUnaryRequest<Uint8Array, Buffer>(
+        path,
+        (b) => Buffer.from(b),
+        (b) => b,
+        bytes,
+        new grpc.Metadata(),
+        { deadline: Date.now() + deadlineMs },
+        (e, body) => {
+          const ms = performance.now() - t0;
+          if (e) resolve({ status: grpc.status[e.code] ?? String(e.code), ms, deadlineMs, message: e.details });
+          else resolve({ status: 'OK', body: body!, ms, deadlineMs });
+        },
+      );
     });
   }
 

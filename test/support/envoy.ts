@@ -110,8 +110,16 @@ export class EnvoyProcess {
     writeFileSync(configFile, typeof config === 'string' ? config : stringify(config));
     const adminFile = join(dir, 'admin-address');
     const args = [
-      '-c', configFile, '--disable-hot-restart', '--concurrency', '1', '--admin-address-path', adminFile,
-      '--log-level', options.logLevel ?? 'warn', ...(options.args ?? []),
+      '-c',
+      configFile,
+      '--disable-hot-restart',
+      '--concurrency',
+      '1',
+      '--admin-address-path',
+      adminFile,
+      '--log-level',
+      options.logLevel ?? 'warn',
+      ...(options.args ?? []),
     ];
     const [cmd, argv] = useSetpriv ? ['setpriv', ['--pdeathsig', 'SIGKILL', binary.path, ...args]] : [binary.path, args];
     const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });

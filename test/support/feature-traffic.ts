@@ -24,7 +24,8 @@ function hostile(r: Prng, ordinary: () => string): string {
 }
 
 const CRITICALITY = ['critical', 'default', 'sheddable', 'CRITICAL', 'Sheddable', 'bogus'];
-const ip = (r: Prng) => (r.chance(0.2) ? '10.66.0.1' : r.chance(0.1) ? `2001:db8::${r.int(0, 0xffff).toString(16)}` : `10.${r.int(0, 3)}.${r.int(0, 15)}.${r.int(1, 254)}`);
+const ip = (r: Prng) =>
+  r.chance(0.2) ? '10.66.0.1' : r.chance(0.1) ? `2001:db8::${r.int(0, 0xffff).toString(16)}` : `10.${r.int(0, 3)}.${r.int(0, 15)}.${r.int(1, 254)}`;
 const user = (r: Prng) => hostile(r, () => `u${r.int(0, 4)}`);
 const tenant = (r: Prng) => `t${r.int(0, 5)}`;
 const session = (r: Prng) => hostile(r, () => `s${r.int(0, 7)}`);
@@ -36,7 +37,17 @@ export function featureRlsRequest(r: Prng): Uint8Array {
   const all: (() => RawDescriptor)[] = [
     () => ({ entries: [['remote_address', ip(r)]] }),
     () => ({ entries: [['user', user(r)]] }),
-    () => ({ entries: r.chance(0.5) ? [['criticality', r.pick(CRITICALITY)], ['tier', `gold${r.int(0, 2)}`]] : [['tier', `gold${r.int(0, 2)}`], ['criticality', r.pick(CRITICALITY)]] }),
+    () => ({
+      entries: r.chance(0.5)
+        ? [
+            ['criticality', r.pick(CRITICALITY)],
+            ['tier', `gold${r.int(0, 2)}`],
+          ]
+        : [
+            ['tier', `gold${r.int(0, 2)}`],
+            ['criticality', r.pick(CRITICALITY)],
+          ],
+    }),
     () => ({ entries: [['tenant', tenant(r)]] }),
     () => ({ entries: [['session', session(r)]] }),
     () => ({ entries: [['path', path(r)]] }),
@@ -104,12 +115,19 @@ export function checkOutcome(o: RawOutcome, storeFailureAllowed: boolean): CallO
 }
 
 /** The feature mix of the traffic test: `checkShare` of the calls are Check, `rlsShare` ShouldRateLimit on the features domain. */
-export function featureMix(o: { checkShare: number; rlsShare: number; checkStats: TrafficStats; rlsStats: TrafficStats; storeFailureAllowed: boolean }): TrafficShare[] {
+export function featureMix(o: {
+  checkShare: number;
+  rlsShare: number;
+  checkStats: TrafficStats;
+  rlsStats: TrafficStats;
+  storeFailureAllowed: boolean;
+}): TrafficShare[] {
   return [
     {
       share: o.checkShare,
       stats: o.checkStats,
-      send: (pool: RawClientPool, r: Prng, deadlineMs: number) => pool.call(CHECK_PATH, encodeCheck(featureCheckSpec(r)), deadlineMs).then((raw) => checkOutcome(raw, o.storeFailureAllowed)),
+      send: (pool: RawClientPool, r: Prng, deadlineMs: number) =>
+        pool.call(CHECK_PATH, encodeCheck(featureCheckSpec(r)), deadlineMs).then((raw) => checkOutcome(raw, o.storeFailureAllowed)),
     },
     { share: o.rlsShare, stats: o.rlsStats, send: (pool: RawClientPool, r: Prng, deadlineMs: number) => pool.send(featureRlsRequest(r), deadlineMs) },
   ];

@@ -7,7 +7,10 @@
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, unknown>;
+export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<
+  string,
+  unknown
+>;
 
 export interface Container {
   name: string;

@@ -18,7 +18,10 @@ export function findKustomize(): { command: Kustomize } | { reason: string } {
   const kustomize = fromEnv !== undefined && fromEnv !== '' ? fromEnv : onPath('kustomize');
   const kubectl = onPath('kubectl');
   const command: Kustomize | undefined = kustomize !== undefined ? [kustomize, 'build'] : kubectl !== undefined ? [kubectl, 'kustomize'] : undefined;
-  const found = command !== undefined ? { command } : { reason: 'no kustomize: set KUSTOMIZE_BIN or put `kustomize` (or kubectl) on PATH (go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1)' };
+  const found =
+    command !== undefined
+      ? { command }
+      : { reason: 'no kustomize: set KUSTOMIZE_BIN or put `kustomize` (or kubectl) on PATH (go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1)' };
   if ('reason' in found && process.env['CI'] === 'true') throw new Error(`CI=true and ${found.reason}`);
   return found;
 }

@@ -56,10 +56,14 @@ const GENERATORS: Record<string, Gen> = {
     // A known field with another wire type (varint / fixed64 / fixed32 / group / length), then the rest valid.
     const field = r.pick([1, 2, 3]);
     const wire = r.pick([0, 1, 5, 2, 3, 4].filter((w) => w !== (field === 3 ? 0 : 2)));
-    const payload = wire === 0 ? varint(r.int(0, 1e9)) : wire === 1 ? randomBytes(r, 8) : wire === 5 ? randomBytes(r, 4) : wire === 2 ? [...varint(3), 1, 2, 3] : [];
+    const payload =
+      wire === 0 ? varint(r.int(0, 1e9)) : wire === 1 ? randomBytes(r, 8) : wire === 5 ? randomBytes(r, 4) : wire === 2 ? [...varint(3), 1, 2, 3] : [];
     return [...tag(field, wire), ...payload, ...Array.from(validBytes(r))];
   },
-  'wrong wire type inside a descriptor': (r) => [...len(1, [0x65, 0x64, 0x67, 0x65]), ...len(2, [...tag(r.pick([1, 2, 3]), r.pick([0, 1, 5])), ...randomBytes(r, 8)])],
+  'wrong wire type inside a descriptor': (r) => [
+    ...len(1, [0x65, 0x64, 0x67, 0x65]),
+    ...len(2, [...tag(r.pick([1, 2, 3]), r.pick([0, 1, 5])), ...randomBytes(r, 8)]),
+  ],
   'huge length': (r) => [...tag(r.pick([1, 2]), 2), ...varint(r.pick([2 ** 31 - 1, 2 ** 32 - 1, 2 ** 35, 2 ** 62])), ...randomBytes(r, r.int(0, 20))],
   'overlong varint': (r) => [...tag(3, 0), ...Array.from({ length: r.int(11, 40) }, () => 0xff), 0x01],
   'unterminated group': (r) => [...tag(r.int(4, 99), 3), ...Array.from(validBytes(r))],
@@ -91,11 +95,16 @@ const GENERATORS: Record<string, Gen> = {
   },
   'extreme numbers': (r) => [
     ...len(1, [0x65, 0x64, 0x67, 0x65]),
-    ...len(2, [...len(1, [...len(1, [0x70, 0x6c, 0x61, 0x6e]), ...len(2, [0x66, 0x72, 0x65, 0x65])]), ...len(2, [...tag(1, 0), ...varint(r.pick([0, 2 ** 32 - 1, 2 ** 63])), ...tag(2, 0), ...varint(r.pick([0, 7, 99, 2 ** 31]))]), ...len(3, [...tag(1, 0), ...varint(r.pick([0n, 2n ** 64n - 1n, 2n ** 53n + 1n]))])]),
+    ...len(2, [
+      ...len(1, [...len(1, [0x70, 0x6c, 0x61, 0x6e]), ...len(2, [0x66, 0x72, 0x65, 0x65])]),
+      ...len(2, [...tag(1, 0), ...varint(r.pick([0, 2 ** 32 - 1, 2 ** 63])), ...tag(2, 0), ...varint(r.pick([0, 7, 99, 2 ** 31]))]),
+      ...len(3, [...tag(1, 0), ...varint(r.pick([0n, 2n ** 64n - 1n, 2n ** 53n + 1n]))]),
+    ]),
     ...tag(3, 0),
     ...varint(r.pick([2 ** 32 - 1, 2 ** 31, 0])),
   ],
-  'empty or partial shape': (r) => r.pick([[], len(1, []), len(2, []), [...len(1, [0x65]), ...len(2, len(1, []))], [...len(1, [0x65]), ...len(2, len(1, len(1, [])))]]),
+  'empty or partial shape': (r) =>
+    r.pick([[], len(1, []), len(2, []), [...len(1, [0x65]), ...len(2, len(1, []))], [...len(1, [0x65]), ...len(2, len(1, len(1, [])))]]),
 };
 
 export const MUTATIONS = Object.keys(GENERATORS);
@@ -109,5 +118,10 @@ export function malformed(r: Prng): { kind: string; bytes: Buffer } {
 /** Messages too big for any sane limit: `descriptors` Envoy-shaped descriptors, or `bytes` of one long value. */
 export function oversized(r: Prng, kind: 'descriptors' | 'value', size: number): Buffer {
   if (kind === 'value') return Buffer.from(encodeRequest('edge', [{ entries: [['remote_address', 'x'.repeat(size)]] }]));
-  return Buffer.from(encodeRequest('edge', Array.from({ length: size }, (_, i) => ({ entries: [['remote_address', `10.${i % 250}.${r.int(0, 255)}.1`]] as [string, string][] }))));
+  return Buffer.from(
+    encodeRequest(
+      'edge',
+      Array.from({ length: size }, (_, i) => ({ entries: [['remote_address', `10.${i % 250}.${r.int(0, 255)}.1`]] as [string, string][] })),
+    ),
+  );
 }

@@ -15,7 +15,10 @@ export const ALL: Entries = [{ key: 'name', value: 'all' }];
 export const tenant = (name: string): Entries => [{ key: 'tenant', value: name }];
 
 /** {name: all} 20/s, {tenant: *} 5/s. */
-const rule = (entries: Entries): BucketRule => (entries[0]!.key === 'tenant' ? { kind: 'limit', name: 'd.tenant', perFill: 5, fillS: 1, shadow: false } : { kind: 'limit', name: 'd.name_all', perFill: 20, fillS: 1, shadow: false });
+const rule = (entries: Entries): BucketRule =>
+  entries[0]!.key === 'tenant'
+    ? { kind: 'limit', name: 'd.tenant', perFill: 5, fillS: 1, shadow: false }
+    : { kind: 'limit', name: 'd.name_all', perFill: 20, fillS: 1, shadow: false };
 
 export interface QuotaStreamSim {
   readonly id: string;
@@ -50,7 +53,11 @@ export interface Replicas {
 let setUps = 0;
 
 /** Each set-up keeps its keys under a prefix of its own (one redis-server serves every test of a file). */
-export async function quotaReplicas(mode: 'memory' | 'redis', redisPort: number | undefined, bounds: { maxBuckets?: number; maxBucketsPerStream?: number } = {}): Promise<Replicas> {
+export async function quotaReplicas(
+  mode: 'memory' | 'redis',
+  redisPort: number | undefined,
+  bounds: { maxBuckets?: number; maxBucketsPerStream?: number } = {},
+): Promise<Replicas> {
   let now = 1_000_000;
   const prefix = `fair${setUps++}:`;
   const clients: Redis[] = [];
@@ -102,7 +109,10 @@ export async function quotaReplicas(mode: 'memory' | 'redis', redisPort: number 
       return sim;
     },
     async report(s, usages) {
-      const answer = await books[s.replica]!.answer(s.sub, { domain: 'd', usages: usages.map((u) => ({ entries: u.entries, allowed: u.allowed, denied: 0, elapsedS: 0 })) });
+      const answer = await books[s.replica]!.answer(s.sub, {
+        domain: 'd',
+        usages: usages.map((u) => ({ entries: u.entries, allowed: u.allowed, denied: 0, elapsedS: 0 })),
+      });
       record(s, answer);
       await flush();
     },

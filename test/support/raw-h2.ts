@@ -69,7 +69,11 @@ export class RawH2Client {
       stream.on('error', (e) => finish({ grpcStatus: RESET, message: String(e), body: Buffer.alloc(0) }));
       stream.on('close', () => {
         const body = Buffer.concat(chunks);
-        finish(status === undefined ? { grpcStatus: RESET, message: `stream closed without grpc-status (rst ${stream.rstCode})`, body } : { grpcStatus: status, message, body: body.subarray(5) });
+        finish(
+          status === undefined
+            ? { grpcStatus: RESET, message: `stream closed without grpc-status (rst ${stream.rstCode})`, body }
+            : { grpcStatus: status, message, body: body.subarray(5) },
+        );
       });
       stream.end(payload);
     });

@@ -26,7 +26,9 @@ export function encodeRequest(domain: string, descriptors: RawDescriptor[], hits
   for (const d of descriptors) {
     w.uint32((2 << 3) | 2).fork();
     for (const [key, value] of d.entries) {
-      w.uint32((1 << 3) | 2).fork().uint32((1 << 3) | 2);
+      w.uint32((1 << 3) | 2)
+        .fork()
+        .uint32((1 << 3) | 2);
       if (typeof key === 'string') w.string(key);
       else w.bytes(key);
       w.uint32((2 << 3) | 2);
@@ -34,7 +36,14 @@ export function encodeRequest(domain: string, descriptors: RawDescriptor[], hits
       else w.bytes(value);
       w.ldelim();
     }
-    if (d.limit) w.uint32((2 << 3) | 2).fork().uint32((1 << 3) | 0).uint32(d.limit.requestsPerUnit).uint32((2 << 3) | 0).int32(d.limit.unit).ldelim();
+    if (d.limit)
+      w.uint32((2 << 3) | 2)
+        .fork()
+        .uint32((1 << 3) | 0)
+        .uint32(d.limit.requestsPerUnit)
+        .uint32((2 << 3) | 0)
+        .int32(d.limit.unit)
+        .ldelim();
     if (d.hitsAddend !== undefined) {
       w.uint32((3 << 3) | 2).fork();
       if (d.hitsAddend !== 0) w.uint32((1 << 3) | 0).uint64(d.hitsAddend);

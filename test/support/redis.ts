@@ -136,9 +136,7 @@ export class RedisProcess {
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     live.add(child);
     this.child = child;
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code) => reject(new Error(`redis-server :${this.port} exited (${code}): ${stderr}`))),
-    );
+    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`redis-server :${this.port} exited (${code}): ${stderr}`))));
     exited.catch(() => undefined);
     child.once('exit', () => {
       live.delete(child);
@@ -285,10 +283,14 @@ async function startClusterOnce(): Promise<ClusterSetup> {
     const busPort = await freePort();
     procs.push(
       new RedisProcess(port, [
-        '--cluster-enabled', 'yes',
-        '--cluster-port', String(busPort),
-        '--cluster-config-file', `nodes-${port}.conf`,
-        '--cluster-node-timeout', '5000',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-port',
+        String(busPort),
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '5000',
       ]),
     );
   }
@@ -297,10 +299,7 @@ async function startClusterOnce(): Promise<ClusterSetup> {
   };
   try {
     await Promise.all(procs.map((p) => p.start()));
-    await run('redis-cli', [
-      '--cluster', 'create', ...procs.map((p) => `${HOST}:${p.port}`),
-      '--cluster-replicas', '0', '--cluster-yes',
-    ]);
+    await run('redis-cli', ['--cluster', 'create', ...procs.map((p) => `${HOST}:${p.port}`), '--cluster-replicas', '0', '--cluster-yes']);
     await waitFor('cluster_state:ok', async () => {
       const infos = await Promise.all(procs.map((p) => rawCommand(p.port, ['CLUSTER', 'INFO'])));
       return infos.every((i) => i.includes('cluster_state:ok'));

@@ -45,7 +45,13 @@ export interface PacedResult {
  * answers; at most 64 in flight, later ones are skipped and counted as status 0), and counts the answers.
  * `stop` ends it early (`sent` then counts what was sent).
  */
-export async function pacedTraffic(url: string, ratePerS: number, durationMs: number, headers: Record<string, string> = {}, stop?: AbortSignal): Promise<PacedResult> {
+export async function pacedTraffic(
+  url: string,
+  ratePerS: number,
+  durationMs: number,
+  headers: Record<string, string> = {},
+  stop?: AbortSignal,
+): Promise<PacedResult> {
   const byStatus = new Map<number, number>();
   const admittedPerSecond: number[] = [];
   const latenciesMs: number[] = [];
@@ -86,11 +92,12 @@ export async function pacedTraffic(url: string, ratePerS: number, durationMs: nu
 
 // ---- a quota-stream client: node:http2 with Envoy's own protos (from @grpc/grpc-js-xds) encoding and decoding ----
 
-
-
 const require = createRequire(import.meta.url);
 const XDS_DEPS = join(dirname(require.resolve('@grpc/grpc-js-xds/package.json')), 'deps');
-const INCLUDE = [dirname(require.resolve('protobufjs/package.json')), ...['envoy-api', 'xds', 'protoc-gen-validate', 'googleapis'].map((d) => join(XDS_DEPS, d))];
+const INCLUDE = [
+  dirname(require.resolve('protobufjs/package.json')),
+  ...['envoy-api', 'xds', 'protoc-gen-validate', 'googleapis'].map((d) => join(XDS_DEPS, d)),
+];
 
 let rlqsTypes: { reports: protobuf.Type; response: protobuf.Type } | undefined;
 function types(): { reports: protobuf.Type; response: protobuf.Type } {
@@ -99,7 +106,10 @@ function types(): { reports: protobuf.Type; response: protobuf.Type } {
   root.resolvePath = (_origin, target) => INCLUDE.map((d) => join(d, target)).find((p) => existsSync(p)) ?? target;
   root.loadSync('envoy/service/rate_limit_quota/v3/rlqs.proto', { keepCase: true });
   root.resolveAll();
-  rlqsTypes = { reports: root.lookupType('envoy.service.rate_limit_quota.v3.RateLimitQuotaUsageReports'), response: root.lookupType('envoy.service.rate_limit_quota.v3.RateLimitQuotaResponse') };
+  rlqsTypes = {
+    reports: root.lookupType('envoy.service.rate_limit_quota.v3.RateLimitQuotaUsageReports'),
+    response: root.lookupType('envoy.service.rate_limit_quota.v3.RateLimitQuotaResponse'),
+  };
   return rlqsTypes;
 }
 
@@ -115,7 +125,12 @@ export function encodeReports(domain: string, usages: readonly Usage[]): Buffer 
   const t = types().reports;
   const msg = t.fromObject({
     domain,
-    bucket_quota_usages: usages.map((u) => ({ bucket_id: { bucket: u.bucket }, time_elapsed: { seconds: u.elapsedS ?? 0 }, num_requests_allowed: u.allowed ?? 0, num_requests_denied: u.denied ?? 0 })),
+    bucket_quota_usages: usages.map((u) => ({
+      bucket_id: { bucket: u.bucket },
+      time_elapsed: { seconds: u.elapsedS ?? 0 },
+      num_requests_allowed: u.allowed ?? 0,
+      num_requests_denied: u.denied ?? 0,
+    })),
   });
   return Buffer.from(t.encode(msg).finish());
 }
@@ -125,7 +140,10 @@ export interface Action {
   bucket_id: { bucket: Record<string, string> };
   quota_assignment_action?: {
     assignment_time_to_live?: { seconds?: number; nanos?: number };
-    rate_limit_strategy?: { blanket_rule?: string; token_bucket?: { max_tokens: number; tokens_per_fill?: { value: number }; fill_interval?: { seconds?: number } } };
+    rate_limit_strategy?: {
+      blanket_rule?: string;
+      token_bucket?: { max_tokens: number; tokens_per_fill?: { value: number }; fill_interval?: { seconds?: number } };
+    };
   };
   abandon_action?: object;
 }
@@ -148,7 +166,12 @@ export class QuotaStream {
   constructor(address: string | http2.ClientHttp2Session) {
     this.session = typeof address === 'string' ? http2.connect(`http://${address}`) : address;
     this.session.on('error', () => undefined);
-    this.stream = this.session.request({ ':method': 'POST', ':path': '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas', 'content-type': 'application/grpc', te: 'trailers' });
+    this.stream = this.session.request({
+      ':method': 'POST',
+      ':path': '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     this.stream.on('error', () => undefined);
     const onStatus = (h: http2.IncomingHttpHeaders) => {
       if (h['grpc-status'] !== undefined) {

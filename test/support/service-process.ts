@@ -37,9 +37,25 @@ function startLine(stderr: string): { grpc: string; http: string } | undefined {
  * `args`: what node runs (default: bin/ratelimit.mjs serve; benchmarks pass the image's dist/cli.js serve).
  * `stdout`: a file descriptor for what the process writes there (a V8 trace), else it is dropped.
  */
-export function spawnService(env: Record<string, string>, timeoutMs = 20_000, args: readonly string[] = [BIN, 'serve'], stdout?: number): Promise<ServiceProcess> {
+export function spawnService(
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+  args: readonly string[] = [BIN, 'serve'],
+  stdout?: number,
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, args, {
-    env: { ...process.env, GRPC_HOST: '127.0.0.1', GRPC_PORT: '0', HTTP_HOST: '127.0.0.1', HTTP_PORT: '0', CONFIG_WATCH: 'false', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0', ...env },
+    env: {
+      ...process.env,
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      CONFIG_WATCH: 'false',
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_MS: '0',
+      ...env,
+    },
     stdio: ['ignore', stdout ?? 'ignore', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

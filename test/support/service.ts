@@ -22,10 +22,24 @@ export interface TestService {
 
 export function testSettings(overrides: Partial<Settings> = {}): Settings {
   const { settings } = loadSettings({}, []);
-  return { ...settings, grpcHost: '127.0.0.1', grpcPort: 0, httpHost: '127.0.0.1', httpPort: 0, configWatch: false, logLevel: 'error', shutdownDrainMs: 0, ...overrides };
+  return {
+    ...settings,
+    grpcHost: '127.0.0.1',
+    grpcPort: 0,
+    httpHost: '127.0.0.1',
+    httpPort: 0,
+    configWatch: false,
+    logLevel: 'error',
+    shutdownDrainMs: 0,
+    ...overrides,
+  };
 }
 
-export async function startTestService(rules: Record<string, string>, overrides: Partial<Settings> = {}, clock = new FakeClock(1_700_000_000_000)): Promise<TestService> {
+export async function startTestService(
+  rules: Record<string, string>,
+  overrides: Partial<Settings> = {},
+  clock = new FakeClock(1_700_000_000_000),
+): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-rules-'));
   for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
   const timer = new FakeTimer(clock);

@@ -30,8 +30,23 @@ export async function makeTestPki(): Promise<TestPki> {
   const sign = async (name: string, subject: string, extensions: string): Promise<void> => {
     writeFileSync(f(`${name}.ext`), extensions);
     await run('openssl', ['req', ...ec, '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', subject]);
-    await run('openssl', ['x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.crt'), '-CAkey', f('ca.key'),
-      '-CAcreateserial', '-out', f(`${name}.crt`), '-days', '2', '-extfile', f(`${name}.ext`)]);
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f(`${name}.crt`),
+      '-days',
+      '2',
+      '-extfile',
+      f(`${name}.ext`),
+    ]);
   };
   await sign('server', '/CN=redis.test', 'subjectAltName=DNS:redis.test\nextendedKeyUsage=serverAuth\n');
   await sign('client', '/CN=ratelimit', 'extendedKeyUsage=clientAuth\n');

@@ -111,9 +111,19 @@ async function probe(pool: RawClientPool, r: Prng, key: string): Promise<string 
       const admitted = o.verdict === 'allowed';
       return { o, admitted, userOk: admitted, tenantOk: admitted, check: true };
     }
-    const user: RawDescriptor = { entries: [['generic_key', 'api'], ['user', key]] };
+    const user: RawDescriptor = {
+      entries: [
+        ['generic_key', 'api'],
+        ['user', key],
+      ],
+    };
     const tenant: RawDescriptor = { entries: [['tenant', key]] };
-    const descriptors = shuffle<RawDescriptor>(r, [user, tenant, { entries: [['remote_address', `${key}-ip`]] }, ...(r.chance(0.5) ? [{ entries: [['plan', 'free']] } as RawDescriptor] : [])]);
+    const descriptors = shuffle<RawDescriptor>(r, [
+      user,
+      tenant,
+      { entries: [['remote_address', `${key}-ip`]] },
+      ...(r.chance(0.5) ? [{ entries: [['plan', 'free']] } as RawDescriptor] : []),
+    ]);
     const o = await pool.send(encodeRequest('traffic', descriptors), 5000);
     const ok = (i: number) => o.statuses?.[i]?.[0] === 1;
     return { o, admitted: o.overallCode === 1, userOk: ok(descriptors.indexOf(user)), tenantOk: ok(descriptors.indexOf(tenant)), check: false };
@@ -124,7 +134,9 @@ async function probe(pool: RawClientPool, r: Prng, key: string): Promise<string 
   const count = (f: (a: (typeof answers)[number]) => boolean) => answers.filter(f).length;
   const [admitted, userOk, tenantOk] = [count((a) => a.admitted), count((a) => a.userOk), count((a) => a.tenantOk)];
   const checks = `${count((a) => a.check)} by Check, admitted ${count((a) => a.check && a.admitted)}`;
-  return admitted === PROBE_LIMIT && userOk === PROBE_LIMIT && tenantOk === PROBE_LIMIT ? undefined : `${key}: admitted ${admitted}, user ${userOk}, tenant ${tenantOk} of ${PROBE_LIMIT} (${checks})`;
+  return admitted === PROBE_LIMIT && userOk === PROBE_LIMIT && tenantOk === PROBE_LIMIT
+    ? undefined
+    : `${key}: admitted ${admitted}, user ${userOk}, tenant ${tenantOk} of ${PROBE_LIMIT} (${checks})`;
 }
 
 /** Late Check answers the service counted (the method label of ratelimit_grpc_late_answers_total names Check). */
@@ -189,7 +201,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const fault = await faults.injectRandom(o.maxPauseMs, o.faultKinds);
       // The fault window lasts until the service says its store is ready again (it reconnects on its own).
       try {
-        await eventually(async () => gauge(await scrapeMetrics(service.httpAddress), 'ratelimit_store_ready') === 1, { timeoutMs: 15_000, intervalMs: 50, what: 'store ready' });
+        await eventually(async () => gauge(await scrapeMetrics(service.httpAddress), 'ratelimit_store_ready') === 1, {
+          timeoutMs: 15_000,
+          intervalMs: 50,
+          what: 'store ready',
+        });
       } catch {
         slowRecoveries.push(`${fault.kind} at +${fault.start - origin} ms`);
       }
@@ -208,7 +224,24 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
       const a = await pool.send(encodeRequest('traffic', [{ entries: [['tenant', `after-${o.seed}`]] }]), 2000);
       afterwards = a.status === 'OK' ? `OK overall=${a.overallCode} remaining=${a.statuses?.[0]?.[1]}` : `${a.status} ${a.message ?? ''}`;
     }
-    return { seed: o.seed, stats, checkStats, died, stderrTail, probes, probeFailures, faults: faults.describe(origin), serverLate, serverLateCheck, fallbacks, clientLoopP99Ms: loop.percentile(99) / 1e6, slowRecoveries, maxRssBytes: maxRss, scrapeErrors, afterwards };
+    return {
+      seed: o.seed,
+      stats,
+      checkStats,
+      died,
+      stderrTail,
+      probes,
+      probeFailures,
+      faults: faults.describe(origin),
+      serverLate,
+      serverLateCheck,
+      fallbacks,
+      clientLoopP99Ms: loop.percentile(99) / 1e6,
+      slowRecoveries,
+      maxRssBytes: maxRss,
+      scrapeErrors,
+      afterwards,
+    };
   } finally {
     loop.disable();
     pool.close();

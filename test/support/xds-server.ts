@@ -23,7 +23,12 @@ export function xdsServerBinary(): string {
   if (existsSync(bin)) return bin;
   mkdirSync(dir, { recursive: true });
   const tmp = `${bin}.${process.pid}.tmp`;
-  const out = spawnSync('go', ['build', '-o', tmp, '.'], { cwd: SOURCE, encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env: { ...process.env, GOFLAGS: '-mod=mod', CGO_ENABLED: '0' } });
+  const out = spawnSync('go', ['build', '-o', tmp, '.'], {
+    cwd: SOURCE,
+    encoding: 'utf8',
+    timeout: BUILD_TIMEOUT_MS,
+    env: { ...process.env, GOFLAGS: '-mod=mod', CGO_ENABLED: '0' },
+  });
   if (out.status !== 0) throw new Error(`go build of test/xds-server failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
   renameSync(tmp, bin);
   return bin;
@@ -90,7 +95,14 @@ export async function startXdsServer(options: XdsServerOptions): Promise<XdsServ
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; events:\n${events.slice(-20).map((e) => JSON.stringify(e)).join('\n')}\n${stderr}`));
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}; events:\n${events
+              .slice(-20)
+              .map((e) => JSON.stringify(e))
+              .join('\n')}\n${stderr}`,
+          ),
+        );
       }, timeoutMs);
       waiters.add(check);
       check();

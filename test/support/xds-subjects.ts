@@ -29,9 +29,22 @@ export async function startReferenceOverXds(env: Record<string, string>): Promis
   let out = '';
   const child = spawn(REFERENCE_BIN, [], {
     env: {
-      PATH: '/usr/bin:/bin', USE_STATSD: 'false', USE_PROMETHEUS: 'false', TRACING_ENABLED: 'false', BACKEND_TYPE: 'redis', REDIS_SOCKET_TYPE: 'tcp',
-      REDIS_TYPE: 'single', REDIS_URL: `127.0.0.1:${redis.port}`, HOST: '127.0.0.1', PORT: String(http), GRPC_HOST: '127.0.0.1', GRPC_PORT: String(grpc),
-      DEBUG_HOST: '127.0.0.1', DEBUG_PORT: String(debug), LOG_LEVEL: 'info', ...env,
+      PATH: '/usr/bin:/bin',
+      USE_STATSD: 'false',
+      USE_PROMETHEUS: 'false',
+      TRACING_ENABLED: 'false',
+      BACKEND_TYPE: 'redis',
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_TYPE: 'single',
+      REDIS_URL: `127.0.0.1:${redis.port}`,
+      HOST: '127.0.0.1',
+      PORT: String(http),
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(grpc),
+      DEBUG_HOST: '127.0.0.1',
+      DEBUG_PORT: String(debug),
+      LOG_LEVEL: 'info',
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -72,7 +72,12 @@ function specifiers(file: string): { spec: string; pos: number }[] {
     else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) spec = node.moduleReference.expression;
     else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) spec = node.arguments[0];
     else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) spec = node.argument.literal;
-    else if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'URL' && node.arguments?.[1]?.getText() === 'import.meta.url') {
+    else if (
+      ts.isNewExpression(node) &&
+      ts.isIdentifier(node.expression) &&
+      node.expression.text === 'URL' &&
+      node.arguments?.[1]?.getText() === 'import.meta.url'
+    ) {
       spec = node.arguments[0];
     }
     if (spec !== undefined) {
@@ -95,7 +100,16 @@ for (const file of files(SRC)) {
   const imports = specifiers(file).map(({ spec, pos }): Import => {
     if (!spec.startsWith('.')) return { spec, target: spec, line: pos };
     const path = relative(SRC, resolve(dirname(file), spec));
-    return { spec, target: path.startsWith('..') ? undefined : path.split(sep).join('/').replace(/\.[jt]s$/, ''), line: pos };
+    return {
+      spec,
+      target: path.startsWith('..')
+        ? undefined
+        : path
+            .split(sep)
+            .join('/')
+            .replace(/\.[jt]s$/, ''),
+      line: pos,
+    };
   });
   graph.set(relative(SRC, file).split(sep).join('/').replace(/\.ts$/, ''), imports);
 }
@@ -111,8 +125,14 @@ const crossings = [...graph].flatMap(([id, imports]) =>
 describe('architecture', () => {
   it('gives every room of src/ one line in the layer order, and names no room that is not there', () => {
     const rooms = readdirSync(SRC).filter((name) => statSync(join(SRC, name)).isDirectory());
-    expect(rooms.filter((r) => !level.has(r)), 'rooms of src/ missing from LAYERS').toEqual([]);
-    expect([...level.keys()].filter((r) => r !== ENTRY && !rooms.includes(r)), 'rooms in LAYERS that src/ does not have').toEqual([]);
+    expect(
+      rooms.filter((r) => !level.has(r)),
+      'rooms of src/ missing from LAYERS',
+    ).toEqual([]);
+    expect(
+      [...level.keys()].filter((r) => r !== ENTRY && !rooms.includes(r)),
+      'rooms in LAYERS that src/ does not have',
+    ).toEqual([]);
     expect(level.size, 'a room on two lines of LAYERS').toBe(LAYERS.flat().length);
   });
 

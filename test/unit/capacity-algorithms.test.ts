@@ -18,7 +18,10 @@ function server(kind: string, options: { learning?: number; lease?: number; capa
   const clock = new FakeClock(1_700_000_000_000);
   const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => '127.0.0.1:1', stateSinceMs: clock.nowMs() });
   const get = (client: string, wants: number, has?: number) =>
-    srv.getCapacity({ client_id: client, resource: [{ resource_id: 'r', priority: 1, wants, ...(has === undefined ? {} : { has: { capacity: has, expiry_time: 0, refresh_interval: 0 } }) }] }).response[0]!;
+    srv.getCapacity({
+      client_id: client,
+      resource: [{ resource_id: 'r', priority: 1, wants, ...(has === undefined ? {} : { has: { capacity: has, expiry_time: 0, refresh_interval: 0 } }) }],
+    }).response[0]!;
   return { srv, clock, get };
 }
 
@@ -77,7 +80,10 @@ describe('capacity algorithms', () => {
       const req = { client, wants: r.pick([0, 5, 30, 60, 200, 5000]), subclients: r.chance(multi) ? r.int(2, 4) : 1 };
       const view = store.view(client);
       expect(decideShare('FAIR_SHARE', capacity, view, req)).toBeCloseTo(literalFair(capacity, view, store, req), 9);
-      expect(decideShare('PROPORTIONAL_SHARE', capacity, store.view(client), req)).toBeCloseTo(literalProportional(capacity, store.view(client), store, req), 9);
+      expect(decideShare('PROPORTIONAL_SHARE', capacity, store.view(client), req)).toBeCloseTo(
+        literalProportional(capacity, store.view(client), store, req),
+        9,
+      );
     }
   });
 
@@ -197,7 +203,10 @@ describe('priorities: ignored as by Doorman, unless a template sets priority_ban
   });
 
   it('priority_bands applies to the sharing kinds only', () => {
-    const bad = parseCapacityConfig('r.yaml', 'resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: STATIC, lease_length: 5, refresh_interval: 1, parameters: [{name: priority_bands, value: "true"}]}\n');
+    const bad = parseCapacityConfig(
+      'r.yaml',
+      'resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: STATIC, lease_length: 5, refresh_interval: 1, parameters: [{name: priority_bands, value: "true"}]}\n',
+    );
     expect(bad.ok).toBe(false);
   });
 
@@ -223,8 +232,16 @@ describe('priorities: ignored as by Doorman, unless a template sets priority_ban
 
 describe('a grant is always a finite number ≥ 0', () => {
   it('even when the capacity itself is not (a parent answering NaN or Infinity)', () => {
-    for (const [capacity, kind] of [[NaN, 'STATIC'], [NaN, 'FAIR_SHARE'], [NaN, 'PROPORTIONAL_SHARE'], [Infinity, 'FAIR_SHARE']] as const) {
-      const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: 10\n    algorithm: {kind: ${kind}, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n`);
+    for (const [capacity, kind] of [
+      [NaN, 'STATIC'],
+      [NaN, 'FAIR_SHARE'],
+      [NaN, 'PROPORTIONAL_SHARE'],
+      [Infinity, 'FAIR_SHARE'],
+    ] as const) {
+      const cfg = parseCapacityConfig(
+        'r.yaml',
+        `resources:\n  - identifier_glob: "*"\n    capacity: 10\n    algorithm: {kind: ${kind}, lease_length: 60, refresh_interval: 5, learning_mode_duration: 0}\n`,
+      );
       if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
       const clock = new FakeClock(1_700_000_000_000);
       const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => 'x', stateSinceMs: clock.nowMs(), capacityOf: () => capacity });

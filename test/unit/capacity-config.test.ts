@@ -74,7 +74,10 @@ describe('capacity resource file', () => {
   });
 
   it('turns FAIR_SHARE with max_min into the water-filling kind, announced to peers as FAIR_SHARE', () => {
-    const r = parseCapacityConfig('res.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: FAIR_SHARE, lease_length: 2, refresh_interval: 1, parameters: [{name: max_min, value: "true"}]}\n`);
+    const r = parseCapacityConfig(
+      'res.yaml',
+      `resources:\n  - identifier_glob: "*"\n    capacity: 1\n    algorithm: {kind: FAIR_SHARE, lease_length: 2, refresh_interval: 1, parameters: [{name: max_min, value: "true"}]}\n`,
+    );
     expect(r.ok && r.config.find('x').algorithm).toMatchObject({ kind: 'FAIR_SHARE_MAXMIN', wireKind: 'FAIR_SHARE' });
   });
 

@@ -19,13 +19,17 @@ const BOUND = 6;
 
 function filled(n: number, kind: string, servers = 0) {
   const algorithm = kind === 'FAIR_SHARE_MAXMIN' ? 'FAIR_SHARE, parameters: [{name: max_min, value: "true"}]' : kind;
-  const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: ${20 * n}\n    algorithm: {kind: ${algorithm}, lease_length: 600, refresh_interval: 60, learning_mode_duration: 0}\n`);
+  const cfg = parseCapacityConfig(
+    'r.yaml',
+    `resources:\n  - identifier_glob: "*"\n    capacity: ${20 * n}\n    algorithm: {kind: ${algorithm}, lease_length: 600, refresh_interval: 60, learning_mode_duration: 0}\n`,
+  );
   if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
   const clock = new FakeClock(1_700_000_000_000);
   const srv = new CapacityServer({ clock, config: () => cfg.config, address: () => '127.0.0.1:1', stateSinceMs: clock.nowMs() });
   for (let i = 0; i < n; i++) srv.getCapacity({ client_id: `c${i}`, resource: [{ resource_id: 'r', priority: 1, wants: 1 + ((i * 37) % 100) }] });
   // Intermediate servers: clients with several subclients, which FAIR_SHARE's second round must look at apart.
-  for (let i = 0; i < servers; i++) srv.getServerCapacity({ server_id: `s${i}`, resource: [{ resource_id: 'r', wants: [{ priority: 1, num_clients: 5, wants: 40 + 60 * i }] }] });
+  for (let i = 0; i < servers; i++)
+    srv.getServerCapacity({ server_id: `s${i}`, resource: [{ resource_id: 'r', wants: [{ priority: 1, num_clients: 5, wants: 40 + 60 * i }] }] });
   return { srv, clock };
 }
 

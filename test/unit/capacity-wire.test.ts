@@ -9,8 +9,19 @@ import { describe, expect, it } from 'vitest';
 import { idBytes, idText } from '../../src/capacity/ids.js';
 import { methodCodec, type CapacityMethod } from '../../src/capacity/doorman-messages.js';
 import type * as M from '../../src/capacity/doorman-messages.js';
-import { decodeDiscoveryRequest, decodeGetCapacityRequest, decodeGetServerCapacityRequest, decodeReleaseCapacityRequest, WireError } from '../../src/capacity/wire-decode.js';
-import { encodeDiscoveryResponse, encodeGetCapacityResponse, encodeGetServerCapacityResponse, encodeReleaseCapacityResponse } from '../../src/capacity/wire-encode.js';
+import {
+  decodeDiscoveryRequest,
+  decodeGetCapacityRequest,
+  decodeGetServerCapacityRequest,
+  decodeReleaseCapacityRequest,
+  WireError,
+} from '../../src/capacity/wire-decode.js';
+import {
+  encodeDiscoveryResponse,
+  encodeGetCapacityResponse,
+  encodeGetServerCapacityResponse,
+  encodeReleaseCapacityResponse,
+} from '../../src/capacity/wire-encode.js';
 import { prng, type Prng } from '../support/prng.js';
 
 const CASES = 2_000;
@@ -41,10 +52,17 @@ function many<T>(r: Prng, make: () => T): T[] {
 
 const requests: Record<CapacityMethod, (r: Prng) => object> = {
   Discovery: () => ({}),
-  GetCapacity: (r) => ({ client_id: text(r), resource: many(r, () => ({ resource_id: text(r), priority: int64(r), ...(r.chance(0.5) ? { has: lease(r) } : {}), wants: double(r) })) }),
+  GetCapacity: (r) => ({
+    client_id: text(r),
+    resource: many(r, () => ({ resource_id: text(r), priority: int64(r), ...(r.chance(0.5) ? { has: lease(r) } : {}), wants: double(r) })),
+  }),
   GetServerCapacity: (r) => ({
     server_id: text(r),
-    resource: many(r, () => ({ resource_id: text(r), ...(r.chance(0.5) ? { has: lease(r) } : {}), wants: many(r, () => ({ priority: int64(r), num_clients: int64(r), wants: double(r) })) })),
+    resource: many(r, () => ({
+      resource_id: text(r),
+      ...(r.chance(0.5) ? { has: lease(r) } : {}),
+      wants: many(r, () => ({ priority: int64(r), num_clients: int64(r), wants: double(r) })),
+    })),
   }),
   ReleaseCapacity: (r) => ({ client_id: text(r), resource_id: many(r, () => text(r)) }),
 };
@@ -61,7 +79,10 @@ const mastership = (r: Prng): object => (r.chance(0.3) ? { mastership: r.chance(
 const responses: Record<CapacityMethod, { make: (r: Prng) => object; encode: (m: never) => Buffer }> = {
   Discovery: { make: (r) => ({ mastership: r.chance(0.8) ? { master_address: text(r) } : {}, is_master: r.chance(0.5) }), encode: encodeDiscoveryResponse },
   GetCapacity: {
-    make: (r) => ({ response: many(r, () => ({ resource_id: text(r), gets: lease(r), ...(r.chance(0.7) ? { safe_capacity: double(r) } : {}) })), ...mastership(r) }),
+    make: (r) => ({
+      response: many(r, () => ({ resource_id: text(r), gets: lease(r), ...(r.chance(0.7) ? { safe_capacity: double(r) } : {}) })),
+      ...mastership(r),
+    }),
     encode: encodeGetCapacityResponse,
   },
   GetServerCapacity: {
@@ -103,7 +124,10 @@ function textIds(m: unknown): unknown {
   if (typeof m !== 'object' || m === null) return m;
   if (Array.isArray(m)) return m.map(textIds);
   return Object.fromEntries(
-    Object.entries(m).map(([k, v]) => [k, ['client_id', 'server_id', 'resource_id'].includes(k) ? (Array.isArray(v) ? v.map((x: string) => idText(x)) : idText(v as string)) : textIds(v)]),
+    Object.entries(m).map(([k, v]) => [
+      k,
+      ['client_id', 'server_id', 'resource_id'].includes(k) ? (Array.isArray(v) ? v.map((x: string) => idText(x)) : idText(v as string)) : textIds(v),
+    ]),
   );
 }
 
@@ -161,7 +185,7 @@ describe('doorman.Capacity wire codec', () => {
     });
   }
 
-  it("refuses a message without a required field as protobufjs does (\"missing required '…'\")", () => {
+  it('refuses a message without a required field as protobufjs does ("missing required \'…\'")', () => {
     const lease = Buffer.from('0801', 'hex'); // expiry_time only
     const resource = Buffer.concat([Buffer.from('0a0172', 'hex'), Buffer.from('1001', 'hex'), Buffer.from('1a02', 'hex'), lease]); // no wants
     const request = Buffer.concat([Buffer.from('0a0163', 'hex'), Buffer.from([0x12, resource.length]), resource]);

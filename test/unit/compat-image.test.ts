@@ -14,7 +14,10 @@ function imageEnv(): Record<string, string> {
   const finalStage = text.slice(text.lastIndexOf('\nFROM '));
   const env: Record<string, string> = {};
   for (const line of finalStage.split('\n').filter((l) => /^ENV\s/.test(l))) {
-    for (const pair of line.replace(/^ENV\s+/, '').trim().split(/\s+/)) {
+    for (const pair of line
+      .replace(/^ENV\s+/, '')
+      .trim()
+      .split(/\s+/)) {
       const eq = pair.indexOf('=');
       env[pair.slice(0, eq)] = pair.slice(eq + 1);
     }
@@ -24,7 +27,14 @@ function imageEnv(): Record<string, string> {
 
 describe('the image with a reference deployment', () => {
   it("starts on the deployment's rules and Redis, not the image's defaults", () => {
-    const compose = { USE_STATSD: 'false', LOG_LEVEL: 'debug', REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', RUNTIME_ROOT: '/data', RUNTIME_SUBDIRECTORY: 'ratelimit' };
+    const compose = {
+      USE_STATSD: 'false',
+      LOG_LEVEL: 'debug',
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_URL: 'redis:6379',
+      RUNTIME_ROOT: '/data',
+      RUNTIME_SUBDIRECTORY: 'ratelimit',
+    };
     const { settings } = loadSettings({ ...imageEnv(), ...compose });
     expect(settings).toMatchObject({ configDir: '/data/ratelimit/config', configAllFiles: true, backend: 'redis', redisUrl: 'redis://redis:6379' });
   });

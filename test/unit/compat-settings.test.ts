@@ -94,18 +94,42 @@ describe('a deployment configured for envoyproxy/ratelimit', () => {
   });
 
   it('reads the sentinel form "master,host:port,..." and the cluster node list', () => {
-    const sentinel = redisTarget({ REDIS_SOCKET_TYPE: 'tcp', REDIS_TYPE: 'SENTINEL', REDIS_URL: 'mymaster,s1:26379,s2:26380', REDIS_SENTINEL_AUTH: 'sp', REDIS_AUTH: 'pw' });
+    const sentinel = redisTarget({
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_TYPE: 'SENTINEL',
+      REDIS_URL: 'mymaster,s1:26379,s2:26380',
+      REDIS_SENTINEL_AUTH: 'sp',
+      REDIS_AUTH: 'pw',
+    });
     expect(sentinel.type).toBe('sentinel');
-    expect(sentinel.options).toMatchObject({ name: 'mymaster', sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26380 }], sentinelPassword: 'sp', password: 'pw' });
+    expect(sentinel.options).toMatchObject({
+      name: 'mymaster',
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26380 },
+      ],
+      sentinelPassword: 'sp',
+      password: 'pw',
+    });
     const cluster = redisTarget({ REDIS_SOCKET_TYPE: 'tcp', REDIS_TYPE: 'CLUSTER', REDIS_URL: 'n1:7000,n2:7001,n3:7002' });
     expect(cluster.type).toBe('cluster');
-    expect(cluster.type === 'cluster' && cluster.nodes).toEqual([{ host: 'n1', port: 7000 }, { host: 'n2', port: 7001 }, { host: 'n3', port: 7002 }]);
+    expect(cluster.type === 'cluster' && cluster.nodes).toEqual([
+      { host: 'n1', port: 7000 },
+      { host: 'n2', port: 7001 },
+      { host: 'n3', port: 7002 },
+    ]);
   });
 
   it('puts REDIS_AUTH (password or user:password) and REDIS_TLS into the connection', () => {
     expect(redisTarget({ REDIS_URL: 'r:6379', REDIS_AUTH: 's3cr:t' }).options).toMatchObject({ username: 's3cr', password: 't' });
     expect(redisTarget({ REDIS_URL: 'r:6379', REDIS_AUTH: 'only-pass' }).options).toMatchObject({ password: 'only-pass' });
-    const { settings } = loadSettings({ REDIS_URL: 'r:6380', REDIS_TLS: 'true', REDIS_TLS_CACERT: '/ca.pem', REDIS_TLS_CLIENT_CERT: '/c.pem', REDIS_TLS_CLIENT_KEY: '/k.pem' });
+    const { settings } = loadSettings({
+      REDIS_URL: 'r:6380',
+      REDIS_TLS: 'true',
+      REDIS_TLS_CACERT: '/ca.pem',
+      REDIS_TLS_CLIENT_CERT: '/c.pem',
+      REDIS_TLS_CLIENT_KEY: '/k.pem',
+    });
     expect(settings).toMatchObject({ redisUrl: 'rediss://r:6380', redisTlsCa: '/ca.pem', redisTlsCert: '/c.pem', redisTlsKey: '/k.pem' });
   });
 
@@ -149,7 +173,13 @@ describe('conflicts and unsupported settings', () => {
   });
 
   it('names every reference-only setting that is set: unsupported ones as warnings with what to do', () => {
-    const { notices } = loadSettings({ USE_STATSD: 'true', STATSD_HOST: 'statsd', USE_DOG_STATSD: 'false', REDIS_POOL_SIZE: '20', RUNTIME_WATCH_ROOT: 'false' });
+    const { notices } = loadSettings({
+      USE_STATSD: 'true',
+      STATSD_HOST: 'statsd',
+      USE_DOG_STATSD: 'false',
+      REDIS_POOL_SIZE: '20',
+      RUNTIME_WATCH_ROOT: 'false',
+    });
     expect(notices.map((n) => [n.level, n.setting])).toEqual([
       ['info', 'RUNTIME_WATCH_ROOT'],
       ['warn', 'USE_STATSD'],
@@ -157,6 +187,8 @@ describe('conflicts and unsupported settings', () => {
       ['info', 'USE_DOG_STATSD'],
       ['info', 'REDIS_POOL_SIZE'],
     ]);
-    expect(notices[1]!.message).toBe('USE_STATSD is not supported and has no effect: we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd');
+    expect(notices[1]!.message).toBe(
+      'USE_STATSD is not supported and has no effect: we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd',
+    );
   });
 });

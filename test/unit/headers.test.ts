@@ -12,7 +12,12 @@ const limit = (name: string | undefined, requestsPerUnit: number, windowMs: numb
 });
 
 const burst: AppliedLimit = { limit: limit('burst', 10, 1000), outcome: { allowed: true, remaining: 4, resetMs: 300 }, policyName: 'burst', enforced: true };
-const daily: AppliedLimit = { limit: limit('daily', 1000, 86_400_000), outcome: { allowed: false, remaining: 0, resetMs: 3_600_500 }, policyName: 'daily', enforced: true };
+const daily: AppliedLimit = {
+  limit: limit('daily', 1000, 86_400_000),
+  outcome: { allowed: false, remaining: 0, resetMs: 3_600_500 },
+  policyName: 'daily',
+  enforced: true,
+};
 
 describe('response headers', () => {
   it('sends retry-after (the longest wait of the rejecting limits) and the IETF draft fields', () => {
@@ -37,7 +42,12 @@ describe('response headers', () => {
 
   it('names each policy by its own request, when one limit object serves changing policy names (the per-limit cache)', () => {
     const shared = limit(undefined, 5, 60_000);
-    const as = (policyName: string, remaining: number): AppliedLimit => ({ limit: shared, outcome: { allowed: true, remaining, resetMs: 1000 }, policyName, enforced: true });
+    const as = (policyName: string, remaining: number): AppliedLimit => ({
+      limit: shared,
+      outcome: { allowed: true, remaining, resetMs: 1000 },
+      policyName,
+      enforced: true,
+    });
     for (let round = 0; round < 2; round++) {
       expect(buildResponseHeaders([as('d.user_a', 4)], false, { mode: 'all', xRateLimit: false })).toEqual([
         { key: 'ratelimit-policy', value: '"d.user_a";q=5;w=60' },

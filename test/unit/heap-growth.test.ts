@@ -16,7 +16,9 @@ const MODULE = fileURLToPath(new URL('../../src/app/heap-growth.ts', import.meta
 async function nextLimitKb(percent: number): Promise<number> {
   const script = `const { setHeapGrowingPercent } = await import(${JSON.stringify(MODULE)}); setHeapGrowingPercent(${percent});
     const keep = []; for (let i = 0; i < 2000000; i++) keep.push({ i }); globalThis.gc(); if (keep.length === 0) console.log('');`;
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--expose-gc', '--trace-gc-verbose', '--input-type=module', '-e', script], { maxBuffer: 1 << 26 });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--expose-gc', '--trace-gc-verbose', '--input-type=module', '-e', script], {
+    maxBuffer: 1 << 26,
+  });
   const limits = [...stdout.matchAll(/\[HeapController\] Limit: old size: \d+ KB, new limit: (\d+) KB/g)];
   if (limits.length === 0) throw new Error(`no limit line in V8's trace:\n${stdout.slice(0, 2000)}`);
   return Number(limits.at(-1)![1]);

@@ -8,7 +8,14 @@ import { createMetrics } from '../../src/observability/metrics.js';
 import type { DescriptorReport } from '../../src/core/observer.js';
 
 const report = (statsKey: string, hits: number, over = false, more: Partial<DescriptorReport> = {}): DescriptorReport => ({
-  domain: 'd', statsKey, hits, overLimit: over, nearLimit: false, shadowMode: false, quotaMode: false, ...more,
+  domain: 'd',
+  statsKey,
+  hits,
+  overLimit: over,
+  nearLimit: false,
+  shadowMode: false,
+  quotaMode: false,
+  ...more,
 });
 
 async function values(m: ReturnType<typeof createMetrics>, name: string): Promise<Record<string, number>> {
@@ -39,7 +46,12 @@ describe('deferred metric counts', () => {
     }
     const text = await m.registry.metrics();
     expect(text).toContain(`ratelimit_hits_total{domain="d",key="d.a"} ${a}`);
-    expect(text).toContain(`ratelimit_near_limit_total{domain="d",key="d.a"} ${[...Array(50).keys()].map((k) => k + 1).filter((i) => i % 3 === 0).reduce((x, y) => x + y, 0)}`);
+    expect(text).toContain(
+      `ratelimit_near_limit_total{domain="d",key="d.a"} ${[...Array(50).keys()]
+        .map((k) => k + 1)
+        .filter((i) => i % 3 === 0)
+        .reduce((x, y) => x + y, 0)}`,
+    );
     expect(text).toContain(`ratelimit_shadow_mode_total{domain="d",key="d.a"} ${[5, 10, 15, 20, 25, 30, 35, 40, 45, 50].reduce((x, y) => x + y, 0)}`);
     expect(text).toContain(`ratelimit_quota_mode_total{domain="d",key="d.a"} ${[11, 22, 33, 44].reduce((x, y) => x + y, 0)}`);
     expect(text).toContain('ratelimit_decisions_total{domain="unknown",code="OK"} 0');

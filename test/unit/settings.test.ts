@@ -5,11 +5,27 @@ import { checkCombination, exposureNotices, isLoopback } from '../../src/setting
 describe('settings', () => {
   it('uses the documented defaults (docs/settings.md)', () => {
     const { settings } = loadSettings({}, []);
-    expect(settings).toMatchObject({ grpcHost: '0.0.0.0', grpcPort: 8081, httpHost: '0.0.0.0', httpPort: 8080, configDir: './config', backend: 'memory', redisUrl: 'redis://127.0.0.1:6379', redisType: 'single', failureMode: 'open' });
+    expect(settings).toMatchObject({
+      grpcHost: '0.0.0.0',
+      grpcPort: 8081,
+      httpHost: '0.0.0.0',
+      httpPort: 8080,
+      configDir: './config',
+      backend: 'memory',
+      redisUrl: 'redis://127.0.0.1:6379',
+      redisType: 'single',
+      failureMode: 'open',
+    });
   });
 
   it('reads env vars, and flags win over them', () => {
-    const { settings, rest } = loadSettings({ GRPC_PORT: '9000', BACKEND: 'REDIS', REDIS_SENTINEL_ADDRS: 'a:1, b:2' }, ['--grpc-port', '9100', '--merge-domain-config', 'extra', '--http-port=9200']);
+    const { settings, rest } = loadSettings({ GRPC_PORT: '9000', BACKEND: 'REDIS', REDIS_SENTINEL_ADDRS: 'a:1, b:2' }, [
+      '--grpc-port',
+      '9100',
+      '--merge-domain-config',
+      'extra',
+      '--http-port=9200',
+    ]);
     expect(settings.grpcPort).toBe(9100);
     expect(settings.httpPort).toBe(9200);
     expect(settings.backend).toBe('redis');
@@ -28,9 +44,9 @@ describe('settings', () => {
     expect(error).toBeInstanceOf(SettingsError);
     expect((error as SettingsError).problems).toEqual([
       'GRPC_PORT: 70000 is out of range 0..65535',
-      '--http-port: \'x\' is not a whole number',
-      'CONFIG_WATCH: \'maybe\' is not a boolean (true or false)',
-      'BACKEND: \'mysql\' is not one of memory, redis',
+      "--http-port: 'x' is not a whole number",
+      "CONFIG_WATCH: 'maybe' is not a boolean (true or false)",
+      "BACKEND: 'mysql' is not one of memory, redis",
     ]);
   });
 
@@ -55,7 +71,9 @@ describe('settings that are wrong together (settings-checks.ts)', () => {
     expect(combination({ REDIS_TYPE: 'cluster', REDIS_CLUSTER_NODES: 'a:1' }).errors[0]).toMatch(/^REDIS_TYPE, REDIS_CLUSTER_NODES set, but BACKEND is not/);
     expect(combination({ BACKEND: 'memory', REDIS_URL: 'redis://r:6379' })).toEqual({
       errors: [],
-      notices: [{ level: 'warn', setting: 'REDIS_URL', message: "REDIS_URL set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used" }],
+      notices: [
+        { level: 'warn', setting: 'REDIS_URL', message: "REDIS_URL set, but BACKEND=memory: counters are kept in this process's memory and Redis is not used" },
+      ],
     });
     expect(combination({ BACKEND: 'redis', REDIS_URL: 'redis://r:6379' })).toEqual({ errors: [], notices: [] });
     expect(combination({ BACKEND_TYPE: 'redis', REDIS_URL: 'redis://r:6379' })).toEqual({ errors: [], notices: [] });
@@ -71,7 +89,8 @@ describe('settings that are wrong together (settings-checks.ts)', () => {
         {
           level: 'warn',
           setting: 'GRPC_TRANSPORT',
-          message: 'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)',
+          message:
+            'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)',
         },
       ],
     });
@@ -87,7 +106,8 @@ describe('the admin port beyond loopback (exposureNotices)', () => {
       {
         level: 'warn',
         setting: 'HTTP_HOST',
-        message: 'the admin port listens on 0.0.0.0:8080, beyond loopback: anyone who reaches it reads GET /rules and POST /json (JSON_API=check); set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")',
+        message:
+          'the admin port listens on 0.0.0.0:8080, beyond loopback: anyone who reaches it reads GET /rules and POST /json (JSON_API=check); set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")',
       },
     ]);
     expect(notices({ HTTP_HOST: '10.0.0.5', JSON_API: 'on' })[0]!.message).toContain('GET /rules and POST /json (JSON_API=on, spends quota)');

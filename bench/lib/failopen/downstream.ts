@@ -177,7 +177,10 @@ export async function rapidReset(port: number, o: { durationMs: number; connecti
  * Clients that send a request on `/open` and close their connection before the answer, `ratePerS` a second for
  * `durationMs` (at most `maxInFlight` at once): Envoy cancels each of those rate-limit calls.
  */
-export async function disconnectingClients(port: number, o: { ratePerS: number; durationMs: number; maxInFlight: number }): Promise<{ sent: number; skipped: number }> {
+export async function disconnectingClients(
+  port: number,
+  o: { ratePerS: number; durationMs: number; maxInFlight: number },
+): Promise<{ sent: number; skipped: number }> {
   const start = performance.now();
   let due = 0;
   let sent = 0;

@@ -24,15 +24,23 @@ export function holds(l: AuditLine): boolean {
 }
 
 export function auditTable(lines: readonly AuditLine[]): string {
-  const head = ['| Event | Counters (this service) | This service: no decision | This service: over limit | envoyproxy/ratelimit: no decision | envoyproxy/ratelimit: over limit |', '|---|---|--:|--:|--:|--:|'];
-  const body = lines.map((l) => `| ${l.row.event} | ${backend(l.row)} | ${l.ours.noDecision} | ${l.ours.overLimit} | ${l.reference.noDecision} | ${l.reference.overLimit} |`);
+  const head = [
+    '| Event | Counters (this service) | This service: no decision | This service: over limit | envoyproxy/ratelimit: no decision | envoyproxy/ratelimit: over limit |',
+    '|---|---|--:|--:|--:|--:|',
+  ];
+  const body = lines.map(
+    (l) => `| ${l.row.event} | ${backend(l.row)} | ${l.ours.noDecision} | ${l.ours.overLimit} | ${l.reference.noDecision} | ${l.reference.overLimit} |`,
+  );
   return [...head, ...body].join('\n');
 }
 
 export function auditNotes(lines: readonly AuditLine[]): string[] {
   const out: string[] = [];
   for (const l of lines) {
-    for (const [side, r] of [['this service', l.ours], ['envoyproxy/ratelimit', l.reference]] as const) {
+    for (const [side, r] of [
+      ['this service', l.ours],
+      ['envoyproxy/ratelimit', l.reference],
+    ] as const) {
       if (r.notes.length > 0) out.push(`${l.row.id}, ${side} (${r.probes} probes): ${r.notes.join('; ')}`);
     }
   }

@@ -74,7 +74,11 @@ export const ROWS: readonly AuditRow[] = [
     // Redis, like the reference: a call then waits for a round trip, as most do in production
     store: 'redis',
     async run(ctx) {
-      const r = await inChildProcess<ResetResult>('rapid-reset', ctx.stack.port, ctx.quick ? { durationMs: 3000, connections: 2, maxResets: 100_000 } : { durationMs: 8000, connections: 2, maxResets: 300_000 });
+      const r = await inChildProcess<ResetResult>(
+        'rapid-reset',
+        ctx.stack.port,
+        ctx.quick ? { durationMs: 3000, connections: 2, maxResets: 100_000 } : { durationMs: 8000, connections: 2, maxResets: 300_000 },
+      );
       ctx.note(`${r.resets} resets on ${r.connections} connections`);
       await sleep(1000);
     },
@@ -85,7 +89,11 @@ export const ROWS: readonly AuditRow[] = [
     // Redis, like the reference: a call then waits for a round trip, as most do in production
     store: 'redis',
     async run(ctx) {
-      const r = await inChildProcess<{ sent: number; skipped: number }>('disconnect', ctx.stack.port, { ratePerS: 2000, durationMs: ctx.quick ? 2500 : 5000, maxInFlight: 500 });
+      const r = await inChildProcess<{ sent: number; skipped: number }>('disconnect', ctx.stack.port, {
+        ratePerS: 2000,
+        durationMs: ctx.quick ? 2500 : 5000,
+        maxInFlight: 500,
+      });
       ctx.note(`${r.sent} requests cut${r.skipped > 0 ? `, ${r.skipped} not sent (500 in flight)` : ''}`);
     },
   },
@@ -173,7 +181,10 @@ export const ROWS: readonly AuditRow[] = [
       const t0 = Date.now();
       const reply = await rawCommand(sentinelPort, ['SENTINEL', 'FAILOVER', s.sentinel.masterName]);
       if (!reply.startsWith('+OK')) throw new Error(`SENTINEL FAILOVER: ${reply.trim()}`);
-      await eventually(async () => (await rawCommand(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', s.sentinel.masterName])).includes(String(s.replica.port)), { timeoutMs: 20_000, intervalMs: 20, what: 'the sentinel to promote the replica' });
+      await eventually(
+        async () => (await rawCommand(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', s.sentinel.masterName])).includes(String(s.replica.port)),
+        { timeoutMs: 20_000, intervalMs: 20, what: 'the sentinel to promote the replica' },
+      );
       ctx.note(`replica promoted after ${Date.now() - t0} ms`);
       await sleep(ctx.quick ? 1000 : 3000);
     },
@@ -222,7 +233,16 @@ export const ROWS: readonly AuditRow[] = [
 ];
 
 /** Envoy's counters of its calls to the rate-limit cluster that say why a call failed (or that Envoy cancelled it). */
-const CLUSTER_STATS = ['upstream_rq_timeout', 'upstream_rq_rx_reset', 'upstream_rq_tx_reset', 'upstream_cx_connect_fail', 'upstream_cx_destroy_remote_with_active_rq', 'upstream_rq_pending_failure_eject', 'upstream_cx_protocol_error', 'upstream_rq_pending_overflow'];
+const CLUSTER_STATS = [
+  'upstream_rq_timeout',
+  'upstream_rq_rx_reset',
+  'upstream_rq_tx_reset',
+  'upstream_cx_connect_fail',
+  'upstream_cx_destroy_remote_with_active_rq',
+  'upstream_rq_pending_failure_eject',
+  'upstream_cx_protocol_error',
+  'upstream_rq_pending_overflow',
+];
 
 /** What this service's own metrics say about the row: guard actions and answers by FAILURE_MODE (replicas still up). */
 async function serviceNotes(stack: AuditStack): Promise<string[]> {
@@ -247,7 +267,12 @@ async function serviceNotes(stack: AuditStack): Promise<string[]> {
 
 /** One row for one side on a fresh stack. */
 export async function runRow(row: AuditRow, side: Side, quick: boolean): Promise<RowResult> {
-  const stack = await startAuditStack({ side, store: row.store, ...(row.replicas ? { replicas: row.replicas } : {}), ...(row.env ? { env: row.env(quick) } : {}) });
+  const stack = await startAuditStack({
+    side,
+    store: row.store,
+    ...(row.replicas ? { replicas: row.replicas } : {}),
+    ...(row.env ? { env: row.env(quick) } : {}),
+  });
   const notes: string[] = [];
   try {
     const probe = new Prober(stack.port, 20, `${row.id}-${side}-${Date.now()}`);
@@ -266,7 +291,9 @@ export async function runRow(row: AuditRow, side: Side, quick: boolean): Promise
     const after = await stack.counts();
     if (side === 'ours') notes.push(...(await serviceNotes(stack)));
     const clusterAfter = await stack.envoy.stats('^cluster\\.ratelimit\\.upstream_');
-    const changed = CLUSTER_STATS.map((n) => [n, (clusterAfter.get(`cluster.ratelimit.${n}`) ?? 0) - (clusterBefore.get(`cluster.ratelimit.${n}`) ?? 0)] as const).filter(([, d]) => d > 0);
+    const changed = CLUSTER_STATS.map(
+      (n) => [n, (clusterAfter.get(`cluster.ratelimit.${n}`) ?? 0) - (clusterBefore.get(`cluster.ratelimit.${n}`) ?? 0)] as const,
+    ).filter(([, d]) => d > 0);
     if (changed.length > 0) notes.push(`Envoy: ${changed.map(([n, d]) => `${n} ${d}`).join(', ')}`);
     const noDecision = after.failureModeAllowed - before.failureModeAllowed;
     const errors = after.error - before.error;

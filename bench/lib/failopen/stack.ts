@@ -70,7 +70,10 @@ export interface AuditStack {
 }
 
 const ROUTES = [
-  { prefix: '/limited', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'limited' } }, { request_headers: { header_name: 'x-probe', descriptor_key: 'probe' } }] }] },
+  {
+    prefix: '/limited',
+    rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'limited' } }, { request_headers: { header_name: 'x-probe', descriptor_key: 'probe' } }] }],
+  },
   { prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'open' } }] }] },
 ];
 
@@ -111,18 +114,35 @@ export async function startAuditStack(spec: StackSpec): Promise<AuditStack> {
     }
     const upstream: Upstream = await startUpstream();
     closers.push(() => upstream.close());
-    const config = rlsBootstrap({ service: { address: '127.0.0.1', port: replicas[0]!.port }, upstream: { address: '127.0.0.1', port: upstream.port }, domain: DOMAIN, routes: ROUTES, filter: { timeout: ENVOY_TIMEOUT } });
+    const config = rlsBootstrap({
+      service: { address: '127.0.0.1', port: replicas[0]!.port },
+      upstream: { address: '127.0.0.1', port: upstream.port },
+      domain: DOMAIN,
+      routes: ROUTES,
+      filter: { timeout: ENVOY_TIMEOUT },
+    });
     const cluster = 'static_resources.clusters[name=ratelimit]';
     if (replicas.length > 1) {
-      setPath(config, `${cluster}.load_assignment.endpoints[0].lb_endpoints`, replicas.map((r) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: r.port } } } })));
+      setPath(
+        config,
+        `${cluster}.load_assignment.endpoints[0].lb_endpoints`,
+        replicas.map((r) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: r.port } } } })),
+      );
       // As a rolling restart is run: a replica saying NOT_SERVING (or gone) is out after one check (every 100 ms).
-      setPath(config, `${cluster}.health_checks`, [{ timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} }]);
+      setPath(config, `${cluster}.health_checks`, [
+        { timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, grpc_health_check: {} },
+      ]);
       setPath(config, `${cluster}.common_lb_config`, { healthy_panic_threshold: { value: 0 } });
     }
     const envoy = await startEnvoy(config);
     closers.push(() => envoy.stop());
     const port = await envoy.listenerPort('ingress');
-    const healthy = (n: number) => eventually(async () => (await envoy.stat('cluster.ratelimit.membership_healthy')) === n, { timeoutMs: 30_000, intervalMs: 25, what: `${n} healthy rate-limit replicas` });
+    const healthy = (n: number) =>
+      eventually(async () => (await envoy.stat('cluster.ratelimit.membership_healthy')) === n, {
+        timeoutMs: 30_000,
+        intervalMs: 25,
+        what: `${n} healthy rate-limit replicas`,
+      });
     if (replicas.length > 1) await healthy(replicas.length);
     // Envoy opens its connection to the server on the first call: make that call on `/open`, until one is decided.
     await eventually(

@@ -16,7 +16,15 @@ export class AuthzCollector {
     const earlier = this.blocks.get(file.domain);
     if (earlier !== undefined) {
       const { line, column } = file.authz;
-      errors.push(new ConfigError({ file: file.name, line, column, path: 'authz', reason: `domain '${file.domain}' already has an authz block (${earlier.source}); keep a domain's authz block in one of its files` }));
+      errors.push(
+        new ConfigError({
+          file: file.name,
+          line,
+          column,
+          path: 'authz',
+          reason: `domain '${file.domain}' already has an authz block (${earlier.source}); keep a domain's authz block in one of its files`,
+        }),
+      );
       return;
     }
     this.blocks.set(file.domain, file.authz);

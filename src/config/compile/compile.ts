@@ -35,10 +35,7 @@ export interface ValidatedFile {
   readonly warnings: readonly ConfigError[];
 }
 
-export function compileConfigFiles(
-  files: readonly { name: string; text: string }[],
-  options: CompileOptions,
-): CompileResult {
+export function compileConfigFiles(files: readonly { name: string; text: string }[], options: CompileOptions): CompileResult {
   const limits = withDefaults(options.limits);
   const validated = files.map(({ name, text }) => validateFile(name, text, limits));
   return indexValidatedFiles(validated, contentVersion(files), options);

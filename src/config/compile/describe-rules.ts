@@ -24,7 +24,13 @@ export interface DescribedLimit {
   readonly lease?: { readonly size: number; readonly ttl_ms: number };
   readonly count_every_hit?: true;
   /** A capacity limit: the resource its share comes from and how it asks (docs/capacity-client.md). */
-  readonly capacity?: { readonly resource: string; readonly fallback: string; readonly wants: string | number; readonly min_wants: number; readonly headroom: string };
+  readonly capacity?: {
+    readonly resource: string;
+    readonly fallback: string;
+    readonly wants: string | number;
+    readonly min_wants: number;
+    readonly headroom: string;
+  };
   /** Only when set. */
   readonly soft_requests_per_unit?: number;
   /** Only when set (on-limit-types.ts describeOnLimit). */
@@ -103,7 +109,17 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...describeThrottling(l),
       ...(l.lease !== undefined ? { lease: { size: l.lease.size, ttl_ms: l.lease.ttlMs } } : {}),
       ...(l.countEveryHit === true ? { count_every_hit: true as const } : {}),
-      ...(l.capacity !== undefined ? { capacity: { resource: l.capacity.resource, fallback: l.capacity.fallback, wants: l.capacity.wants, min_wants: l.capacity.minWants, headroom: `${l.capacity.headroomPercent}%` } } : {}),
+      ...(l.capacity !== undefined
+        ? {
+            capacity: {
+              resource: l.capacity.resource,
+              fallback: l.capacity.fallback,
+              wants: l.capacity.wants,
+              min_wants: l.capacity.minWants,
+              headroom: `${l.capacity.headroomPercent}%`,
+            },
+          }
+        : {}),
     })),
     replaces: [...rule.replaces],
     shadow_mode: rule.shadowMode,

@@ -73,7 +73,14 @@ export function* addDescriptors(
   for (const raw of descriptors) {
     if (budget.domain.count >= budget.max) {
       if (budget.domain.count++ === budget.max) {
-        errors.push(new ConfigError({ file: file.name, ...raw.position, path: raw.path, reason: `domain '${budget.domain.name}' has more than ${budget.max} descriptors` }));
+        errors.push(
+          new ConfigError({
+            file: file.name,
+            ...raw.position,
+            path: raw.path,
+            reason: `domain '${budget.domain.name}' has more than ${budget.max} descriptors`,
+          }),
+        );
       }
       return;
     }
@@ -82,12 +89,14 @@ export function* addDescriptors(
     const statsKey = `${parentKey}.${name}`;
     const previous = level.byRefName.get(name);
     if (previous !== undefined) {
-      errors.push(new ConfigError({
-        file: file.name,
-        ...raw.position,
-        path: raw.path,
-        reason: `duplicate descriptor composite key '${statsKey}' (first defined at ${previous.file}:${previous.raw.position.line})`,
-      }));
+      errors.push(
+        new ConfigError({
+          file: file.name,
+          ...raw.position,
+          path: raw.path,
+          reason: `duplicate descriptor composite key '${statsKey}' (first defined at ${previous.file}:${previous.raw.position.line})`,
+        }),
+      );
       continue;
     }
     const chain = [...parents, raw];
@@ -192,9 +201,6 @@ export function rulesInConfigOrder(d: DomainBuilder): readonly RuleEntry[] {
   // Already in that order but for aliased descriptors (an alias carries its anchor's position): a stable sort of
   // an almost sorted list is linear.
   return d.rules.sort(
-    (a, b) =>
-      fileOrder.get(a.file)! - fileOrder.get(b.file)! ||
-      a.raw.position.line - b.raw.position.line ||
-      a.raw.position.column - b.raw.position.column,
+    (a, b) => fileOrder.get(a.file)! - fileOrder.get(b.file)! || a.raw.position.line - b.raw.position.line || a.raw.position.column - b.raw.position.column,
   );
 }

@@ -100,10 +100,7 @@ export class DomainIndex implements CompiledDomain {
     }
     if (rule === undefined) return undefined;
 
-    const counterEntries =
-      shared === undefined
-        ? entries
-        : entries.map((e, i) => (shared[i] === undefined ? e : { key: e.key, value: shared[i] }));
+    const counterEntries = shared === undefined ? entries : entries.map((e, i) => (shared[i] === undefined ? e : { key: e.key, value: shared[i] }));
     const statsKey = this.statsKeyFor(rule, entries, shared, path);
     // The reference copies a matched limit with its metadata, then builds it anew (without) for a detailed
     // stats key on a leaf, or a value_to_metric key that is not the rule's own.

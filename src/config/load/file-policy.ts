@@ -32,7 +32,12 @@ export async function listConfigNames(dir: string, allFiles: boolean, prefix = '
   const out: string[] = [];
   for (const name of names) {
     const rel = prefix === '' ? name : `${prefix}/${name}`;
-    const isDir = depth < MAX_SUBDIR_DEPTH && (await stat(join(dir, rel)).then((s) => s.isDirectory(), () => false));
+    const isDir =
+      depth < MAX_SUBDIR_DEPTH &&
+      (await stat(join(dir, rel)).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ));
     if (isDir) out.push(...(await listConfigNames(dir, allFiles, rel, depth + 1)));
     else out.push(rel);
   }

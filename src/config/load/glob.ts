@@ -46,11 +46,7 @@ export function isKeyPattern(key: string): boolean {
 }
 
 /** Whether a node with a key pattern (see isKeyPattern) matches a request entry. */
-export function keyPatternMatches(
-  node: { readonly key: string; readonly value: string; readonly glob?: Glob },
-  key: string,
-  value: string,
-): boolean {
+export function keyPatternMatches(node: { readonly key: string; readonly value: string; readonly glob?: Glob }, key: string, value: string): boolean {
   if (!key.startsWith(node.key.slice(0, -1))) return false;
   if (node.value === '') return true;
   return node.glob !== undefined ? node.glob.matches(value) : node.value === value;

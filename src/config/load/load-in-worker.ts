@@ -33,9 +33,7 @@ const SELF = fileURLToPath(import.meta.url);
 const FROM_SOURCES = SELF.endsWith('.ts');
 const ENTRY = pathToFileURL(join(dirname(SELF), FROM_SOURCES ? 'load-worker.ts' : 'load-worker.js')).href;
 // tsx's ESM API (`tsx/esm/api`, import condition; require.resolve finds the package, not that file).
-const TSX = FROM_SOURCES
-  ? pathToFileURL(join(dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href
-  : undefined;
+const TSX = FROM_SOURCES ? pathToFileURL(join(dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href : undefined;
 const BOOT = `
 const { workerData } = require('node:worker_threads');
 (async () => {
@@ -104,10 +102,13 @@ class Inbox {
   next(): WorkerMessage | { kind: 'failed'; reason: string } | Promise<void> {
     const m = this.queue.shift();
     if (m !== undefined) return m;
-    return new Promise<void>((resolve) => (this.wake = () => {
-      this.wake = undefined;
-      resolve();
-    }));
+    return new Promise<void>(
+      (resolve) =>
+        (this.wake = () => {
+          this.wake = undefined;
+          resolve();
+        }),
+    );
   }
 }
 

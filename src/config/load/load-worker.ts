@@ -77,14 +77,18 @@ const record = (e: ConfigError): ErrorRecord => ({ file: e.file, line: e.line, c
 
 const request = workerData as WorkerRequest;
 const limits = request.limits; // complete: load-in-worker.ts filled in the defaults (limitsOf)
-const { files, errors } = request.files !== undefined
-  ? { files: request.files, errors: [] }
-  : await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
+const { files, errors } =
+  request.files !== undefined
+    ? { files: request.files, errors: [] }
+    : await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
 for (const f of files) {
   const v = validateFile(f.name, f.text, limits);
   const parts = partsOf(v.file);
   const message: WorkerMessage = { kind: 'file', parts, errors: v.errors.map(record), warnings: v.warnings.map(record) };
   // Moved, not copied, when a part owns its whole buffer.
-  parentPort!.postMessage(message, parts.filter((p) => p.byteOffset === 0 && p.byteLength === p.buffer.byteLength).map((p) => p.buffer as ArrayBuffer));
+  parentPort!.postMessage(
+    message,
+    parts.filter((p) => p.byteOffset === 0 && p.byteLength === p.buffer.byteLength).map((p) => p.buffer as ArrayBuffer),
+  );
 }
 parentPort!.postMessage({ kind: 'done', readErrors: errors.map(record), version: contentVersion(files) } satisfies WorkerMessage);

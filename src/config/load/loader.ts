@@ -43,10 +43,7 @@ const MAX_ATTEMPTS = 5;
  * symlinks whose target lies outside the directory are reported by name (and left out); the content of a file
  * outside the directory is never read.
  */
-export async function readConfigFiles(
-  dir: string,
-  options: ReadOptions = {},
-): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
+export async function readConfigFiles(dir: string, options: ReadOptions = {}): Promise<{ files: ConfigFile[]; errors: ConfigError[] }> {
   let result: { files: ConfigFile[]; errors: ConfigError[] } = { files: [], errors: [] };
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const before = await dataTarget(dir);
@@ -96,10 +93,10 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
       errors.push(fileError(name, `cannot read file: ${reason(err)}`));
     }
   }
-  if (files.length === 0 && errors.length === 0 && options.allowEmpty !== true) errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
+  if (files.length === 0 && errors.length === 0 && options.allowEmpty !== true)
+    errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
   return { files, errors };
 }
-
 
 /**
  * The bytes of `path` when its real path (symlinks resolved: a ConfigMap key is a link into ..data) is a
@@ -145,7 +142,6 @@ export async function configDirProblem(dir: string): Promise<string | undefined>
     return `${dir}: ${dirProblem(err)}`;
   }
 }
-
 
 function fileError(file: string, message: string): ConfigError {
   return new ConfigError({ file, line: 1, column: 1, path: '', reason: message });

@@ -151,9 +151,12 @@ export function watchConfigDir(dir: string, options: WatchOptions): ConfigWatche
         schedule();
         // One delayed restart (the poll also restarts it): a watcher that fails again waits for the next poll
         // rather than spinning.
-        const retry = setTimeout(() => {
-          if (!closed && watcher === undefined) startWatcher();
-        }, Math.max(options.debounceMs, RESTART_DELAY_MS));
+        const retry = setTimeout(
+          () => {
+            if (!closed && watcher === undefined) startWatcher();
+          },
+          Math.max(options.debounceMs, RESTART_DELAY_MS),
+        );
         retry.unref();
       });
       watcher = w;

@@ -91,11 +91,7 @@ export function readMerge(ctx: FileContext, raw: unknown, path: string, allowed:
 }
 
 /** A list whose items must all be mappings (envoyproxy rejects any other list item). */
-export function readMapList(
-  ctx: FileContext,
-  field: Field | undefined,
-  path: string,
-): { map: YAMLMap; path: string }[] {
+export function readMapList(ctx: FileContext, field: Field | undefined, path: string): { map: YAMLMap; path: string }[] {
   if (field === undefined) return [];
   const node = ctx.deref(field.value);
   if (node === undefined || (isScalar(node) && scalarKind(node) === 'null')) return [];
@@ -118,11 +114,7 @@ export function readMapList(
   return out;
 }
 
-export function readMap(
-  ctx: FileContext,
-  field: Field,
-  path: string,
-): YAMLMap | null | undefined {
+export function readMap(ctx: FileContext, field: Field, path: string): YAMLMap | null | undefined {
   const node = ctx.deref(field.value);
   if (node === undefined || (isScalar(node) && scalarKind(node) === 'null')) return null;
   if (!isMap(node)) {

@@ -45,7 +45,16 @@ const ACTION_FIELDS: readonly (readonly [string, OnLimitAction])[] = [
   ['location', 'redirect'],
 ];
 /** Response headers on_limit.headers may not set: the service sets them (or a dedicated field does), or HTTP forbids. */
-const RESERVED_HEADERS = new Set(['retry-after', 'content-type', 'location', 'content-length', 'transfer-encoding', 'connection', 'ratelimit', 'ratelimit-policy']);
+const RESERVED_HEADERS = new Set([
+  'retry-after',
+  'content-type',
+  'location',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'ratelimit',
+  'ratelimit-policy',
+]);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
 
@@ -65,20 +74,27 @@ export function readOnLimit(ctx: FileContext, field: Field | undefined, path: st
     if (f !== undefined && action !== owner) ctx.error(f.key, join(path, name), `'${name}' applies only to action ${owner}, not ${action}`);
   }
   const maxDelayMs = readDuration(ctx, fields.get('max_delay'), join(path, 'max_delay'), 1, MAX_DELAY_MS);
-  if (action === 'delay' && fields.get('max_delay') === undefined) ctx.error(map, join(path, 'max_delay'), 'action delay needs max_delay (e.g. 250ms): the longest a request may wait for its slot');
+  if (action === 'delay' && fields.get('max_delay') === undefined)
+    ctx.error(map, join(path, 'max_delay'), 'action delay needs max_delay (e.g. 250ms): the longest a request may wait for its slot');
   const degradeMaxField = fields.get('degrade_max');
   const degradeMax = degradeMaxField === undefined ? undefined : readInt(ctx, degradeMaxField.value, join(path, 'degrade_max'), 0, 4_294_967_295, undefined);
   const requestHeaders = readHeaderMap(ctx, fields.get('request_headers'), join(path, 'request_headers'), new Set());
   const location = readTemplate(ctx, fields.get('location'), join(path, 'location'));
   // The location is a header value: its own text must already be one (values inserted are percent-encoded).
-  if (location !== undefined && /[^\x21-\x7e]/.test(location.text)) ctx.error(valueNode(ctx, fields.get('location')!), join(path, 'location'), 'a location must be visible ASCII without spaces (percent-encode other characters)');
+  if (location !== undefined && /[^\x21-\x7e]/.test(location.text))
+    ctx.error(
+      valueNode(ctx, fields.get('location')!),
+      join(path, 'location'),
+      'a location must be visible ASCII without spaces (percent-encode other characters)',
+    );
   if (action === 'redirect' && fields.get('location') === undefined) ctx.error(map, join(path, 'location'), 'action redirect needs a location');
   const status = readStatus(ctx, fields.get('status'), join(path, 'status'), action);
 
   const retry = readChoice(ctx, fields.get('retry'), join(path, 'retry'), RETRY_POLICIES) ?? 'fixed';
   for (const name of ['retry_base', 'retry_cap'] as const) {
     const f = fields.get(name);
-    if (f !== undefined && retry !== 'exponential_backoff') ctx.error(f.key, join(path, name), `'${name}' applies only to retry exponential_backoff, not ${retry}`);
+    if (f !== undefined && retry !== 'exponential_backoff')
+      ctx.error(f.key, join(path, name), `'${name}' applies only to retry exponential_backoff, not ${retry}`);
   }
   const retryBaseMs = readDuration(ctx, fields.get('retry_base'), join(path, 'retry_base'), 1000, DAY_MS) ?? DEFAULT_RETRY_BASE_MS;
   const retryCapMs = readDuration(ctx, fields.get('retry_cap'), join(path, 'retry_cap'), 1000, DAY_MS) ?? Math.max(DEFAULT_RETRY_CAP_MS, retryBaseMs);
@@ -87,14 +103,20 @@ export function readOnLimit(ctx: FileContext, field: Field | undefined, path: st
   const contentTypeField = fields.get('content_type');
   const contentType = contentTypeField === undefined ? DEFAULT_CONTENT_TYPE : readString(ctx, contentTypeField.value, join(path, 'content_type'))?.trim();
   if (contentTypeField !== undefined && contentType !== undefined && (!MEDIA_TYPE.test(contentType) || /[^\x20-\x7e]/.test(contentType))) {
-    ctx.error(valueNode(ctx, contentTypeField), join(path, 'content_type'), `'${contentType}' is not a media type like application/json or text/plain; charset=utf-8`);
+    ctx.error(
+      valueNode(ctx, contentTypeField),
+      join(path, 'content_type'),
+      `'${contentType}' is not a media type like application/json or text/plain; charset=utf-8`,
+    );
   }
-  if (contentTypeField !== undefined && fields.get('body') === undefined) ctx.error(contentTypeField.key, join(path, 'content_type'), 'content_type needs a body');
+  if (contentTypeField !== undefined && fields.get('body') === undefined)
+    ctx.error(contentTypeField.key, join(path, 'content_type'), 'content_type needs a body');
   const body = readTemplate(ctx, fields.get('body'), join(path, 'body'));
   if (body !== undefined && contentType !== undefined && escapingFor(contentType) === 'json') checkJsonBody(ctx, fields.get('body')!, join(path, 'body'), body);
-  const headers = readHeaderMap(ctx, fields.get('headers'), join(path, 'headers'), RESERVED_HEADERS)?.map(
-    (h): OnLimitHeader => ({ name: h.key, value: h.template }),
-  );
+  const headers = readHeaderMap(ctx, fields.get('headers'), join(path, 'headers'), RESERVED_HEADERS)?.map((h): OnLimitHeader => ({
+    name: h.key,
+    value: h.template,
+  }));
 
   if (ctx.errors.length > errorsBefore || contentType === undefined) return undefined;
   return Object.freeze({
@@ -161,7 +183,12 @@ function checkJsonBody(ctx: FileContext, field: Field, path: string, body: Templ
 }
 
 /** A mapping of header name → value (a template) with names checked; undefined when absent or invalid. */
-function readHeaderMap(ctx: FileContext, field: Field | undefined, path: string, reserved: ReadonlySet<string>): { key: string; template: Template }[] | undefined {
+function readHeaderMap(
+  ctx: FileContext,
+  field: Field | undefined,
+  path: string,
+  reserved: ReadonlySet<string>,
+): { key: string; template: Template }[] | undefined {
   if (field === undefined) return undefined;
   const node = ctx.deref(field.value);
   if (node === undefined || !isMap(node)) {
@@ -177,7 +204,8 @@ function readHeaderMap(ctx: FileContext, field: Field | undefined, path: string,
     else if (reserved.has(name)) ctx.error(keyNode ?? node, at, `'${name}' is set by the service; it cannot be set here`);
     else if (out.some((h) => h.key === name)) ctx.error(keyNode ?? node, at, `header '${name}' is listed twice`);
     const template = readTemplate(ctx, { key: keyNode ?? node, value: pair.value }, at);
-    if (template !== undefined && /[^\x20-\x7e\t]/.test(template.text)) ctx.error(valueNode(ctx, { key: keyNode ?? node, value: pair.value }), at, 'header values must be visible ASCII');
+    if (template !== undefined && /[^\x20-\x7e\t]/.test(template.text))
+      ctx.error(valueNode(ctx, { key: keyNode ?? node, value: pair.value }), at, 'header values must be visible ASCII');
     else if (template !== undefined) out.push({ key: name, template });
   }
   return out;

@@ -61,7 +61,12 @@ export function readHeaderMatcher(ctx: FileContext, map: YAMLMap, path: string):
   const field = f.get(spec)!;
   const p = join(path, spec);
   if (spec === 'present_match') return { name, present: readBool(ctx, field.value, p) ?? true, ...base };
-  const match = spec === 'string_match' ? readStringMatch(ctx, field, p) : spec === 'safe_regex_match' ? readRegexMatch(ctx, field, p) : readPlainMatch(ctx, field, p, spec.replace(/_match$/, '') as 'exact');
+  const match =
+    spec === 'string_match'
+      ? readStringMatch(ctx, field, p)
+      : spec === 'safe_regex_match'
+        ? readRegexMatch(ctx, field, p)
+        : readPlainMatch(ctx, field, p, spec.replace(/_match$/, '') as 'exact');
   return match === undefined ? undefined : { name, match, ...base };
 }
 
@@ -130,7 +135,13 @@ function readStringMatch(ctx: FileContext, field: Field, path: string): RawStrin
   const f = strictFields(ctx, map, path, STRING_MATCH_KEYS);
   const given = STRING_MATCH_KINDS.filter((k) => f.has(k));
   if (given.length !== 1) {
-    ctx.error(map, path, given.length === 0 ? `needs one of ${STRING_MATCH_KINDS.join(', ')}` : `has ${given.join(' and ')}; a string matcher takes exactly one of ${STRING_MATCH_KINDS.join(', ')}`);
+    ctx.error(
+      map,
+      path,
+      given.length === 0
+        ? `needs one of ${STRING_MATCH_KINDS.join(', ')}`
+        : `has ${given.join(' and ')}; a string matcher takes exactly one of ${STRING_MATCH_KINDS.join(', ')}`,
+    );
     return undefined;
   }
   const kind = given[0]!;
@@ -141,5 +152,5 @@ function readStringMatch(ctx: FileContext, field: Field, path: string): RawStrin
     return readRegexMatch(ctx, f.get(kind)!, join(path, kind));
   }
   const m = readPlainMatch(ctx, f.get(kind)!, join(path, kind), kind);
-  return m === undefined ? undefined : { ...m, ignoreCase } as RawStringMatch;
+  return m === undefined ? undefined : ({ ...m, ignoreCase } as RawStringMatch);
 }

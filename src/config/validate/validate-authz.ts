@@ -34,7 +34,6 @@ const ACTION_FIELDS: Readonly<Record<RawAuthzAction['type'], readonly string[]>>
 };
 export const ACTION_NAMES = Object.keys(ACTION_FIELDS) as RawAuthzAction['type'][];
 
-
 /** Reads `authz:`; undefined when absent or empty (errors reported to ctx). */
 export function readAuthz(ctx: FileContext, field: Field | undefined): RawAuthz | undefined {
   if (field === undefined) return undefined;
@@ -49,7 +48,11 @@ export function readAuthz(ctx: FileContext, field: Field | undefined): RawAuthz 
   const list = readMapList(ctx, listField, 'authz.rate_limits');
   // Each item is a descriptor of every request: more than a request may carry would fail every Check.
   if (list.length > DEFAULT_REQUEST_LIMITS.maxDescriptors) {
-    ctx.error(valueNode(ctx, listField), 'authz.rate_limits', `has ${list.length} items; a request carries at most ${DEFAULT_REQUEST_LIMITS.maxDescriptors} descriptors (MAX_REQUEST_DESCRIPTORS)`);
+    ctx.error(
+      valueNode(ctx, listField),
+      'authz.rate_limits',
+      `has ${list.length} items; a request carries at most ${DEFAULT_REQUEST_LIMITS.maxDescriptors} descriptors (MAX_REQUEST_DESCRIPTORS)`,
+    );
   }
   const rateLimits = list.map(({ map: item, path }) => {
     const itemFields = strictFields(ctx, item, path, RATE_LIMIT_ITEM_KEYS);
@@ -59,7 +62,11 @@ export function readAuthz(ctx: FileContext, field: Field | undefined): RawAuthz 
     if (actionsField === undefined) ctx.error(item, actionsPath, 'is required: a list of at least one action');
     else if (!hasItems(ctx, actionsField)) ctx.error(valueNode(ctx, actionsField), actionsPath, 'must list at least one action');
     else if (items.length > DEFAULT_REQUEST_LIMITS.maxEntries) {
-      ctx.error(valueNode(ctx, actionsField), actionsPath, `has ${items.length} actions; a descriptor carries at most ${DEFAULT_REQUEST_LIMITS.maxEntries} entries (MAX_DESCRIPTOR_ENTRIES)`);
+      ctx.error(
+        valueNode(ctx, actionsField),
+        actionsPath,
+        `has ${items.length} actions; a descriptor carries at most ${DEFAULT_REQUEST_LIMITS.maxEntries} entries (MAX_DESCRIPTOR_ENTRIES)`,
+      );
     }
     const actions = items.map((a) => readAction(ctx, a.map, a.path)).filter((a): a is RawAuthzAction => a !== undefined);
     return { actions };
@@ -72,7 +79,6 @@ function hasItems(ctx: FileContext, field: Field): boolean {
   const node = ctx.deref(field.value);
   return node !== undefined && isSeq(node) && node.items.length > 0;
 }
-
 
 function readAction(ctx: FileContext, map: YAMLMap, path: string): RawAuthzAction | undefined {
   if (map.items.length !== 1) {
@@ -141,12 +147,16 @@ function readAction(ctx: FileContext, map: YAMLMap, path: string): RawAuthzActio
     case 'header_value_match': {
       const value = str('descriptor_value');
       const headers = readMatchers(ctx, f.get('headers'), join(apath, 'headers'), at, readHeaderMatcher);
-      return value === undefined || headers === undefined ? undefined : { type, key: key('header_match'), value, expectMatch: bool('expect_match', true), headers };
+      return value === undefined || headers === undefined
+        ? undefined
+        : { type, key: key('header_match'), value, expectMatch: bool('expect_match', true), headers };
     }
     case 'query_parameter_value_match': {
       const value = str('descriptor_value');
       const params = readMatchers(ctx, f.get('query_parameters'), join(apath, 'query_parameters'), at, readQueryMatcher);
-      return value === undefined || params === undefined ? undefined : { type, key: key('query_match'), value, expectMatch: bool('expect_match', true), params };
+      return value === undefined || params === undefined
+        ? undefined
+        : { type, key: key('query_match'), value, expectMatch: bool('expect_match', true), params };
     }
     case 'cookie': {
       const cookieName = str('name');
@@ -161,7 +171,13 @@ function readAction(ctx: FileContext, map: YAMLMap, path: string): RawAuthzActio
     case 'region': {
       const headersField = f.get('headers');
       const headers = headersField === undefined ? undefined : readStringList(ctx, headersField, join(apath, 'headers'));
-      return { type, key: key('region'), ...(headers !== undefined ? { headers: headers.map((h) => h.toLowerCase()) } : {}), geoip: bool('geoip', true), skipIfAbsent: bool('skip_if_absent', false) };
+      return {
+        type,
+        key: key('region'),
+        ...(headers !== undefined ? { headers: headers.map((h) => h.toLowerCase()) } : {}),
+        geoip: bool('geoip', true),
+        skipIfAbsent: bool('skip_if_absent', false),
+      };
     }
   }
 }

@@ -41,20 +41,37 @@ export function readCapacityRule(ctx: FileContext, fields: Fields, path: string,
   const minField = own.get('min_wants');
   const minWants = minField === undefined ? 1 : readInt(ctx, minField.value, join(capPath, 'min_wants'), 0, MAX_WANTS, undefined);
   const headroom = readHeadroom(ctx, own.get('headroom'), join(capPath, 'headroom'));
-  if (ctx.errors.length > errorsBefore || resource === undefined || fallback === undefined || wants === undefined || minWants === undefined || headroom === undefined) return undefined;
+  if (
+    ctx.errors.length > errorsBefore ||
+    resource === undefined ||
+    fallback === undefined ||
+    wants === undefined ||
+    minWants === undefined ||
+    headroom === undefined
+  )
+    return undefined;
   return { resource, fallback, wants, minWants, headroomPercent: headroom };
 }
 
 function checkBeside(ctx: FileContext, fields: Fields, path: string): void {
   for (const name of STORE_SIDE) {
     const other = fields.get(name);
-    if (other !== undefined) ctx.error(other.key, join(path, name), `'${name}' cannot go with 'capacity': a capacity limit is decided in process from the granted share, not in the store`);
+    if (other !== undefined)
+      ctx.error(
+        other.key,
+        join(path, name),
+        `'${name}' cannot go with 'capacity': a capacity limit is decided in process from the granted share, not in the store`,
+      );
   }
   const algorithm = fields.get('algorithm');
   if (algorithm !== undefined) {
     const node = valueNode(ctx, algorithm);
     if (!isScalar(node) || String(node.value) !== 'token_bucket') {
-      ctx.error(node, join(path, 'algorithm'), `a capacity limit is decided by a token bucket refilled at the granted share: drop 'algorithm' or set token_bucket`);
+      ctx.error(
+        node,
+        join(path, 'algorithm'),
+        `a capacity limit is decided by a token bucket refilled at the granted share: drop 'algorithm' or set token_bucket`,
+      );
     }
   }
 }

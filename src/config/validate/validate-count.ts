@@ -33,7 +33,8 @@ export function readCountEveryHit(ctx: FileContext, fields: Map<string, Field>, 
   const on = readBool(ctx, field.value, at);
   if (on !== true) return undefined;
   const clash: string[] = [];
-  if (!COUNTING_ALGORITHMS.includes(algorithm)) clash.push(`algorithm ${algorithm} (only ${COUNTING_ALGORITHMS.join(' and ')} keep a count that may run past the limit)`);
+  if (!COUNTING_ALGORITHMS.includes(algorithm))
+    clash.push(`algorithm ${algorithm} (only ${COUNTING_ALGORITHMS.join(' and ')} keep a count that may run past the limit)`);
   if (beside.leased) clash.push('lease (leased units are decided away from the store)');
   if (beside.throttling?.mode === 'elastic') clash.push('elastic throttling');
   if (beside.onLimit?.action === 'delay' || beside.onLimit?.action === 'degrade') clash.push(`on_limit action '${beside.onLimit.action}'`);

@@ -49,7 +49,11 @@ function readSize(ctx: FileContext, field: Field | undefined, path: string, requ
   if (field === undefined) return ofLimit(DEFAULT_PERCENT);
   const node = valueNode(ctx, field);
   const bad = () => {
-    ctx.error(node, path, `must be a count from 1 to ${MAX_SIZE} (e.g. 50) or a percentage of requests_per_unit above 0% and at most 100% (e.g. 5%), not ${isScalar(node) ? `'${String(node.value)}'` : describeNode(node)}`);
+    ctx.error(
+      node,
+      path,
+      `must be a count from 1 to ${MAX_SIZE} (e.g. 50) or a percentage of requests_per_unit above 0% and at most 100% (e.g. 5%), not ${isScalar(node) ? `'${String(node.value)}'` : describeNode(node)}`,
+    );
     return undefined;
   };
   if (!isScalar(node)) return bad();
@@ -101,9 +105,14 @@ export function checkBesideLease(ctx: FileContext, fields: Map<string, Field>, p
   const clash: string[] = [];
   if (beside.banMs !== undefined) clash.push('ban (bans are kept in the store)');
   if (beside.throttling?.mode === 'elastic') clash.push("elastic throttling (the rule's aggregate is counted in the store)");
-  if (beside.shares !== undefined) clash.push('shares (the ceiling changes with each request\'s class)');
-  if (beside.onLimit?.action === 'delay' || beside.onLimit?.action === 'degrade') clash.push(`on_limit action '${beside.onLimit.action}' (decided in the store)`);
+  if (beside.shares !== undefined) clash.push("shares (the ceiling changes with each request's class)");
+  if (beside.onLimit?.action === 'delay' || beside.onLimit?.action === 'degrade')
+    clash.push(`on_limit action '${beside.onLimit.action}' (decided in the store)`);
   if (beside.onLimit?.retry === 'exponential_backoff') clash.push('on_limit retry exponential_backoff (its count is kept in the store)');
   if (clash.length === 0) return;
-  ctx.error(valueNode(ctx, field), join(path, 'lease'), `a leased limit is decided from local units, without the store, so it cannot have ${clash.join(', ')}: drop the lease or these`);
+  ctx.error(
+    valueNode(ctx, field),
+    join(path, 'lease'),
+    `a leased limit is decided from local units, without the store, so it cannot have ${clash.join(', ')}: drop the lease or these`,
+  );
 }

@@ -30,11 +30,7 @@ export interface FileDefaults {
   readonly burst?: number;
 }
 
-export function readAlgorithm(
-  ctx: FileContext,
-  field: Field | undefined,
-  path: string,
-): AlgorithmName | undefined {
+export function readAlgorithm(ctx: FileContext, field: Field | undefined, path: string): AlgorithmName | undefined {
   if (field === undefined) return undefined;
   const text = readString(ctx, field.value, path);
   if (text === undefined) return undefined;
@@ -80,7 +76,11 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
       if ((UNITS as readonly string[]).includes(unitText.toLowerCase())) {
         ctx.error(valueNode(ctx, unitField), join(path, 'unit'), 'should not specify rate limit unit when unlimited');
       } else {
-        ctx.warn(valueNode(ctx, unitField), join(path, 'unit'), `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`);
+        ctx.warn(
+          valueNode(ctx, unitField),
+          join(path, 'unit'),
+          `'${unitText}' is not a unit; ignored, as envoyproxy/ratelimit ignores it, because the limit is unlimited`,
+        );
       }
     }
     for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const) {
@@ -102,12 +102,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   return { unlimited: false, limits: [limit], replaces: replaces.map((r) => r.name) };
 }
 
-function readRuleList(
-  ctx: FileContext,
-  field: Field,
-  path: string,
-  defaults: FileDefaults,
-): RawRule | undefined {
+function readRuleList(ctx: FileContext, field: Field, path: string, defaults: FileDefaults): RawRule | undefined {
   const errorsBefore = ctx.errors.length;
   const items = readMapList(ctx, field, path);
   if (items.length === 0 && ctx.errors.length === errorsBefore) {
@@ -121,11 +116,7 @@ function readRuleList(
     const fields = readFields(ctx, map, itemPath, RATE_LIMIT_KEYS);
     const unlimited = fields.get('unlimited');
     if (unlimited !== undefined) {
-      ctx.error(
-        unlimited.key,
-        join(itemPath, 'unlimited'),
-        "'unlimited' is not allowed inside rate_limits; write rate_limit: {unlimited: true} instead",
-      );
+      ctx.error(unlimited.key, join(itemPath, 'unlimited'), "'unlimited' is not allowed inside rate_limits; write rate_limit: {unlimited: true} instead");
       return;
     }
     const limit = readLimit(ctx, map, fields, itemPath, defaults);
@@ -156,13 +147,7 @@ function readName(ctx: FileContext, fields: Fields, path: string): string | unde
 }
 
 /** One limit (the body of `rate_limit`, or one item of `rate_limits`), with file defaults applied. */
-function readLimit(
-  ctx: FileContext,
-  map: YAMLMap,
-  fields: Fields,
-  path: string,
-  defaults: FileDefaults,
-): RawLimit | undefined {
+function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: FileDefaults): RawLimit | undefined {
   const errorsBefore = ctx.errors.length;
   const unitField = fields.get('unit');
   const windowField = fields.get('window');
@@ -185,11 +170,7 @@ function readLimit(
       }
     }
   } else if (unitText === '' || unitField === undefined) {
-    ctx.error(
-      unitField ? valueNode(ctx, unitField) : map,
-      join(path, 'unit'),
-      `missing rate limit unit: set 'unit' (one of ${UNITS.join(', ')}) or 'window'`,
-    );
+    ctx.error(unitField ? valueNode(ctx, unitField) : map, join(path, 'unit'), `missing rate limit unit: set 'unit' (one of ${UNITS.join(', ')}) or 'window'`);
   } else if (unitText !== undefined) {
     const lower = unitText.toLowerCase();
     if ((UNITS as readonly string[]).includes(lower)) {
@@ -218,15 +199,15 @@ function readLimit(
   // here it must be written (`requests_per_unit: 0` still blocks on purpose).
   // (A capacity limit says the same in its own words: validate-capacity-rule.ts.)
   if (rpuField === undefined && !fields.has('capacity')) {
-    ctx.error(map, join(path, 'requests_per_unit'), 'requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit');
+    ctx.error(
+      map,
+      join(path, 'requests_per_unit'),
+      'requests_per_unit is missing: without it the limit is 0 and rejects every request (as envoyproxy/ratelimit reads it); write requests_per_unit: 0 to block on purpose, or unlimited: true for no limit',
+    );
   }
-  const requestsPerUnit = rpuField
-    ? readInt(ctx, rpuField.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0)
-    : 0;
+  const requestsPerUnit = rpuField ? readInt(ctx, rpuField.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0) : 0;
   const softField = fields.get('soft_requests_per_unit');
-  const softRequestsPerUnit = softField
-    ? readInt(ctx, softField.value, join(path, 'soft_requests_per_unit'), 0, UINT32_MAX, 0)
-    : 0;
+  const softRequestsPerUnit = softField ? readInt(ctx, softField.value, join(path, 'soft_requests_per_unit'), 0, UINT32_MAX, 0) : 0;
   if (softField && softRequestsPerUnit !== undefined && requestsPerUnit !== undefined && softRequestsPerUnit > 0 && softRequestsPerUnit >= requestsPerUnit) {
     ctx.error(
       valueNode(ctx, softField),
@@ -241,11 +222,7 @@ function readLimit(
   let burst: number | undefined;
   if (burstField !== undefined) {
     if (!BURST_ALGORITHMS.includes(effective)) {
-      ctx.error(
-        burstField.key,
-        join(path, 'burst'),
-        `burst applies only to token_bucket and leaky_bucket, not ${effective}`,
-      );
+      ctx.error(burstField.key, join(path, 'burst'), `burst applies only to token_bucket and leaky_bucket, not ${effective}`);
     } else {
       burst = readInt(ctx, burstField.value, join(path, 'burst'), 1, UINT32_MAX, undefined);
     }
@@ -255,15 +232,15 @@ function readLimit(
   checkBesideDegrade(ctx, fields, path, onLimit?.action, throttling);
   const lease = readLease(ctx, fields.get('lease'), path, effective, requestsPerUnit ?? 0);
   if (lease !== undefined) checkBesideLease(ctx, fields, path, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling });
-  const countEveryHit = readCountEveryHit(ctx, fields, path, effective, { ...(onLimit !== undefined ? { onLimit } : {}), ...throttling, leased: fields.has('lease') });
+  const countEveryHit = readCountEveryHit(ctx, fields, path, effective, {
+    ...(onLimit !== undefined ? { onLimit } : {}),
+    ...throttling,
+    leased: fields.has('lease'),
+  });
   const capacity = readCapacityRule(ctx, fields, path, requestsPerUnit);
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
-    effective === 'token_bucket'
-      ? (defaults.burst ?? Math.max(1, requestsPerUnit))
-      : effective === 'leaky_bucket'
-        ? (defaults.burst ?? 1)
-        : requestsPerUnit;
+    effective === 'token_bucket' ? (defaults.burst ?? Math.max(1, requestsPerUnit)) : effective === 'leaky_bucket' ? (defaults.burst ?? 1) : requestsPerUnit;
   // The algorithms are exact only within PARAM_BOUNDS (e.g. a window of at most ~397 days); say so here,
   // at the limit, rather than decide imprecisely later.
   const bounds = paramsError(effective, { limit: requestsPerUnit, windowMs, burst: burst ?? fallbackBurst });
@@ -306,11 +283,7 @@ function readReplaces(ctx: FileContext, fields: Fields, path: string): { name: s
   return out;
 }
 
-function checkReplaces(
-  ctx: FileContext,
-  replaces: readonly { name: string; node: Node; path: string }[],
-  ownNames: readonly string[],
-): void {
+function checkReplaces(ctx: FileContext, replaces: readonly { name: string; node: Node; path: string }[], ownNames: readonly string[]): void {
   for (const r of replaces) {
     if (ownNames.includes(r.name)) ctx.error(r.node, r.path, 'replaces should not contain name of same descriptor');
   }

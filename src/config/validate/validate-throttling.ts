@@ -33,7 +33,13 @@ export function parsePercent(text: string): number | undefined {
   return Number(m[1]) * 10_000 + Number((m[2] ?? '').padEnd(4, '0'));
 }
 
-export function readThrottlingFields(ctx: FileContext, fields: Fields, path: string, algorithm: AlgorithmName, requestsPerUnit: number | undefined): ThrottlingFields {
+export function readThrottlingFields(
+  ctx: FileContext,
+  fields: Fields,
+  path: string,
+  algorithm: AlgorithmName,
+  requestsPerUnit: number | undefined,
+): ThrottlingFields {
   const throttlingField = fields.get('throttling');
   const throttling = throttlingField === undefined ? undefined : readThrottling(ctx, throttlingField, join(path, 'throttling'), algorithm, requestsPerUnit);
   const banField = fields.get('ban');
@@ -76,7 +82,11 @@ function readThrottling(ctx: FileContext, field: Field, path: string, algorithm:
     return undefined;
   }
   if (!WINDOW_ALGORITHMS.includes(algorithm)) {
-    ctx.error(node, path, `${mode} throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: ${algorithm} has no window to exceed; let more requests through with a larger 'burst' instead`);
+    ctx.error(
+      node,
+      path,
+      `${mode} throttling applies only to fixed_window, sliding_window_log and sliding_window_counter: ${algorithm} has no window to exceed; let more requests through with a larger 'burst' instead`,
+    );
     return undefined;
   }
   const bodyPath = join(path, mode);
@@ -100,7 +110,11 @@ function readThrottling(ctx: FileContext, field: Field, path: string, algorithm:
   const max = readInt(ctx, elastic.get('max')!.value, join(bodyPath, 'max'), 1, UINT32_MAX, undefined);
   if (capacity === undefined || max === undefined) return undefined;
   if (rpu !== undefined && max <= rpu) {
-    ctx.error(valueNode(ctx, elastic.get('max')!), join(bodyPath, 'max'), `max (${max}) must be above requests_per_unit (${rpu}): it is how far a client may go above its own limit`);
+    ctx.error(
+      valueNode(ctx, elastic.get('max')!),
+      join(bodyPath, 'max'),
+      `max (${max}) must be above requests_per_unit (${rpu}): it is how far a client may go above its own limit`,
+    );
     return undefined;
   }
   return { mode: 'elastic', capacity, max };
@@ -173,10 +187,18 @@ export function checkBesideDegrade(ctx: FileContext, fields: Fields, path: strin
   if (action !== 'degrade') return;
   const ban = fields.get('ban');
   if (throttling.banMs !== undefined && ban !== undefined) {
-    ctx.error(valueNode(ctx, ban), join(path, 'ban'), "a ban needs rejections, and on_limit action 'degrade' admits requests over the limit instead: use one or the other");
+    ctx.error(
+      valueNode(ctx, ban),
+      join(path, 'ban'),
+      "a ban needs rejections, and on_limit action 'degrade' admits requests over the limit instead: use one or the other",
+    );
   }
   const mode = fields.get('throttling');
   if (throttling.throttling?.mode === 'elastic' && mode !== undefined) {
-    ctx.error(valueNode(ctx, mode), join(path, 'throttling'), "elastic throttling and on_limit action 'degrade' both admit requests over the limit: use one or the other");
+    ctx.error(
+      valueNode(ctx, mode),
+      join(path, 'throttling'),
+      "elastic throttling and on_limit action 'degrade' both admit requests over the limit: use one or the other",
+    );
   }
 }

@@ -127,13 +127,7 @@ function readDefaults(ctx: FileContext, field: Field | undefined): FileDefaults 
   return { ...(algorithm !== undefined ? { algorithm } : {}), ...(burst !== undefined ? { burst } : {}) };
 }
 
-function readDescriptorList(
-  ctx: FileContext,
-  field: Field | undefined,
-  path: string,
-  defaults: FileDefaults,
-  depth: number,
-): RawDescriptor[] {
+function readDescriptorList(ctx: FileContext, field: Field | undefined, path: string, defaults: FileDefaults, depth: number): RawDescriptor[] {
   const out: RawDescriptor[] = [];
   if (field !== undefined && depth > ctx.limits.maxDescriptorDepth) {
     ctx.error(valueNode(ctx, field), path, `descriptors nested more than ${ctx.limits.maxDescriptorDepth} levels deep`);
@@ -146,13 +140,7 @@ function readDescriptorList(
   return out;
 }
 
-function readDescriptor(
-  ctx: FileContext,
-  map: YAMLMap,
-  path: string,
-  defaults: FileDefaults,
-  depth: number,
-): RawDescriptor | undefined {
+function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults, depth: number): RawDescriptor | undefined {
   const fields = readFields(ctx, map, path, DESCRIPTOR_KEYS);
   const flag = (name: string): boolean => {
     const f = fields.get(name);
@@ -218,11 +206,7 @@ function readDescriptor(
 }
 
 /** `metadata:` must be a mapping (or empty); its content is free-form and passed through as JSON. */
-function readMetadata(
-  ctx: FileContext,
-  field: Field | undefined,
-  path: string,
-): { readonly [key: string]: JsonValue } | undefined {
+function readMetadata(ctx: FileContext, field: Field | undefined, path: string): { readonly [key: string]: JsonValue } | undefined {
   if (field === undefined) return undefined;
   const node = ctx.deref(field.value);
   if (node === undefined || (isScalar(node) && scalarKind(node) === 'null')) return undefined;

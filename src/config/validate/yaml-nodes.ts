@@ -153,14 +153,7 @@ export function readBool(ctx: FileContext, raw: unknown, path: string): boolean 
 }
 
 /** An integer field within [min, max]; null reads as `nullValue` (yaml.v2 zero value) when given. */
-export function readInt(
-  ctx: FileContext,
-  raw: unknown,
-  path: string,
-  min: number,
-  max: number,
-  nullValue: number | undefined,
-): number | undefined {
+export function readInt(ctx: FileContext, raw: unknown, path: string, min: number, max: number, nullValue: number | undefined): number | undefined {
   const node = ctx.deref(raw);
   const range = `an integer from ${min} to ${max}`;
   if (node === undefined || (isScalar(node) && scalarKind(node) === 'null')) {

@@ -14,7 +14,14 @@ import { onLimitKey } from '../../vocab/keys.js';
  * margins the server and the engine took off (rate-limiter.ts delayMarginMs); a request that would wait longer
  * is rejected at once.
  */
-export function storeOnLimit(limit: CompiledLimit, key: string, enforce: boolean, nowMs: number, deadlineMs: number | undefined, checkOnly: boolean): StoreOnLimit | undefined {
+export function storeOnLimit(
+  limit: CompiledLimit,
+  key: string,
+  enforce: boolean,
+  nowMs: number,
+  deadlineMs: number | undefined,
+  checkOnly: boolean,
+): StoreOnLimit | undefined {
   const o = limit.onLimit;
   if (o === undefined || !enforce || checkOnly) return undefined;
   const s: { -readonly [K in keyof StoreOnLimit]: StoreOnLimit[K] } = {};

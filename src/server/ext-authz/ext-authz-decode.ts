@@ -94,18 +94,30 @@ function httpRequest(c: ProtoReader, limits: CheckRequestLimits): HttpAttributes
   const tooMany = () => new RequestTooLargeError(`CheckRequest has more than ${limits.maxHeaders} request headers (AUTHZ_MAX_HEADERS)`);
   while (c.next()) {
     switch (c.number) {
-      case 1: id = c.text('id'); break;
-      case 2: method = c.text('method'); break;
+      case 1:
+        id = c.text('id');
+        break;
+      case 2:
+        method = c.text('method');
+        break;
       case 3: {
         if (++count > limits.maxHeaders) throw tooMany();
         const [k, v] = c.mapEntry('headers');
         headers.set(k.toLowerCase(), v); // a map: a repeated key replaces, as protobuf maps do
         break;
       }
-      case 4: path = c.text('path'); break;
-      case 5: host = c.text('host'); break;
-      case 6: scheme = c.text('scheme'); break;
-      case 10: protocol = c.text('protocol'); break;
+      case 4:
+        path = c.text('path');
+        break;
+      case 5:
+        host = c.text('host');
+        break;
+      case 6:
+        scheme = c.text('scheme');
+        break;
+      case 10:
+        protocol = c.text('protocol');
+        break;
       case 13: {
         const m = c.sub('header_map');
         while (m.next()) {

@@ -29,7 +29,9 @@ export interface ExtAuthzServiceOptions {
  * (throws synchronously for a malformed request), decide, encode. `call.signal` (read only by a request that
  * waits for a delayed slot) aborts when the call ends.
  */
-export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined, call?: { readonly signal: AbortSignal }) => Promise<Buffer> {
+export function checkCall(
+  options: ExtAuthzServiceOptions,
+): (request: Uint8Array, deadlineMs: number | undefined, call?: { readonly signal: AbortSignal }) => Promise<Buffer> {
   const limits = options.limits ?? DEFAULT_CHECK_LIMITS;
   const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs, maxWaitMs } = options;
   return (request, deadlineMs, call) => {

@@ -34,9 +34,7 @@ function service(defs: grpc.GrpcObject, path: string): grpc.ServiceDefinition {
 
 export function loadProtos(): LoadedProtos {
   if (cached !== undefined) return cached;
-  const defs = grpc.loadPackageDefinition(
-    protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], LOADER_OPTIONS),
-  );
+  const defs = grpc.loadPackageDefinition(protoLoader.loadSync(['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'], LOADER_OPTIONS));
   const rls = service(defs, 'envoy.service.ratelimit.v3.RateLimitService');
   cached = {
     rls,

@@ -99,7 +99,13 @@ export function loadTlsMaterial(files: TlsFiles, labels: TlsLabels = DEFAULT_LAB
   } catch (err) {
     throw new Error(`${labels.cert} ${files.certFile} / ${labels.key} ${files.keyFile}: unusable: ${(err as Error).message}`);
   }
-  const fingerprint = createHash('sha256').update(cert).update('\0').update(key).update('\0').update(ca ?? '').digest('hex');
+  const fingerprint = createHash('sha256')
+    .update(cert)
+    .update('\0')
+    .update(key)
+    .update('\0')
+    .update(ca ?? '')
+    .digest('hex');
   return { context, fingerprint, notAfter: leaf.validTo };
 }
 

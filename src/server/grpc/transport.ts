@@ -61,8 +61,21 @@ export interface RunningTransport {
 }
 
 export function startTransport(o: TransportOptions): Promise<RunningTransport> {
-  const common = { host: o.host, port: o.port, ...(o.connections ?? {}), ...(o.credentials === undefined ? {} : { credentials: o.credentials }), ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }) };
-  const rls = { limiter: o.limiter, clock: o.clock, deadlineMarginMs: o.deadlineMarginMs, requestLimits: o.requestLimits, defaultTimeoutMs: o.defaultTimeoutMs, ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }) };
+  const common = {
+    host: o.host,
+    port: o.port,
+    ...(o.connections ?? {}),
+    ...(o.credentials === undefined ? {} : { credentials: o.credentials }),
+    ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }),
+  };
+  const rls = {
+    limiter: o.limiter,
+    clock: o.clock,
+    deadlineMarginMs: o.deadlineMarginMs,
+    requestLimits: o.requestLimits,
+    defaultTimeoutMs: o.defaultTimeoutMs,
+    ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }),
+  };
   const routes = routeTable();
   routes.unary.set(RLS_PATH, leanRlsRoute(rls));
   addHealthRoutes(routes, o.health);

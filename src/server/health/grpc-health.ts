@@ -35,7 +35,11 @@ export class HealthState {
    * `others`: further service names, each with its own status function. Check, List and status() read the
    * sources when asked; Watch calls are told of a change within `watchPollMs`.
    */
-  constructor(isServing: () => boolean, others: Readonly<Record<string, () => boolean>> = {}, private readonly watchPollMs = 500) {
+  constructor(
+    isServing: () => boolean,
+    others: Readonly<Record<string, () => boolean>> = {},
+    private readonly watchPollMs = 500,
+  ) {
     for (const name of HEALTH_SERVICE_NAMES) this.sources.set(name, isServing);
     for (const [name, fn] of Object.entries(others)) this.sources.set(name, fn);
     for (const [name, fn] of this.sources) this.current.set(name, fn() ? 'SERVING' : 'NOT_SERVING');

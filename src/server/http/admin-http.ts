@@ -151,7 +151,16 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
     case 'off':
       return send(res, 404, { error: 'POST /json is disabled (JSON_API=off)' });
     default: {
-      const routes = ['GET /healthz', 'GET /readyz', 'GET /healthcheck', 'GET /metrics', 'GET /rules', ...(options.capacity === undefined ? [] : ['GET /capacity']), ...(options.rlqs === undefined ? [] : ['GET /rlqs']), ...(jsonApi === 'off' ? [] : ['POST /json'])];
+      const routes = [
+        'GET /healthz',
+        'GET /readyz',
+        'GET /healthcheck',
+        'GET /metrics',
+        'GET /rules',
+        ...(options.capacity === undefined ? [] : ['GET /capacity']),
+        ...(options.rlqs === undefined ? [] : ['GET /rlqs']),
+        ...(jsonApi === 'off' ? [] : ['POST /json']),
+      ];
       if (routes.some((r) => r.endsWith(` ${path}`))) return send(res, 405, { error: `${req.method} not allowed on ${path}` });
       return send(res, 404, { error: `no route ${path}`, routes });
     }

@@ -18,11 +18,12 @@ async function listen(host: string, port: number, routes: ReadonlyMap<string, Ro
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = routes.get(path);
-    const answer = route === undefined
-      ? Promise.resolve({ status: 404, body: `no route ${path}; routes: ${[...routes.keys()].join(' ')}\n`, type: 'text/plain' })
-      : req.method !== 'GET' && req.method !== 'HEAD'
-        ? Promise.resolve({ status: 405, body: `${req.method} not allowed on ${path}\n`, type: 'text/plain' })
-        : Promise.resolve().then(() => route(req));
+    const answer =
+      route === undefined
+        ? Promise.resolve({ status: 404, body: `no route ${path}; routes: ${[...routes.keys()].join(' ')}\n`, type: 'text/plain' })
+        : req.method !== 'GET' && req.method !== 'HEAD'
+          ? Promise.resolve({ status: 405, body: `${req.method} not allowed on ${path}\n`, type: 'text/plain' })
+          : Promise.resolve().then(() => route(req));
     answer.then(
       ({ status, body, type }) => {
         res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
@@ -86,7 +87,13 @@ export function startDebugServer(o: DebugServerOptions): Promise<Listener> {
     ['/rules', () => ({ status: 200, body: `${JSON.stringify(o.rules(), null, 2)}\n`, type: 'application/json' })],
     ['/stats', async () => ({ status: 200, body: await o.registry.metrics(), type: o.registry.contentType })],
   ]);
-  routes.set('/', () => text(Object.entries(help).map(([path, what]) => `${path}: ${what}\n`).join('')));
+  routes.set('/', () =>
+    text(
+      Object.entries(help)
+        .map(([path, what]) => `${path}: ${what}\n`)
+        .join(''),
+    ),
+  );
   return listen(o.host, o.port, routes, o.onError);
 }
 

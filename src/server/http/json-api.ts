@@ -76,7 +76,10 @@ export function requestFromJson(text: string, limits: RequestLimits = DEFAULT_RE
           return { key: str(e.key, `descriptors[${i}].entries[${j}].key`), value: str(e.value, `descriptors[${i}].entries[${j}].value`) };
         }),
         limit: isObject(limit)
-          ? { requests_per_unit: Number(num(field(limit, 'requestsPerUnit', 'requests_per_unit'), `descriptors[${i}].limit.requestsPerUnit`) ?? 0), unit: unitOf(limit.unit, `descriptors[${i}].limit.unit`) }
+          ? {
+              requests_per_unit: Number(num(field(limit, 'requestsPerUnit', 'requests_per_unit'), `descriptors[${i}].limit.requestsPerUnit`) ?? 0),
+              unit: unitOf(limit.unit, `descriptors[${i}].limit.unit`),
+            }
           : null,
         hits_addend: hits === undefined ? null : { value: hits },
         is_negative_hits: bool(field(d, 'isNegativeHits', 'is_negative_hits'), `descriptors[${i}].isNegativeHits`),
@@ -93,7 +96,13 @@ export function decisionToJson(d: RateLimitDecision): Json {
     statuses: d.statuses.map((s) => ({
       code: s.code,
       ...(s.currentLimit
-        ? { currentLimit: { ...(s.currentLimit.name ? { name: s.currentLimit.name } : {}), requestsPerUnit: s.currentLimit.requestsPerUnit, unit: s.currentLimit.unit?.toUpperCase() ?? 'UNKNOWN' } }
+        ? {
+            currentLimit: {
+              ...(s.currentLimit.name ? { name: s.currentLimit.name } : {}),
+              requestsPerUnit: s.currentLimit.requestsPerUnit,
+              unit: s.currentLimit.unit?.toUpperCase() ?? 'UNKNOWN',
+            },
+          }
         : {}),
       limitRemaining: s.limitRemaining,
       ...(s.durationUntilResetMs !== undefined ? { durationUntilReset: `${Math.ceil(s.durationUntilResetMs / 1000)}s` } : {}),

@@ -64,9 +64,13 @@ function descriptor(r: ProtoReader, index: number, limits: RequestLimits): Reque
       while (h.next()) if (h.number === 1) hitsAddend = Math.min(h.uint('value'), Number.MAX_SAFE_INTEGER);
     } else if (field === 4) negative = r.uint('is_negative_hits') !== 0;
   }
-  return requestDescriptor(entries, limit === undefined ? undefined : { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) }, hitsAddend, negative);
+  return requestDescriptor(
+    entries,
+    limit === undefined ? undefined : { requestsPerUnit: limit.requestsPerUnit, unit: unitFromWire(limit.unitNumber) },
+    hitsAddend,
+    negative,
+  );
 }
-
 
 /** One reader for every request (decoding is synchronous), pointed at no bytes between requests. */
 const EMPTY = new Uint8Array(0);

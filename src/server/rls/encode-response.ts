@@ -86,7 +86,10 @@ function writeValue(w: ProtoWriter, v: unknown): void {
     w.tag(4, 0);
     w.varint(v ? 1 : 0);
   } else if (Array.isArray(v)) {
-    w.header(6, v.reduce((n: number, x) => n + lenFieldSize(valueSize(x)), 0));
+    w.header(
+      6,
+      v.reduce((n: number, x) => n + lenFieldSize(valueSize(x)), 0),
+    );
     for (const x of v) {
       w.header(1, valueSize(x));
       writeValue(w, x);
@@ -151,7 +154,10 @@ export function encodeRateLimitResponse(d: RateLimitDecision, framePrefix: 0 | 5
     const l = s.currentLimit;
     if (l !== undefined) {
       const name = l.name !== undefined && l.name !== '' ? t++ : -1;
-      w.header(2, (name >= 0 ? lenFieldSize(lens[name]!) : 0) + (l.requestsPerUnit !== 0 ? 1 + varintSize(l.requestsPerUnit) : 0) + (l.unit !== undefined ? 2 : 0));
+      w.header(
+        2,
+        (name >= 0 ? lenFieldSize(lens[name]!) : 0) + (l.requestsPerUnit !== 0 ? 1 + varintSize(l.requestsPerUnit) : 0) + (l.unit !== undefined ? 2 : 0),
+      );
       if (l.requestsPerUnit !== 0) {
         w.tag(1, 0);
         w.varint(l.requestsPerUnit);

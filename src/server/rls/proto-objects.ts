@@ -16,7 +16,10 @@ import {
   type Unit,
 } from '../../vocab/types.js';
 
-export interface WireEntry { key?: string; value?: string }
+export interface WireEntry {
+  key?: string;
+  value?: string;
+}
 export interface WireDescriptor {
   entries?: WireEntry[];
   limit?: { requests_per_unit?: number; unit?: string | number } | null;
@@ -24,7 +27,11 @@ export interface WireDescriptor {
   /** Envoy 1.38+: the hits are a refund. */
   is_negative_hits?: boolean;
 }
-export interface WireRequest { domain?: string; descriptors?: WireDescriptor[]; hits_addend?: number }
+export interface WireRequest {
+  domain?: string;
+  descriptors?: WireDescriptor[];
+  hits_addend?: number;
+}
 
 const WIRE_UNITS: ReadonlySet<string> = new Set(UNITS.map((u) => u.toUpperCase()));
 
@@ -52,7 +59,12 @@ function toCount(value: string | number | undefined, field: string): number {
  * The engine's descriptor, its optional fields left out when absent. Both decoders build it here (requestFromWire
  * below, and the lean transport's decode-request.ts), so both give the same object.
  */
-export function requestDescriptor(entries: DescriptorEntry[], limit: LimitOverride | undefined, hitsAddend: number | undefined, negativeHits: boolean): RequestDescriptor {
+export function requestDescriptor(
+  entries: DescriptorEntry[],
+  limit: LimitOverride | undefined,
+  hitsAddend: number | undefined,
+  negativeHits: boolean,
+): RequestDescriptor {
   const d: { entries: DescriptorEntry[]; limit?: LimitOverride; hitsAddend?: number; negativeHits?: true } = { entries };
   if (limit !== undefined) d.limit = limit;
   if (hitsAddend !== undefined) d.hitsAddend = hitsAddend;
@@ -64,7 +76,8 @@ export function requestFromWire(w: WireRequest): RateLimitRequest {
   const descriptors: RequestDescriptor[] = (w.descriptors ?? []).map((d, i) => {
     const entries = (d.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' }));
     let limit: LimitOverride | undefined;
-    if (d.limit != null) limit = { requestsPerUnit: toCount(d.limit.requests_per_unit, `descriptors[${i}].limit.requests_per_unit`), unit: unitFromWire(d.limit.unit) };
+    if (d.limit != null)
+      limit = { requestsPerUnit: toCount(d.limit.requests_per_unit, `descriptors[${i}].limit.requests_per_unit`), unit: unitFromWire(d.limit.unit) };
     const hitsAddend = d.hits_addend != null ? toCount(d.hits_addend.value, `descriptors[${i}].hits_addend`) : undefined;
     return requestDescriptor(entries, limit, hitsAddend, d.is_negative_hits === true);
   });

@@ -65,7 +65,12 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
     steps.push(step);
     if (!outcome.allowed && (check.enforce || step.needsAggregate === true)) admitted = false;
     for (const w of step.writes) {
-      pending.set(w.key, { state: w.state, ttlMs: w.ttlMs, check: w.check, exhausted: w.key === check.key && (!outcome.allowed || outcome.remainingIfCommitted === 0) });
+      pending.set(w.key, {
+        state: w.state,
+        ttlMs: w.ttlMs,
+        check: w.check,
+        exhausted: w.key === check.key && (!outcome.allowed || outcome.remainingIfCommitted === 0),
+      });
     }
     if (step.banWrite !== undefined) bans.set(step.banWrite.key, step.banWrite);
     if (!outcome.allowed && outcome.remainingIfNotCommitted === 0 && earlier === undefined && step.ban === undefined) {
@@ -80,7 +85,16 @@ export function applyBatch(access: StateAccess, checks: readonly LimitCheck[], n
   } else {
     countAlways(access, checks, nowMs);
   }
-  const rejections = degraded === undefined ? undefined : trackBackoff(access, checks, steps.map((s) => s.outcome.allowed), admitted, nowMs);
+  const rejections =
+    degraded === undefined
+      ? undefined
+      : trackBackoff(
+          access,
+          checks,
+          steps.map((s) => s.outcome.allowed),
+          admitted,
+          nowMs,
+        );
   return checks.map((check, i) => {
     const step = steps[i]!;
     const o: AlgorithmOutcome = step.outcome;

@@ -10,15 +10,12 @@ export type RedisClient = Redis | Cluster;
 
 /** `info`: where good news goes ("connection ready" is not a problem, so not at `log`'s warn level). */
 export function openClient(plan: ClientPlan, log: LogFn, info: (message: string) => void = log): RedisClient {
-  const client: RedisClient =
-    plan.type === 'cluster' ? new Cluster(plan.nodes, plan.options) : new Redis(plan.options);
+  const client: RedisClient = plan.type === 'cluster' ? new Cluster(plan.nodes, plan.options) : new Redis(plan.options);
   const where = plan.type === 'cluster' ? 'Redis Cluster' : plan.type === 'sentinel' ? 'Redis (Sentinel)' : 'Redis';
   // Without an 'error' listener an EventEmitter error would be thrown and crash the process.
   client.on('error', (error: unknown) => log(`${where} connection error: ${describe(error)}`, error));
   if (client instanceof Cluster) {
-    client.on('node error', (error: unknown, node: string) =>
-      log(`Redis Cluster node ${node} error: ${describe(error)}`, error),
-    );
+    client.on('node error', (error: unknown, node: string) => log(`Redis Cluster node ${node} error: ${describe(error)}`, error));
   }
   client.on('ready', () => info(`${where} connection ready`));
   return client;

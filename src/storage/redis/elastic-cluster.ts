@@ -25,7 +25,12 @@ export type SlotCall = (checks: readonly LimitCheck[], commit: boolean) => Promi
 export type Decide = (checks: readonly LimitCheck[]) => Promise<{ outcomes: LimitOutcome[]; committed: boolean }>;
 
 /** Steps 1–3 for a request whose elastic checks at `indexes` have their aggregate in another slot. */
-export async function decideElastic(checks: readonly LimitCheck[], indexes: readonly number[], call: SlotCall, decide: Decide): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
+export async function decideElastic(
+  checks: readonly LimitCheck[],
+  indexes: readonly number[],
+  call: SlotCall,
+  decide: Decide,
+): Promise<{ outcomes: LimitOutcome[]; committed: boolean }> {
   let sent = checks.map((c, i) => (indexes.includes(i) ? { ...c, elastic: { ...c.elastic!, use: 'ask' as const } } : c));
   let result = await decide(sent);
   if (result.outcomes.some((o) => o.needsAggregate === true)) {
@@ -49,7 +54,15 @@ export function crossSlotElastic(checks: readonly LimitCheck[]): number[] {
 }
 
 function aggregateCheck(c: LimitCheck, hits: number): LimitCheck {
-  return { key: c.elastic!.key, algorithm: c.elastic!.algorithm ?? c.algorithm, limit: AGGREGATE_LIMIT, windowMs: c.windowMs, burst: c.burst, hits, enforce: false };
+  return {
+    key: c.elastic!.key,
+    algorithm: c.elastic!.algorithm ?? c.algorithm,
+    limit: AGGREGATE_LIMIT,
+    windowMs: c.windowMs,
+    burst: c.burst,
+    hits,
+    enforce: false,
+  };
 }
 
 /** Step 1: the checks with the aggregate use of each cross-slot elastic check filled in. */
@@ -72,7 +85,12 @@ export async function withAggregateUse(checks: readonly LimitCheck[], indexes: r
 }
 
 /** Step 3: add the hits of the admitted cross-slot elastic checks to their aggregates (one call per aggregate). */
-export async function addToAggregates(checks: readonly LimitCheck[], indexes: readonly number[], outcomes: readonly LimitOutcome[], call: SlotCall): Promise<void> {
+export async function addToAggregates(
+  checks: readonly LimitCheck[],
+  indexes: readonly number[],
+  outcomes: readonly LimitOutcome[],
+  call: SlotCall,
+): Promise<void> {
   const byKey = new Map<string, LimitCheck[]>();
   for (const i of indexes) {
     const c = checks[i]!;

@@ -56,7 +56,10 @@ export function loadClaimScript(): BatchScript {
   const template = readFileSync(join(LUA_DIR, 'lease', 'claim.lua'), 'utf8');
   if (!template.includes(MARKER)) throw new Error(`lease/claim.lua lacks the marker line ${MARKER}`);
   const fragments = LEASE_ALGORITHMS.map((name) => `-- ${name}.lua\n${readFileSync(join(LUA_DIR, 'algorithms', `${name}.lua`), 'utf8')}`);
-  return script('claim.lua', template.replace(MARKER, () => [luaLibraries(), ...fragments].join('\n')));
+  return script(
+    'claim.lua',
+    template.replace(MARKER, () => [luaLibraries(), ...fragments].join('\n')),
+  );
 }
 
 /** give_back.lua after the libraries (it uses INT_MATH for the bucket). */

@@ -121,11 +121,14 @@ export class RedisHealth {
     const needed = !this.succeededSinceTick || this.lastError !== undefined || !this.verified;
     this.succeededSinceTick = false;
     if (needed) {
-      this.probing ??= this.options.probe().then(
-        () => this.recordSuccess(),
-        // A slow reply (ioredis commandTimeout) counts like a request timeout: several in a row fail.
-        (error: unknown) => (isTimeoutText(describe(error)) ? this.recordTimeout(error) : this.recordFailure(error)),
-      ).finally(() => (this.probing = undefined));
+      this.probing ??= this.options
+        .probe()
+        .then(
+          () => this.recordSuccess(),
+          // A slow reply (ioredis commandTimeout) counts like a request timeout: several in a row fail.
+          (error: unknown) => (isTimeoutText(describe(error)) ? this.recordTimeout(error) : this.recordFailure(error)),
+        )
+        .finally(() => (this.probing = undefined));
       await this.probing;
     }
     this.reportProblem();

@@ -17,7 +17,15 @@ import type { Clock } from '../../vocab/clock.js';
 import { systemClock } from '../../vocab/clock.js';
 import { RateLimitError, StoreError } from '../../vocab/errors.js';
 import { ALGORITHM_NAMES, type AlgorithmName } from '../../vocab/algorithm-names.js';
-import { giveBackAlgorithm, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../counter-store.js';
+import {
+  giveBackAlgorithm,
+  type ApplyOptions,
+  type CounterStore,
+  type LimitCheck,
+  type LimitOutcome,
+  type Refund,
+  type StoreHealth,
+} from '../counter-store.js';
 import { LeaseScripts } from './lease-scripts.js';
 import { throttledLog, type LogFn } from '../throttled-log.js';
 import { BatchCommands, loadBatchScript, MAX_BATCH_CHECKS, runBatch, type BatchReply, type BatchScript } from './batch-script.js';
@@ -93,7 +101,9 @@ export class RedisStore implements CounterStore {
         const within = init.probeTimeoutMs;
         await withDeadline(probe, within === undefined ? undefined : this.clock.nowMs() + within, this.clock).catch((error: unknown) => {
           // Worded as the client's own timeout, so that health counts it as one (several in a row fail).
-          throw error instanceof StoreError && error.code === 'STORE_TIMEOUT' ? new StoreError('STORE_TIMEOUT', `health probe timed out after ${within} ms`) : error;
+          throw error instanceof StoreError && error.code === 'STORE_TIMEOUT'
+            ? new StoreError('STORE_TIMEOUT', `health probe timed out after ${within} ms`)
+            : error;
         });
       },
       ...(init.healthIntervalMs === undefined ? {} : { intervalMs: init.healthIntervalMs }),
@@ -217,7 +227,16 @@ export class RedisStore implements CounterStore {
 
     this.counters.crossSlotRequests++;
     const run = async (commit: boolean): Promise<{ admitted: boolean; outcomes: LimitOutcome[] }> => {
-      const replies = await Promise.all(groups.map((g) => this.call(g.map((i) => checks[i]!), nowMs, commit, expiresRedisMs)));
+      const replies = await Promise.all(
+        groups.map((g) =>
+          this.call(
+            g.map((i) => checks[i]!),
+            nowMs,
+            commit,
+            expiresRedisMs,
+          ),
+        ),
+      );
       const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
       groups.forEach((g, gi) => g.forEach((checkIndex, k) => (outcomes[checkIndex] = replies[gi]!.outcomes[k]!)));
       const admitted = replies.every((r) => r.admitted);
@@ -228,7 +247,16 @@ export class RedisStore implements CounterStore {
     if (!dry.admitted && !gaveUp()) {
       // A rejected request still counts its checks counted whatever the outcome (count_every_hit), per slot.
       const always = groups.map((g) => g.filter((i) => checks[i]!.countOver === 'always' && checks[i]!.hits > 0)).filter((g) => g.length > 0);
-      await Promise.all(always.map((g) => this.call(g.map((i) => checks[i]!), nowMs, true, expiresRedisMs)));
+      await Promise.all(
+        always.map((g) =>
+          this.call(
+            g.map((i) => checks[i]!),
+            nowMs,
+            true,
+            expiresRedisMs,
+          ),
+        ),
+      );
       return { outcomes: dry.outcomes, committed: always.length > 0 };
     }
     if (!dry.admitted || gaveUp()) return { outcomes: dry.outcomes, committed: false };
@@ -318,9 +346,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   if (missing.length > 0) throw new Error(`no Lua fragment for algorithm(s): ${missing.join(', ')}`);
   const plan = planClient(options);
   const log = throttledLog({ log: options.log ?? (() => undefined), clock, intervalMs: options.logIntervalMs ?? 10_000 });
-  const logProblem = options.logError
-    ? throttledLog({ log: options.logError, clock, intervalMs: options.problemLogIntervalMs ?? 5000 })
-    : undefined;
+  const logProblem = options.logError ? throttledLog({ log: options.logError, clock, intervalMs: options.problemLogIntervalMs ?? 5000 }) : undefined;
   return new RedisStore(openClient(plan, log, options.logInfo ?? log), {
     clock,
     script,

@@ -115,7 +115,9 @@ export class RequestBatcher {
     this.commands.callBuffer(keyCount, args).then(
       (reply) => {
         if (!Array.isArray(reply) || reply.length !== items.length) {
-          const error = new Error(`unexpected reply of the requests script: ${items.length} requests, ${Array.isArray(reply) ? `${reply.length} replies` : typeof reply}`);
+          const error = new Error(
+            `unexpected reply of the requests script: ${items.length} requests, ${Array.isArray(reply) ? `${reply.length} replies` : typeof reply}`,
+          );
           for (const p of items) p.reject(error);
           return;
         }

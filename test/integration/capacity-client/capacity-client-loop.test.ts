@@ -26,11 +26,19 @@ async function server(time: FakeTime): Promise<ScriptedServer & { failing: boole
       if (state.failing) return Object.assign(new Error('down'), { code: grpc.status.UNAVAILABLE, details: 'down', metadata: new grpc.Metadata() });
       const expiry = Math.floor(time.nowMs() / 1000) + LEASE_S;
       const resources = request.resource as { resource_id: string; wants: number }[];
-      return { response: resources.map((r) => ({ resource_id: r.resource_id, gets: { expiry_time: expiry, refresh_interval: REFRESH_S, capacity: Math.min(r.wants, 100) }, safe_capacity: 4 })) };
+      return {
+        response: resources.map((r) => ({
+          resource_id: r.resource_id,
+          gets: { expiry_time: expiry, refresh_interval: REFRESH_S, capacity: Math.min(r.wants, 100) },
+          safe_capacity: 4,
+        })),
+      };
     },
   });
   open.push(s);
-  return Object.defineProperty(s, 'failing', { get: () => state.failing, set: (v: boolean) => void (state.failing = v) }) as ScriptedServer & { failing: boolean };
+  return Object.defineProperty(s, 'failing', { get: () => state.failing, set: (v: boolean) => void (state.failing = v) }) as ScriptedServer & {
+    failing: boolean;
+  };
 }
 
 function client(time: FakeTime, address: string, backoff: { initialMs: number; maxMs: number }): CapacityClient {
@@ -53,7 +61,13 @@ describe('capacity client refresh loop (fake clock, real server)', () => {
     const y = c.resource('y', 500);
     await eventually(() => x.capacity === 10 && y.capacity === 100, { what: 'first grant' });
     expect(gets(s)).toBe(1);
-    expect(s.requests.GetCapacity![0]).toEqual({ client_id: 'loop', resource: [{ resource_id: 'x', priority: 2, wants: 10 }, { resource_id: 'y', priority: 0, wants: 500 }] });
+    expect(s.requests.GetCapacity![0]).toEqual({
+      client_id: 'loop',
+      resource: [
+        { resource_id: 'x', priority: 2, wants: 10 },
+        { resource_id: 'y', priority: 0, wants: 500 },
+      ],
+    });
     expect(x.lease).toEqual({ capacity: 10, expiryMs: t0 + LEASE_S * 1000, refreshIntervalMs: REFRESH_S * 1000 });
     await time.advance(REFRESH_S * 1000 - 1);
     await quietly();
@@ -75,7 +89,12 @@ describe('capacity client refresh loop (fake clock, real server)', () => {
     c.resource('x', 10);
     await eventually(() => c.failedRefreshes === 1, { what: 'first failure' });
     // random 0.5: 250 → 187.5 ms, 500 → 375, 1000 → 750, then capped at 1000 → 750
-    for (const [n, delay] of [[2, 188], [3, 375], [4, 750], [5, 750]] as const) {
+    for (const [n, delay] of [
+      [2, 188],
+      [3, 375],
+      [4, 750],
+      [5, 750],
+    ] as const) {
       await time.advance(delay - 1);
       await quietly();
       expect(gets(s)).toBe(n - 1);

@@ -12,8 +12,6 @@ import { capacityPeers, type CapacityPeer } from '../../support/capacity-client-
 import { startRedirector, type Redirector } from '../../support/capacity-client-redirector.js';
 import { eventually } from '../../support/eventually.js';
 
-
-
 const CONFIG = `resources:
   - identifier_glob: learn
     capacity: 100

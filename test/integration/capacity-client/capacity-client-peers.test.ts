@@ -10,8 +10,6 @@ import { CapacityClient, type Resource } from '../../../src/capacity-client/inde
 import { capacityPeers, type CapacityPeer } from '../../support/capacity-client-ours.js';
 import { eventually } from '../../support/eventually.js';
 
-
-
 const CONFIG = `resources:
   - identifier_glob: fair
     capacity: 120

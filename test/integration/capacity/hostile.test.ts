@@ -32,7 +32,10 @@ afterAll(async () => {
 });
 
 function config(kind: string, capacity: number, learning = 0, lease = 60): CapacityConfig {
-  const cfg = parseCapacityConfig('r.yaml', `resources:\n  - identifier_glob: "*"\n    capacity: ${capacity}\n    algorithm: {kind: ${kind}, lease_length: ${lease}, refresh_interval: 1, learning_mode_duration: ${learning}}\n`);
+  const cfg = parseCapacityConfig(
+    'r.yaml',
+    `resources:\n  - identifier_glob: "*"\n    capacity: ${capacity}\n    algorithm: {kind: ${kind}, lease_length: ${lease}, refresh_interval: 1, learning_mode_duration: ${learning}}\n`,
+  );
   if (!cfg.ok) throw new Error(cfg.errors.join('\n'));
   return cfg.config;
 }
@@ -57,7 +60,12 @@ for (const backend of ['memory', 'redis'] as const) {
         const store = createRedisStore({ url: redis.url, clock });
         await store.waitUntilReady(10_000);
         stores.push(store);
-        answers = new RedisCapacity(server, { client: store.connection, prefix: 'rl:', clock, ...(extra.maxLeases === undefined ? {} : { maxLeases: extra.maxLeases }) });
+        answers = new RedisCapacity(server, {
+          client: store.connection,
+          prefix: 'rl:',
+          clock,
+          ...(extra.maxLeases === undefined ? {} : { maxLeases: extra.maxLeases }),
+        });
       }
       return { caller: new ByteCaller(answers), server, clock };
     }
@@ -76,7 +84,10 @@ for (const backend of ['memory', 'redis'] as const) {
           }
         }
         const res = server.find('mix')!;
-        expect({ sumHas: Number.isFinite(res.store.sumHas), sumWants: Number.isFinite(res.store.sumWants) }, `sumHas ${res.store.sumHas}, sumWants ${res.store.sumWants}`).toEqual({ sumHas: true, sumWants: true });
+        expect(
+          { sumHas: Number.isFinite(res.store.sumHas), sumWants: Number.isFinite(res.store.sumWants) },
+          `sumHas ${res.store.sumHas}, sumWants ${res.store.sumWants}`,
+        ).toEqual({ sumHas: true, sumWants: true });
       });
     }
 
@@ -95,7 +106,13 @@ for (const backend of ['memory', 'redis'] as const) {
       const { caller } = await start(config('STATIC', 10));
       const a = Buffer.from('in-26\xff\xfe', 'latin1');
       const b = Buffer.from('in-26\xfe\xff', 'latin1');
-      const answer = await caller.raw('GetCapacity', getCapacityBytes('c', [{ resource: a, wants: 3 }, { resource: b, wants: 4 }]));
+      const answer = await caller.raw(
+        'GetCapacity',
+        getCapacityBytes('c', [
+          { resource: a, wants: 3 },
+          { resource: b, wants: 4 },
+        ]),
+      );
       expect(answer.indexOf(a)).toBeGreaterThan(0);
       expect(answer.indexOf(b)).toBeGreaterThan(answer.indexOf(a));
       expect(await caller.get('c', [{ resource: b, wants: 5 }])).toEqual([5]);
@@ -112,7 +129,10 @@ for (const backend of ['memory', 'redis'] as const) {
       server.cleanAll();
       expect(server.resourceCount).toBe(0);
       // Releases of resources never asked for leave nothing, anywhere.
-      await caller.release('c9', Array.from({ length: 100 }, (_, i) => `never-${i}`));
+      await caller.release(
+        'c9',
+        Array.from({ length: 100 }, (_, i) => `never-${i}`),
+      );
       expect(server.resourceCount).toBe(0);
       if (backend === 'redis') {
         const keys = await conn.connection.keys('*');
@@ -123,9 +143,27 @@ for (const backend of ['memory', 'redis'] as const) {
 
     it('CAPACITY_MAX_RESOURCES bounds the resources kept: what fits is answered, the rest left out, nothing at all is RESOURCE_EXHAUSTED', async () => {
       const { caller, server } = await start(config('STATIC', 10), { maxResources: 3 });
-      expect(await caller.get('a', [{ resource: 'r1', wants: 1 }, { resource: 'r2', wants: 1 }])).toEqual([1, 1]);
-      const answer = decodeResponse<M.GetCapacityResponse>('GetCapacity', await caller.raw('GetCapacity', getCapacityBytes('a', [{ resource: 'r3', wants: 3 }, { resource: 'r4', wants: 4 }, { resource: 'r1', wants: 2 }])));
-      expect(answer.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([['r3', 3], ['r1', 2]]);
+      expect(
+        await caller.get('a', [
+          { resource: 'r1', wants: 1 },
+          { resource: 'r2', wants: 1 },
+        ]),
+      ).toEqual([1, 1]);
+      const answer = decodeResponse<M.GetCapacityResponse>(
+        'GetCapacity',
+        await caller.raw(
+          'GetCapacity',
+          getCapacityBytes('a', [
+            { resource: 'r3', wants: 3 },
+            { resource: 'r4', wants: 4 },
+            { resource: 'r1', wants: 2 },
+          ]),
+        ),
+      );
+      expect(answer.response.map((r) => [r.resource_id, r.gets.capacity])).toEqual([
+        ['r3', 3],
+        ['r1', 2],
+      ]);
       expect(server.resourceCount).toBe(3);
       await expect(caller.get('a', [{ resource: 'r5', wants: 1 }])).rejects.toBeInstanceOf(RequestTooLargeError);
       await caller.release('a', ['r2']);
@@ -154,7 +192,10 @@ for (const backend of ['memory', 'redis'] as const) {
       const { caller } = await start(config('STATIC', 10));
       expect(await caller.get('', [{ resource: '', wants: 3 }])).toEqual([3]);
       const long = 'r'.repeat(100_000);
-      const answer = decodeResponse<M.GetCapacityResponse>('GetCapacity', await caller.raw('GetCapacity', getCapacityBytes('c'.repeat(50_000), [{ resource: long, wants: 4 }])));
+      const answer = decodeResponse<M.GetCapacityResponse>(
+        'GetCapacity',
+        await caller.raw('GetCapacity', getCapacityBytes('c'.repeat(50_000), [{ resource: long, wants: 4 }])),
+      );
       expect(answer.response[0]).toMatchObject({ resource_id: long, gets: { capacity: 4 } });
       await caller.release('c'.repeat(50_000), [long]);
       await caller.release('', ['']);
@@ -162,15 +203,27 @@ for (const backend of ['memory', 'redis'] as const) {
 
     it('a resource named twice in one request: the last entry is decided and both entries get its grant', async () => {
       const { caller, server } = await start(config('FAIR_SHARE', 120));
-      expect(await caller.get('a', [{ resource: 'fair', wants: 1000 }, { resource: 'fair', wants: 0 }])).toEqual([0, 0]);
+      expect(
+        await caller.get('a', [
+          { resource: 'fair', wants: 1000 },
+          { resource: 'fair', wants: 0 },
+        ]),
+      ).toEqual([0, 0]);
       expect(server.find('fair')!.store.get('a')!.wants).toBe(0);
-      expect(await caller.get('a', [{ resource: 'fair', wants: 0 }, { resource: 'fair', wants: 1000 }])).toEqual([120, 120]);
+      expect(
+        await caller.get('a', [
+          { resource: 'fair', wants: 0 },
+          { resource: 'fair', wants: 1000 },
+        ]),
+      ).toEqual([120, 120]);
     });
 
     it('GetServerCapacity with num_clients < 1 is INVALID_ARGUMENT "subclients should be > 0", as Doorman', async () => {
       const { caller } = await start(config('FAIR_SHARE', 120));
       for (const n of [0, -3]) {
-        await expect(caller.raw('GetServerCapacity', getServerCapacityBytes('s', 'r', [{ priority: 1, num_clients: n, wants: 10 }]))).rejects.toThrow(/subclients should be > 0/);
+        await expect(caller.raw('GetServerCapacity', getServerCapacityBytes('s', 'r', [{ priority: 1, num_clients: n, wants: 10 }]))).rejects.toThrow(
+          /subclients should be > 0/,
+        );
       }
     });
   });

@@ -43,7 +43,12 @@ describe('capacity on Redis Cluster', () => {
       expect((await ask(b.capacity, 'z', r, 10)).gets.capacity).toBe(10);
       await b.capacity.releaseCapacity({ client_id: 'y', resource_id: [r] });
       const held = await leasesInRedis(a.store, r, clock.nowMs());
-      expect(held).toEqual(new Map([['x', 60], ['z', 10]]));
+      expect(held).toEqual(
+        new Map([
+          ['x', 60],
+          ['z', 10],
+        ]),
+      );
       await a.capacity.cache.refresh(a.server.resource(r), clock.nowMs());
       expect(copyOf(a, r)).toEqual(held);
     }

@@ -100,7 +100,10 @@ describe('capacity on Redis: incremental copies', () => {
       for (let i = 0; i < 60; i++) {
         const r = rs[i % 3]!.capacity;
         if (i % 4 === 3) {
-          const req = { server_id: `s${rand.int(0, 2)}`, resource: [{ resource_id: resource, wants: [{ priority: rand.int(0, 2), num_clients: rand.int(1, 4), wants: rand.int(0, 90) }] }] };
+          const req = {
+            server_id: `s${rand.int(0, 2)}`,
+            resource: [{ resource_id: resource, wants: [{ priority: rand.int(0, 2), num_clients: rand.int(1, 4), wants: rand.int(0, 90) }] }],
+          };
           expect((await r.getServerCapacity(req)).response[0]!.gets).toEqual(memory.getServerCapacity(req).response[0]!.gets);
         } else if (i % 11 === 5) {
           const req = { client_id: `c${rand.int(0, 5)}`, resource_id: [resource] };

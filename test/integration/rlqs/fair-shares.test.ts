@@ -18,7 +18,11 @@ afterAll(async () => await redis?.stop());
 
 /** Honest Envoys: each reports its buckets with 5 s of requests at 30/s; then two sync rounds (two seconds). */
 async function honestRound(r: Replicas, honest: readonly QuotaStreamSim[], buckets = [ALL]): Promise<void> {
-  for (const h of honest) await r.report(h, buckets.map((entries) => ({ entries, allowed: 150 })));
+  for (const h of honest)
+    await r.report(
+      h,
+      buckets.map((entries) => ({ entries, allowed: 150 })),
+    );
   await r.sync();
   await r.sync();
 }
@@ -59,9 +63,16 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
       const envoy = r.open(0, 'envoy');
       await r.report(envoy, [{ entries: ALL, allowed: 1 }]);
       // Ten streams of 5 tenants each fill the table (20 buckets) and say nothing more.
-      for (let i = 0; i < 10; i++) await r.report(r.open(0, `filler${i}`), Array.from({ length: 5 }, (_, k) => ({ entries: tenant(`t${i}-${k}`), allowed: 1 })));
+      for (let i = 0; i < 10; i++)
+        await r.report(
+          r.open(0, `filler${i}`),
+          Array.from({ length: 5 }, (_, k) => ({ entries: tenant(`t${i}-${k}`), allowed: 1 })),
+        );
       r.advance(1000);
-      await r.report(envoy, [{ entries: ALL, allowed: 20 }, { entries: tenant('new'), allowed: 1 }]);
+      await r.report(envoy, [
+        { entries: ALL, allowed: 20 },
+        { entries: tenant('new'), allowed: 1 },
+      ]);
       const first = tokensOf(envoy, tenant('new'));
       expect(first, 'tokens the new tenant was told').toBeGreaterThanOrEqual(1);
       for (let t = 0; t < 4; t++) {
@@ -125,7 +136,10 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
         if (open[0]!.age > 1336) {
           await r.close(open.shift()!.s);
           const stored = await r.stored(ALL);
-          expect(stored.filter((f) => f.includes('ended@')).length, `closed streams count once per address and replica: ${stored.join(' ')}`).toBeLessThanOrEqual(2);
+          expect(
+            stored.filter((f) => f.includes('ended@')).length,
+            `closed streams count once per address and replica: ${stored.join(' ')}`,
+          ).toBeLessThanOrEqual(2);
         }
         r.advance(334);
         if (ms % 1002 < 334) await r.sync();
@@ -137,7 +151,10 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
       r.advance(6000); // the last closed streams' grace
       // The churning address got one fair part as a client, and the newcomers' part: two of four at most
       // (5 each for the honest Envoys; 4 for a moment while the replicas settle).
-      expect(low.every((x) => x >= 4), `lowest shares ${JSON.stringify(low)}`).toBe(true);
+      expect(
+        low.every((x) => x >= 4),
+        `lowest shares ${JSON.stringify(low)}`,
+      ).toBe(true);
       expect(seen.filter((x) => x >= 5).length / seen.length).toBeGreaterThanOrEqual(0.9);
       r.advance(5000);
       await honestRound(r, honest);

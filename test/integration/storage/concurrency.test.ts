@@ -31,13 +31,14 @@ describe('concurrent replicas on one Redis', () => {
     const key = counterKey('rl:conc:', 'd', [{ key: 'k', value: `${process.pid}-${algorithm}` }], algorithm, 60_000);
     const before = replicas.map((r) => r.stats());
     const outcomes = await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        replicas[i % 3]!.apply([{ key, algorithm, limit: L, windowMs: 60_000, burst: L, hits: 1, enforce: true }], T0),
-      ),
+      Array.from({ length: 200 }, (_, i) => replicas[i % 3]!.apply([{ key, algorithm, limit: L, windowMs: 60_000, burst: L, hits: 1, enforce: true }], T0)),
     );
     expect(outcomes.filter(([o]) => o!.allowed)).toHaveLength(L);
     // every remaining from 99 down to 0 was handed out exactly once
-    const remaining = outcomes.filter(([o]) => o!.allowed).map(([o]) => o!.remaining).sort((a, b) => a - b);
+    const remaining = outcomes
+      .filter(([o]) => o!.allowed)
+      .map(([o]) => o!.remaining)
+      .sort((a, b) => a - b);
     expect(remaining).toEqual(Array.from({ length: L }, (_, i) => i));
     // 200 requests, 200 script calls, but far fewer round trips: they share pipelines
     const after = replicas.map((r) => r.stats());
@@ -72,8 +73,15 @@ describe('concurrent replicas on Redis Cluster', () => {
 
   it('exact per limit when requests span slots: a shared limit of 100 admits exactly 100 of 200', async () => {
     const shared = counterKey('rl:conc:', 'd', [{ key: 'api', value: `${process.pid}` }], 'sliding_window_log', 60_000);
-    const check = (key: string, limit: number) =>
-      ({ key, algorithm: 'sliding_window_log' as const, limit, windowMs: 60_000, burst: 1, hits: 1, enforce: true });
+    const check = (key: string, limit: number) => ({
+      key,
+      algorithm: 'sliding_window_log' as const,
+      limit,
+      windowMs: 60_000,
+      burst: 1,
+      hits: 1,
+      enforce: true,
+    });
     const outcomes = await Promise.all(
       Array.from({ length: 200 }, (_, i) => {
         // each request also has a per-user limit on another descriptor (another slot, usually another node)

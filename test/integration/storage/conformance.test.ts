@@ -84,7 +84,11 @@ function randomBatch(random: Prng, specs: readonly KeySpec[]): LimitCheck[] {
     const enforce = random.chance(0.85);
     // counted past the limit: shadow mode ('admitted', never enforced) and count_every_hit ('always')
     const counting = s.algorithm === 'fixed_window' || s.algorithm === 'sliding_window_counter';
-    const countOver = !counting ? undefined : enforce ? random.pick([undefined, undefined, 'always' as const]) : random.pick([undefined, 'admitted' as const, 'always' as const]);
+    const countOver = !counting
+      ? undefined
+      : enforce
+        ? random.pick([undefined, undefined, 'always' as const])
+        : random.pick([undefined, 'admitted' as const, 'always' as const]);
     return { key: s.key, algorithm: s.algorithm, ...safe, hits, enforce, ...(countOver !== undefined ? { countOver } : {}) };
   });
 }
@@ -149,7 +153,10 @@ describe('conformance of the pure algorithms, MemoryStore and Redis on random tr
     await stores[0]![1].close();
     // the groups did travel together: fewer script calls than decisions (on Cluster only requests of one slot
     // share a call, and the traces spread their keys over seven slots)
-    const [one, many] = [single, cluster].map((h, i) => ({ calls: h.store.stats().scriptCalls - before[i]!.scriptCalls, sent: h.store.stats().scriptBatches - before[i]!.scriptBatches }));
+    const [one, many] = [single, cluster].map((h, i) => ({
+      calls: h.store.stats().scriptCalls - before[i]!.scriptCalls,
+      sent: h.store.stats().scriptBatches - before[i]!.scriptBatches,
+    }));
     expect(one!.sent, 'one node').toBeLessThan(0.75 * one!.calls);
     expect(many!.sent, 'Cluster').toBeLessThan(many!.calls);
     // the traces exercise both sides of every decision

@@ -62,7 +62,15 @@ describe('counter keys', () => {
 
   it('keeps the separators of crafted look-alike descriptors apart', () => {
     const pairs: [string, DescriptorEntry[], string, DescriptorEntry[]][] = [
-      ['a', [{ key: 'b', value: 'c|d=e' }], 'a', [{ key: 'b', value: 'c' }, { key: 'd', value: 'e' }]],
+      [
+        'a',
+        [{ key: 'b', value: 'c|d=e' }],
+        'a',
+        [
+          { key: 'b', value: 'c' },
+          { key: 'd', value: 'e' },
+        ],
+      ],
       ['a|b=c', [], 'a', [{ key: 'b', value: 'c' }]],
       ['a', [{ key: 'b=c', value: 'd' }], 'a', [{ key: 'b', value: 'c=d' }]],
       ['a', [{ key: 'b', value: '%7c.' }], 'a', [{ key: 'b', value: '|' }]],

@@ -32,10 +32,7 @@ function params(random: Prng, spec: Spec): { limit: number; windowMs: number; bu
   return { limit, windowMs: spec.windowMs, burst: spec.algorithm === 'token_bucket' ? random.pick([limit || 1, 3, 12]) : limit };
 }
 
-type Op =
-  | { kind: 'claim'; want: number; need: number }
-  | { kind: 'give'; units: number; windowStart: number }
-  | { kind: 'hit'; hits: number };
+type Op = { kind: 'claim'; want: number; need: number } | { kind: 'give'; units: number; windowStart: number } | { kind: 'hit'; hits: number };
 
 describe('lease claim/give-back: TypeScript and Lua agree on random traces', () => {
   let single: RedisStoreHandle;
@@ -73,7 +70,11 @@ describe('lease claim/give-back: TypeScript and Lua agree on random traces', () 
         roll < 4
           ? { kind: 'claim', want: random.pick([1, 2, 4, 5, 9]), need: random.pick([1, 1, 2, 6]) }
           : roll < 7
-            ? { kind: 'give', units: random.pick([1, 2, 3, 7]), windowStart: random.chance(0.3) && claimedWindows.length > 0 ? random.pick(claimedWindows) : now - (now % spec.windowMs) }
+            ? {
+                kind: 'give',
+                units: random.pick([1, 2, 3, 7]),
+                windowStart: random.chance(0.3) && claimedWindows.length > 0 ? random.pick(claimedWindows) : now - (now % spec.windowMs),
+              }
             : { kind: 'hit', hits: random.pick([0, 1, 1, 2]) };
       const where = `trace ${trace} step ${step} at ${now}: ${spec.algorithm} ${JSON.stringify(p)} ${JSON.stringify(op)}`;
       const state = states.get(spec.key);
@@ -85,20 +86,32 @@ describe('lease claim/give-back: TypeScript and Lua agree on random traces', () 
         else if (expected.granted > 0) seen.partial++;
         for (const s of stores) {
           const got = await s.scripts.claim({ key: spec.key, algorithm: spec.algorithm, ...p, want: op.want, need: op.need }, now);
-          expect(got, where).toEqual({ granted: expected.granted, remainingBefore: expected.remainingBefore, resetMs: expected.resetMs, againMs: expected.againMs });
+          expect(got, where).toEqual({
+            granted: expected.granted,
+            remainingBefore: expected.remainingBefore,
+            resetMs: expected.resetMs,
+            againMs: expected.againMs,
+          });
         }
       } else if (op.kind === 'give') {
         const expected = giveBackUnits(spec.algorithm, state, now, p, op.units, op.windowStart);
         states.set(spec.key, expected.next);
         seen[expected.returned > 0 ? 'returned' : 'refused']++;
         for (const s of stores) {
-          const got = await s.scripts.giveBack({ key: spec.key, algorithm: spec.algorithm, limit: p.limit, windowMs: p.windowMs, units: op.units, windowStart: op.windowStart }, now);
+          const got = await s.scripts.giveBack(
+            { key: spec.key, algorithm: spec.algorithm, limit: p.limit, windowMs: p.windowMs, units: op.units, windowStart: op.windowStart },
+            now,
+          );
           expect(got, where).toBe(expected.returned);
         }
       } else {
         const e = getAlgorithm(spec.algorithm).evaluate(state, now, p, op.hits);
         if (e.outcome.allowed && op.hits > 0) states.set(spec.key, e.next);
-        const expected = { allowed: e.outcome.allowed, remaining: e.outcome.allowed && op.hits > 0 ? e.outcome.remainingIfCommitted : e.outcome.remainingIfNotCommitted, resetMs: e.outcome.resetMs };
+        const expected = {
+          allowed: e.outcome.allowed,
+          remaining: e.outcome.allowed && op.hits > 0 ? e.outcome.remainingIfCommitted : e.outcome.remainingIfNotCommitted,
+          resetMs: e.outcome.resetMs,
+        };
         for (const s of stores) {
           const [got] = await s.handle.store.apply([{ key: spec.key, algorithm: spec.algorithm, ...p, hits: op.hits, enforce: true }], now);
           expect(got, where).toEqual(expected);

@@ -76,7 +76,11 @@ describe('on_limit store logic: MemoryStore (TypeScript) and Redis (Lua) agree o
     const random = prng(`on-limit-conformance-${trace}`);
     const all = specs(random, `${process.pid}-${Date.now()}-${trace}`);
     const memory = new MemoryStore({ maxKeys: 10_000 });
-    const stores: [string, CounterStore][] = [['redis', single.store], ['sentinel', sentinel.store], ['cluster', cluster.store]];
+    const stores: [string, CounterStore][] = [
+      ['redis', single.store],
+      ['sentinel', sentinel.store],
+      ['cluster', cluster.store],
+    ];
     let now = 1_700_000_000_000 + random.int(0, 86_400_000);
     let lastReal = Date.now();
     const seen = { delayed: 0, degraded: 0, backedOff: 0, rejected: 0 };

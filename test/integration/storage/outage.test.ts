@@ -98,7 +98,10 @@ describe('Redis outage under load', () => {
 
     expect(servedAfter).toBeGreaterThanOrEqual(0);
     expect(servedAfter).toBeLessThanOrEqual(1000);
-    expect(answers.every((a) => a.late <= 0), JSON.stringify(answers.filter((a) => a.late > 0))).toBe(true);
+    expect(
+      answers.every((a) => a.late <= 0),
+      JSON.stringify(answers.filter((a) => a.late > 0)),
+    ).toBe(true);
     const down = (mode: FailureMode): Answer[] => downAnswers.filter((a) => a.mode === mode);
     for (const mode of ['open', 'closed', 'local'] as const) expect(down(mode).length).toBeGreaterThan(20);
     expect(down('open').every((a) => a.allowed)).toBe(true);

@@ -14,7 +14,15 @@ import { ResilientStore } from '../../../src/storage/resilient.js';
 import { rawCommand, startRedis, type RedisServer } from '../../support/redis.js';
 
 const clock = new FakeClock(1_700_000_000_000);
-const quota = (hits: number): LimitCheck => ({ key: 'ab:{user}:fixed_window:60000', algorithm: 'fixed_window', limit: 100, windowMs: 60_000, burst: 1, hits, enforce: true });
+const quota = (hits: number): LimitCheck => ({
+  key: 'ab:{user}:fixed_window:60000',
+  algorithm: 'fixed_window',
+  limit: 100,
+  windowMs: 60_000,
+  burst: 1,
+  hits,
+  enforce: true,
+});
 
 let redis: RedisServer;
 let store: RedisStore;
@@ -34,9 +42,7 @@ describe('abandoned calls', () => {
     expect((await guarded.apply([quota(0)], clock.nowMs()))[0]!.remaining).toBe(100);
 
     expect(await rawCommand(redis.port, ['CLIENT', 'PAUSE', '800', 'ALL'])).toBe('+OK\r\n');
-    const answers = await Promise.all(
-      Array.from({ length: 60 }, () => guarded.apply([quota(1)], clock.nowMs(), { deadlineMs: clock.nowMs() + 100 })),
-    );
+    const answers = await Promise.all(Array.from({ length: 60 }, () => guarded.apply([quota(1)], clock.nowMs(), { deadlineMs: clock.nowMs() + 100 })));
     expect(answers.every((a) => !a[0]!.allowed)).toBe(true); // all answered by the failure mode
     expect(guarded.stats().fallbacks.closed).toBe(60);
 

@@ -32,7 +32,14 @@ it('sends the requests of one turn as one call, each decided in order and all-or
   const after = h.store.stats();
   expect(after.scriptBatches - before.scriptBatches).toBe(1);
   expect(after.scriptCalls - before.scriptCalls).toBe(3);
-  expect(results.map((r) => r.map((o) => [o.allowed, o.remaining]))).toEqual([[[true, 0]], [[true, 5], [false, 0]], [[true, 4]]]);
+  expect(results.map((r) => r.map((o) => [o.allowed, o.remaining]))).toEqual([
+    [[true, 0]],
+    [
+      [true, 5],
+      [false, 0],
+    ],
+    [[true, 4]],
+  ]);
 });
 
 it('bounds a batch by count: 300 requests of one turn take three calls', async () => {
@@ -60,14 +67,27 @@ async function fixedWindowCount(client: Redis, key: string): Promise<number> {
 
 /** One check of 5 per minute as batch.lua reads it (encodeBatch); `expires` is its expiry in Redis's clock. */
 function request(key: string, algorithm = 'fixed_window', expires = 0, degradeKey = ''): ScriptRequest {
-  const check: LimitCheck = { key, algorithm: algorithm as AlgorithmName, limit: 5, windowMs: 60_000, burst: 1, hits: 1, enforce: true, ...(degradeKey === '' ? {} : { onLimit: { degradeKey } }) };
+  const check: LimitCheck = {
+    key,
+    algorithm: algorithm as AlgorithmName,
+    limit: 5,
+    windowMs: 60_000,
+    burst: 1,
+    hits: 1,
+    enforce: true,
+    ...(degradeKey === '' ? {} : { onLimit: { degradeKey } }),
+  };
   return encodeBatch([check], NOW, true, expires);
 }
 
 it('bounds a batch by bytes, and a request larger than the bound goes alone', async () => {
   await withBatcher({ maxRequests: 128, maxBytes: 1000 }, async (batcher) => {
     const small = request('bt:s');
-    const replies = await Promise.all([batcher.submit(0, small), batcher.submit(0, request('bt:big', 'fixed_window', 0, 'x'.repeat(3000))), ...Array.from({ length: 20 }, () => batcher.submit(0, small))]);
+    const replies = await Promise.all([
+      batcher.submit(0, small),
+      batcher.submit(0, request('bt:big', 'fixed_window', 0, 'x'.repeat(3000))),
+      ...Array.from({ length: 20 }, () => batcher.submit(0, small)),
+    ]);
     expect(replies.every((r) => decodeBatchReply(r, 1).outcomes.length === 1)).toBe(true);
     // the big one alone; the 21 small ones (about 190 bytes each by the batcher's estimate: a key and 21
     // packed doubles) in calls of at most 1000 bytes: at least four calls, far fewer than one each
@@ -78,7 +98,11 @@ it('bounds a batch by bytes, and a request larger than the bound goes alone', as
 
 it('fails one malformed request alone: its neighbours in the call are decided', async () => {
   await withBatcher(undefined, async (batcher, client) => {
-    const settled = await Promise.allSettled([batcher.submit(0, request('bt:ok')), batcher.submit(0, request('bt:bad', 'no_such_algorithm')), batcher.submit(0, request('bt:ok'))]);
+    const settled = await Promise.allSettled([
+      batcher.submit(0, request('bt:ok')),
+      batcher.submit(0, request('bt:bad', 'no_such_algorithm')),
+      batcher.submit(0, request('bt:ok')),
+    ]);
     expect(batcher.calls).toBe(1);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(String((settled[1] as PromiseRejectedResult).reason)).toContain('unknown algorithm');
@@ -88,7 +112,11 @@ it('fails one malformed request alone: its neighbours in the call are decided', 
 
 it('refuses an expired request in a batch and counts its neighbours', async () => {
   await withBatcher(undefined, async (batcher, client) => {
-    const replies = await Promise.all([batcher.submit(0, request('bt:live')), batcher.submit(0, request('bt:expired', 'fixed_window', 1)), batcher.submit(0, request('bt:live'))]);
+    const replies = await Promise.all([
+      batcher.submit(0, request('bt:live')),
+      batcher.submit(0, request('bt:expired', 'fixed_window', 1)),
+      batcher.submit(0, request('bt:live')),
+    ]);
     expect(batcher.calls).toBe(1);
     expect(decodeBatchReply(replies[1], 1).expired).toBe(true);
     expect(await client.exists(stateKey('bt:expired', 'fixed_window'))).toBe(0);

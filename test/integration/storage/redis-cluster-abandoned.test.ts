@@ -11,7 +11,15 @@ import { createRedisStore, type RedisStore } from '../../../src/storage/redis/re
 import { rawCommand, startCluster, type ClusterSetup } from '../../support/redis.js';
 
 const clock = new FakeClock(1_700_000_000_000);
-const check = (tag: string, hits: number): LimitCheck => ({ key: `ca:{${tag}}:fixed_window:60000`, algorithm: 'fixed_window', limit: 100, windowMs: 60_000, burst: 1, hits, enforce: true });
+const check = (tag: string, hits: number): LimitCheck => ({
+  key: `ca:{${tag}}:fixed_window:60000`,
+  algorithm: 'fixed_window',
+  limit: 100,
+  windowMs: 60_000,
+  burst: 1,
+  hits,
+  enforce: true,
+});
 
 let cluster: ClusterSetup;
 let store: RedisStore;

@@ -10,7 +10,12 @@ import { throttledLog } from '../../../src/storage/throttled-log.js';
 describe('parseRedisUrl', () => {
   it('reads host, port, ACL user, password (percent-decoded), db and TLS', () => {
     expect(parseRedisUrl('redis://svc:p%40ss@redis.internal:6380/3')).toEqual({
-      host: 'redis.internal', port: 6380, username: 'svc', password: 'p@ss', db: 3, tls: false,
+      host: 'redis.internal',
+      port: 6380,
+      username: 'svc',
+      password: 'p@ss',
+      db: 3,
+      tls: false,
     });
     expect(parseRedisUrl('rediss://:secret@h')).toEqual({ host: 'h', port: 6379, password: 'secret', db: 0, tls: true });
     expect(parseRedisUrl('redis://[::1]:7000')).toMatchObject({ host: '::1', port: 7000 });
@@ -46,9 +51,16 @@ describe('planClient', () => {
     const plan = planClient({ url: 'redis://u:p@h:1/2', connectTimeoutMs: 300, commandTimeoutMs: 40, reconnectMaxDelayMs: 500 });
     expect(plan.type).toBe('single');
     expect(plan.options).toMatchObject({
-      host: 'h', port: 1, db: 2, username: 'u', password: 'p',
-      connectTimeout: 300, commandTimeout: 40,
-      enableOfflineQueue: false, maxRetriesPerRequest: 0, enableAutoPipelining: true,
+      host: 'h',
+      port: 1,
+      db: 2,
+      username: 'u',
+      password: 'p',
+      connectTimeout: 300,
+      commandTimeout: 40,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      enableAutoPipelining: true,
     });
     expect(standalone(plan).tls).toBeUndefined();
     const retry = (plan.options as { retryStrategy: (n: number) => number }).retryStrategy;
@@ -57,12 +69,22 @@ describe('planClient', () => {
 
   it('sentinel: master name and sentinels (default: the URL host), sentinel password, TLS for sentinels too', () => {
     const plan = planClient({
-      url: 'rediss://:m@ignored:6379/1', type: 'sentinel', sentinelMaster: 'mymaster',
-      sentinels: [{ host: 's1', port: 26379 }], sentinelPassword: 'sp', tls: { servername: 'redis.internal' },
+      url: 'rediss://:m@ignored:6379/1',
+      type: 'sentinel',
+      sentinelMaster: 'mymaster',
+      sentinels: [{ host: 's1', port: 26379 }],
+      sentinelPassword: 'sp',
+      tls: { servername: 'redis.internal' },
     });
     expect(plan.options).toMatchObject({
-      name: 'mymaster', sentinels: [{ host: 's1', port: 26379 }], sentinelPassword: 'sp', password: 'm', db: 1,
-      tls: { servername: 'redis.internal' }, enableTLSForSentinelMode: true, sentinelTLS: { servername: 'redis.internal' },
+      name: 'mymaster',
+      sentinels: [{ host: 's1', port: 26379 }],
+      sentinelPassword: 'sp',
+      password: 'm',
+      db: 1,
+      tls: { servername: 'redis.internal' },
+      enableTLSForSentinelMode: true,
+      sentinelTLS: { servername: 'redis.internal' },
     });
     expect(planClient({ url: 'redis://s0:26000', type: 'sentinel', sentinelMaster: 'x' }).options).toMatchObject({
       sentinels: [{ host: 's0', port: 26000 }],
@@ -75,7 +97,8 @@ describe('planClient', () => {
     if (plan.type !== 'cluster') throw new Error('expected a cluster plan');
     expect(plan.nodes).toEqual([{ host: 'n1', port: 7001 }]);
     expect(plan.options).toMatchObject({
-      enableOfflineQueue: false, enableAutoPipelining: true,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
       redisOptions: { username: 'u', password: 'p', maxRetriesPerRequest: 0 },
     });
     const seeded = planClient({ url: 'redis://seed:7000', type: 'cluster' });

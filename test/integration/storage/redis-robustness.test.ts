@@ -37,7 +37,12 @@ describe.each<RedisShape>(['single', 'cluster'])('Redis %s store robustness', (s
     // And counts 2, 4, 5, 7 mixed in the next turn, while the first pipeline is in flight.
     const first = batches.map((b) => h.store.apply(b, NOW));
     await Promise.resolve();
-    const more = [2, 4, 5, 7].map((n) => h.store.apply(Array.from({ length: n }, (_, i) => check(`rb:{c${n}}:${i}`)), NOW));
+    const more = [2, 4, 5, 7].map((n) =>
+      h.store.apply(
+        Array.from({ length: n }, (_, i) => check(`rb:{c${n}}:${i}`)),
+        NOW,
+      ),
+    );
     const results = await Promise.all([...first, ...more]);
     for (const outcomes of results) {
       expect(outcomes.map((o) => [o.allowed, o.remaining])).toEqual(outcomes.map(() => [true, 4]));
@@ -54,7 +59,10 @@ describe.each<RedisShape>(['single', 'cluster'])('Redis %s store robustness', (s
   it('rejects a batch above the store maximum with a clear INTERNAL error, without touching Redis', async () => {
     const before = h.store.stats().scriptCalls;
     const checks = Array.from({ length: MAX_BATCH_CHECKS + 1 }, (_, i) => check(`rb:{over}:${i}`));
-    const error = await h.store.apply(checks, NOW).then(() => undefined, (e: unknown) => e as RateLimitError);
+    const error = await h.store.apply(checks, NOW).then(
+      () => undefined,
+      (e: unknown) => e as RateLimitError,
+    );
     expect(error?.code).toBe('INTERNAL');
     expect(error?.message).toContain(`maximum of ${MAX_BATCH_CHECKS}`);
     expect(h.store.stats().scriptCalls).toBe(before);

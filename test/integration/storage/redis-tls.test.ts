@@ -43,8 +43,16 @@ describe('Redis over TLS', () => {
   beforeAll(async () => {
     pki = await makeTestPki();
     const tlsArgs = (port: number, authClients: string): string[] => [
-      '--tls-port', String(port), '--tls-cert-file', pki.serverCert, '--tls-key-file', pki.serverKey,
-      '--tls-ca-cert-file', pki.caCert, '--tls-auth-clients', authClients,
+      '--tls-port',
+      String(port),
+      '--tls-cert-file',
+      pki.serverCert,
+      '--tls-key-file',
+      pki.serverKey,
+      '--tls-ca-cert-file',
+      pki.caCert,
+      '--tls-auth-clients',
+      authClients,
     ];
     tlsPort = await freePort();
     mtlsPort = await freePort();

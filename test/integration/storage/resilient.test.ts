@@ -62,9 +62,7 @@ describe('ResilientStore', () => {
     fallbacks.length = 0;
     const store = make('closed');
     const c = check(2);
-    expect(await store.apply([c], T0, { deadlineMs: Date.now() + 1000 })).toEqual([
-      { allowed: true, remaining: 1, resetMs: 59_000 },
-    ]);
+    expect(await store.apply([c], T0, { deadlineMs: Date.now() + 1000 })).toEqual([{ allowed: true, remaining: 1, resetMs: 59_000 }]);
     expect(fallbacks).toEqual([]);
     expect(store.isReady()).toBe(true);
   });
@@ -98,9 +96,15 @@ describe('ResilientStore', () => {
     await new Promise((r) => setTimeout(r, 600));
   });
 
-  it('with primaryKeepsDeadline (as store-factory builds it on Redis) answers by the mode by the deadline, from the Redis store\'s own guard', async () => {
+  it("with primaryKeepsDeadline (as store-factory builds it on Redis) answers by the mode by the deadline, from the Redis store's own guard", async () => {
     fallbacks.length = 0;
-    const store = new ResilientStore(primary, { mode: 'closed', expectedReplicas: 1, clock: systemClock, primaryKeepsDeadline: true, onFallback: (m, reason) => fallbacks.push([m, reason]) });
+    const store = new ResilientStore(primary, {
+      mode: 'closed',
+      expectedReplicas: 1,
+      clock: systemClock,
+      primaryKeepsDeadline: true,
+      onFallback: (m, reason) => fallbacks.push([m, reason]),
+    });
     await rawCommand(redis.port, ['CLIENT', 'PAUSE', '400', 'ALL']);
     const started = Date.now();
     const [slow] = await store.apply([check(9)], T0, { deadlineMs: started + 120 });
@@ -111,7 +115,10 @@ describe('ResilientStore', () => {
     const [late] = await store.apply([check(4)], T0, { deadlineMs: passed - 1 });
     expect(late).toEqual({ allowed: false, remaining: 0, resetMs: 60_000, storeFailure: true });
     expect(Date.now() - passed).toBeLessThan(50);
-    expect(fallbacks).toEqual([['closed', 'timeout'], ['closed', 'timeout']]);
+    expect(fallbacks).toEqual([
+      ['closed', 'timeout'],
+      ['closed', 'timeout'],
+    ]);
     await new Promise((r) => setTimeout(r, 400));
   });
 

@@ -90,10 +90,7 @@ export function describeCounterStore(name: string, makeStore: () => Promise<Stor
         const full = freshKey(algorithm, 'full');
         const sameTag = open.replace(`:${algorithm}:`, `:${algorithm}:x`); // another limit of the same descriptor
         await store.apply([check(algorithm, full, 1)], T0);
-        const outcomes = await store.apply(
-          [check(algorithm, open, 10), check(algorithm, sameTag, 10, 2), check(algorithm, full, 1)],
-          T0,
-        );
+        const outcomes = await store.apply([check(algorithm, open, 10), check(algorithm, sameTag, 10, 2), check(algorithm, full, 1)], T0);
         expect(outcomes.map((o) => o.allowed)).toEqual([true, true, false]);
         // allowed but not committed: remaining is the state as it was
         expect(outcomes.map((o) => o.remaining)).toEqual([10, 10, 0]);
@@ -178,7 +175,10 @@ export function describeCounterStore(name: string, makeStore: () => Promise<Stor
       it('checks repeating one key count one after the other, and a rejection undoes the earlier ones', async () => {
         const key = freshKey(algorithm, 'repeat');
         const two = await store.apply([check(algorithm, key, 3), check(algorithm, key, 3)], T0);
-        expect(two.map((o) => [o.allowed, o.remaining])).toEqual([[true, 2], [true, 1]]);
+        expect(two.map((o) => [o.allowed, o.remaining])).toEqual([
+          [true, 2],
+          [true, 1],
+        ]);
         // one left: the first takes it, the second is rejected, so the batch is rejected and nothing is counted
         const over = await store.apply([check(algorithm, key, 3), check(algorithm, key, 3)], T0);
         expect(over.map((o) => o.allowed)).toEqual([true, false]);
@@ -187,10 +187,16 @@ export function describeCounterStore(name: string, makeStore: () => Promise<Stor
 
       it('keeps many keys apart, in one batch and across calls', async () => {
         const keys = Array.from({ length: 40 }, (_, i) => freshKey(algorithm, `many${i}`));
-        const first = await store.apply(keys.map((k, i) => check(algorithm, k, 2 + (i % 5))), T0);
+        const first = await store.apply(
+          keys.map((k, i) => check(algorithm, k, 2 + (i % 5))),
+          T0,
+        );
         expect(first.map((o) => o.remaining)).toEqual(keys.map((_, i) => 1 + (i % 5)));
         await Promise.all(keys.map((k, i) => store.apply([check(algorithm, k, 2 + (i % 5))], T0)));
-        const again = await store.apply(keys.map((k, i) => check(algorithm, k, 2 + (i % 5), 0)), T0);
+        const again = await store.apply(
+          keys.map((k, i) => check(algorithm, k, 2 + (i % 5), 0)),
+          T0,
+        );
         expect(again.map((o) => o.remaining)).toEqual(keys.map((_, i) => i % 5));
       });
     });

@@ -25,7 +25,16 @@ class ReferenceModel {
     const pending = new Map<string, unknown>();
     const state = (k: string) => (pending.has(k) ? pending.get(k) : this.states.get(k));
     let admitted = true;
-    type Row = { allowed: boolean; ifC: number; ifN: number; reset: number; hits: number; borrowed?: boolean; ban?: 'active' | 'started'; needsAggregate?: boolean };
+    type Row = {
+      allowed: boolean;
+      ifC: number;
+      ifN: number;
+      reset: number;
+      hits: number;
+      borrowed?: boolean;
+      ban?: 'active' | 'started';
+      needsAggregate?: boolean;
+    };
     const rows = checks.map((c): Row => {
       const banEnd = c.ban === undefined ? undefined : this.bans.get(c.ban.key);
       if (banEnd !== undefined && banEnd > now) {
@@ -36,11 +45,16 @@ class ReferenceModel {
       const p = { limit: c.limit, windowMs: c.windowMs, burst: c.burst };
       const own = alg.evaluate(state(c.key), now, p, c.hits);
       let row: Row = {
-        allowed: own.outcome.allowed, ifC: own.outcome.remainingIfCommitted, ifN: own.outcome.remainingIfNotCommitted, reset: own.outcome.resetMs, hits: c.hits,
+        allowed: own.outcome.allowed,
+        ifC: own.outcome.remainingIfCommitted,
+        ifN: own.outcome.remainingIfNotCommitted,
+        reset: own.outcome.resetMs,
+        hits: c.hits,
       };
       let next = own.next;
       const e = c.elastic;
-      const agg = () => (e!.use !== undefined ? undefined : getAlgorithm(e!.algorithm ?? c.algorithm).evaluate(state(e!.key), now, { ...p, limit: AGG }, c.hits));
+      const agg = () =>
+        e!.use !== undefined ? undefined : getAlgorithm(e!.algorithm ?? c.algorithm).evaluate(state(e!.key), now, { ...p, limit: AGG }, c.hits);
       if (e && !row.allowed) {
         const atMax = alg.evaluate(state(c.key), now, { ...p, limit: e.max }, c.hits);
         if (atMax.outcome.allowed && e.use === 'ask') {
@@ -81,7 +95,11 @@ class ReferenceModel {
   }
 }
 
-interface Spec { readonly key: string; readonly algorithm: AlgorithmName; readonly windowMs: number }
+interface Spec {
+  readonly key: string;
+  readonly algorithm: AlgorithmName;
+  readonly windowMs: number;
+}
 
 function randomBatch(random: Prng, specs: readonly Spec[], tag: string): LimitCheck[] {
   return Array.from({ length: random.pick([1, 1, 2, 3]) }, () => {
@@ -91,10 +109,23 @@ function randomBatch(random: Prng, specs: readonly Spec[], tag: string): LimitCh
     // the engine counts a sliding_window_log rule's aggregate with sliding_window_counter (throttling/plan.ts)
     const aggregate: AlgorithmName = s.algorithm === 'sliding_window_log' && random.chance(0.7) ? 'sliding_window_counter' : s.algorithm;
     const check: LimitCheck = {
-      key: s.key, algorithm: s.algorithm, limit, windowMs: s.windowMs, burst: random.int(1, 6),
-      hits: random.pick([0, 1, 1, 1, 2]), enforce: random.chance(0.85),
+      key: s.key,
+      algorithm: s.algorithm,
+      limit,
+      windowMs: s.windowMs,
+      burst: random.int(1, 6),
+      hits: random.pick([0, 1, 1, 1, 2]),
+      enforce: random.chance(0.85),
       ...(windowed && random.chance(0.5)
-        ? { elastic: { max: limit + random.int(1, 4), capacity: random.int(0, 14), key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${aggregate}:${s.windowMs}`, ...(aggregate !== s.algorithm ? { algorithm: aggregate } : {}), ...(random.chance(0.3) ? { use: random.chance(0.5) ? ('ask' as const) : random.int(0, 14) } : {}) } }
+        ? {
+            elastic: {
+              max: limit + random.int(1, 4),
+              capacity: random.int(0, 14),
+              key: `rl:tconf:{${tag}}:agg${random.int(0, 1)}:${aggregate}:${s.windowMs}`,
+              ...(aggregate !== s.algorithm ? { algorithm: aggregate } : {}),
+              ...(random.chance(0.3) ? { use: random.chance(0.5) ? ('ask' as const) : random.int(0, 14) } : {}),
+            },
+          }
         : {}),
       ...(random.chance(0.35) ? { ban: { ms: random.pick([1000, 4000, 60_000]), key: `${s.key}:ban` } } : {}),
     };
@@ -121,7 +152,11 @@ describe('throttling conformance: reference model, MemoryStore and Redis on rand
       return { key: `rl:tconf:{${tag}}:c${i % 6}:${algorithm}:${windowMs}`, algorithm, windowMs };
     });
     const model = new ReferenceModel();
-    const stores: [string, CounterStore][] = [['memory', new MemoryStore({ maxKeys: 10_000 })], ['redis', single.store], ['cluster', cluster.store]];
+    const stores: [string, CounterStore][] = [
+      ['memory', new MemoryStore({ maxKeys: 10_000 })],
+      ['redis', single.store],
+      ['cluster', cluster.store],
+    ];
     let now = 1_700_000_000_000 + random.int(0, 86_400_000);
     let lastReal = Date.now();
     const seen = { borrowed: 0, banned: 0, started: 0, rejected: 0, asked: 0 };

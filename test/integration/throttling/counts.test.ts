@@ -15,20 +15,24 @@ const burst = (a: string, b: number) => (a.endsWith('bucket') ? `, burst: ${b}` 
 
 const RULES = `domain: thr
 descriptors:
-${WINDOWS.map((a) => `  - key: soft
+${WINDOWS.map(
+  (a) => `  - key: soft
     value: ${a}
     rate_limit: {unit: hour, requests_per_unit: 100, algorithm: ${a}, throttling: {soft: 10%}}
   - key: warn
     value: ${a}
     rate_limit: {unit: hour, requests_per_unit: 100, soft_requests_per_unit: 80, algorithm: ${a}}
   - key: elastic_${a}
-    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: ${a}, throttling: {elastic: {capacity: 40, max: 15}}}`).join('\n')}
-${ALL.map((a) => `  - key: ban
+    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: ${a}, throttling: {elastic: {capacity: 40, max: 15}}}`,
+).join('\n')}
+${ALL.map(
+  (a) => `  - key: ban
     value: ${a}
     rate_limit: {unit: minute, requests_per_unit: 5, algorithm: ${a}${burst(a, 5)}, ban: 1h}
   - key: shares
     value: ${a}
-    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: ${a}${burst(a, 100)}, shares: {critical: 100%, default: 80%, sheddable: 50%}}`).join('\n')}
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: ${a}${burst(a, 100)}, shares: {critical: 100%, default: 80%, sheddable: 50%}}`,
+).join('\n')}
 `;
 
 const stores: Record<string, () => CounterStore> = {};
@@ -116,12 +120,21 @@ describe.each(['memory', 'redis', 'sentinel', 'cluster'])('on %s', (storeName) =
 
     it('criticality shares admit exactly 50 sheddable, then 80 default, then 100 critical of a burst in that order', async () => {
       const e = engine(stores[storeName]!(), RULES, 'thr');
-      const as = (c: string) => [['criticality', c], ['shares', algorithm]] as const;
+      const as = (c: string) =>
+        [
+          ['criticality', c],
+          ['shares', algorithm],
+        ] as const;
       expect(await admitted(e, 100, as('sheddable'))).toBe(50);
       expect(await admitted(e, 100, as('DEFAULT'))).toBe(30);
       expect(await admitted(e, 100, as('critical'))).toBe(20);
       // one class on a fresh counter each: its share of the limit exactly
-      for (const [c, n] of [['sheddable', 50], ['default', 80], ['critical', 100], ['unknown', 80]] as const) {
+      for (const [c, n] of [
+        ['sheddable', 50],
+        ['default', 80],
+        ['critical', 100],
+        ['unknown', 80],
+      ] as const) {
         const fresh = engine(stores[storeName]!(), RULES, 'thr');
         expect(await admitted(fresh, 120, as(c))).toBe(n);
       }

@@ -5,7 +5,16 @@ import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 import { OverLimitCache } from '../../../src/storage/over-limit-cache.js';
 
 const T = 1_700_000_000_000;
-const check = (extra: Partial<LimitCheck> = {}): LimitCheck => ({ key: 'p:{d|u=a}:fixed_window:60000', algorithm: 'fixed_window', limit: 1, windowMs: 60_000, burst: 1, hits: 1, enforce: true, ...extra });
+const check = (extra: Partial<LimitCheck> = {}): LimitCheck => ({
+  key: 'p:{d|u=a}:fixed_window:60000',
+  algorithm: 'fixed_window',
+  limit: 1,
+  windowMs: 60_000,
+  burst: 1,
+  hits: 1,
+  enforce: true,
+  ...extra,
+});
 
 describe('OverLimitCache with throttling', () => {
   it('answers a banned key as banned, from the cache, until the ban ends to the ms', async () => {

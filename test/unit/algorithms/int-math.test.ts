@@ -21,9 +21,7 @@ describe('int-math', () => {
   it('mulDivRem matches BigInt where the product passes 2^53', () => {
     // 4e9 requests per year: the product is about 1.3e20.
     expect(mulDivRem(31_536_000_000, 4_000_000_000, 31_536_000_000)).toEqual([4_000_000_000, 0]);
-    expect(mulDivRem(34_359_738_367, 9_007_199_254_740_991, 34_359_738_368)).toEqual(
-      big(34_359_738_367, 9_007_199_254_740_991, 34_359_738_368),
-    );
+    expect(mulDivRem(34_359_738_367, 9_007_199_254_740_991, 34_359_738_368)).toEqual(big(34_359_738_367, 9_007_199_254_740_991, 34_359_738_368));
     const rnd = prng(42);
     const pick = (bits: number): number => Math.floor(rnd.next() * 2 ** rnd.int(0, bits));
     for (let i = 0; i < 20_000; i++) {
@@ -39,8 +37,6 @@ describe('int-math', () => {
     expect(mulDivFloor(7, 10, 4)).toBe(17);
     expect(mulDivCeil(7, 10, 4)).toBe(18);
     expect(mulDivCeil(8, 10, 4)).toBe(20);
-    expect(mulDivCeil(34_359_738_367, 4_294_967_295, 34_359_738_368)).toBe(
-      Number((34_359_738_367n * 4_294_967_295n + 34_359_738_367n) / 34_359_738_368n),
-    );
+    expect(mulDivCeil(34_359_738_367, 4_294_967_295, 34_359_738_368)).toBe(Number((34_359_738_367n * 4_294_967_295n + 34_359_738_367n) / 34_359_738_368n));
   });
 });

@@ -15,8 +15,7 @@ import { luaLibraries } from '../../../src/storage/redis/batch-script.js';
 import { startRedis, type RedisServer } from '../../support/redis.js';
 import { Driver, prng } from './support.js';
 
-const fragment = (name: AlgorithmName): string =>
-  readFileSync(new URL(`../../../src/storage/redis/lua/algorithms/${name}.lua`, import.meta.url), 'utf8');
+const fragment = (name: AlgorithmName): string => readFileSync(new URL(`../../../src/storage/redis/lua/algorithms/${name}.lua`, import.meta.url), 'utf8');
 const DRIVER = readFileSync(new URL('./lua-smoke-driver.lua', import.meta.url), 'utf8');
 
 let server: RedisServer;

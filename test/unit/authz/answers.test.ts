@@ -30,31 +30,47 @@ describe('Check answers on the wire', () => {
       ],
       rawBody: Buffer.from('<a href="/slow-down">Slow down</a>'),
     });
-    expect(bytesOf(decision)).toBe(encodeExpectedResponse({
-      status: { code: 8, message: 'over rate limit: redirected (302)' },
-      denied_response: {
-        status: { code: 302 },
-        headers: [option('retry-after', '30'), option('location', 'https://example.com/slow-down?retry=30'), option('content-type', 'text/html')],
-        body: '<a href="/slow-down">Slow down</a>',
-      },
-    }).toString('hex'));
+    expect(bytesOf(decision)).toBe(
+      encodeExpectedResponse({
+        status: { code: 8, message: 'over rate limit: redirected (302)' },
+        denied_response: {
+          status: { code: 302 },
+          headers: [option('retry-after', '30'), option('location', 'https://example.com/slow-down?retry=30'), option('content-type', 'text/html')],
+          body: '<a href="/slow-down">Slow down</a>',
+        },
+      }).toString('hex'),
+    );
   });
 
   it('an on_limit status other than 429, a body that is not UTF-8, and repeated header names (the first replaces, later ones add)', () => {
     const decision = over({
       httpStatus: 403,
-      responseHeadersToAdd: [{ key: 'x-limit', value: 'a' }, { key: 'x-limit', value: 'b' }],
+      responseHeadersToAdd: [
+        { key: 'x-limit', value: 'a' },
+        { key: 'x-limit', value: 'b' },
+      ],
       rawBody: Uint8Array.from([0x6f, 0x6b, 0xff]),
     });
-    expect(bytesOf(decision)).toBe(encodeExpectedResponse({
-      status: { code: 8, message: 'over rate limit' },
-      denied_response: { status: { code: 403 }, headers: [option('x-limit', 'a'), option('x-limit', 'b', true)], body: 'ok\ufffd' },
-    }).toString('hex'));
+    expect(bytesOf(decision)).toBe(
+      encodeExpectedResponse({
+        status: { code: 8, message: 'over rate limit' },
+        denied_response: { status: { code: 403 }, headers: [option('x-limit', 'a'), option('x-limit', 'b', true)], body: 'ok\ufffd' },
+      }).toString('hex'),
+    );
   });
 
   it('OVER_LIMIT without httpStatus is a 429 with no body', () => {
-    const decoded = authzType('CheckResponse').toObject(authzType('CheckResponse').decode(encodeCheckResponse(answerFor(over({})))), { enums: String, defaults: false });
-    expect(decoded).toEqual({ status: { code: 8, message: 'over rate limit' }, denied_response: { status: { code: 'TooManyRequests' }, headers: [{ header: { key: 'retry-after', value: '30' }, append: {}, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }] } });
+    const decoded = authzType('CheckResponse').toObject(authzType('CheckResponse').decode(encodeCheckResponse(answerFor(over({})))), {
+      enums: String,
+      defaults: false,
+    });
+    expect(decoded).toEqual({
+      status: { code: 8, message: 'over rate limit' },
+      denied_response: {
+        status: { code: 'TooManyRequests' },
+        headers: [{ header: { key: 'retry-after', value: '30' }, append: {}, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }],
+      },
+    });
   });
 
   it('allowed: degrade headers for the upstream (replace, so a client cannot pre-set them) and RateLimit headers for the client', () => {
@@ -64,23 +80,27 @@ describe('Check answers on the wire', () => {
       responseHeadersToAdd: [{ key: 'ratelimit', value: '"a";r=1;t=5' }],
       requestHeadersToAdd: [{ key: 'x-degraded', value: 'true' }],
     };
-    expect(bytesOf(decision)).toBe(encodeExpectedResponse({
-      status: {},
-      ok_response: { headers: [option('x-degraded', 'true')], response_headers_to_add: [option('ratelimit', '"a";r=1;t=5')] },
-    }).toString('hex'));
+    expect(bytesOf(decision)).toBe(
+      encodeExpectedResponse({
+        status: {},
+        ok_response: { headers: [option('x-degraded', 'true')], response_headers_to_add: [option('ratelimit', '"a";r=1;t=5')] },
+      }).toString('hex'),
+    );
   });
 
   it('FAILURE_MODE=closed: the engine rejected because the store could not answer → 503, status UNAVAILABLE', () => {
     const decision = over({ storeFailure: true });
     expect(bytesOf(decision)).toBe(encodeCheckResponse(storeFailureAnswer()).toString('hex'));
-    expect(bytesOf(decision)).toBe(encodeExpectedResponse({
-      status: { code: 14, message: 'rate limit store unavailable (FAILURE_MODE=closed)' },
-      denied_response: {
-        status: { code: 503 },
-        headers: [option('content-type', 'text/plain; charset=utf-8')],
-        body: 'rate limit service unavailable: the counter store cannot answer and FAILURE_MODE=closed rejects requests meanwhile\n',
-      },
-    }).toString('hex'));
+    expect(bytesOf(decision)).toBe(
+      encodeExpectedResponse({
+        status: { code: 14, message: 'rate limit store unavailable (FAILURE_MODE=closed)' },
+        denied_response: {
+          status: { code: 503 },
+          headers: [option('content-type', 'text/plain; charset=utf-8')],
+          body: 'rate limit service unavailable: the counter store cannot answer and FAILURE_MODE=closed rejects requests meanwhile\n',
+        },
+      }).toString('hex'),
+    );
   });
 
   it('encodes large answers (buffer growth) that decode back', () => {

@@ -19,15 +19,26 @@ describe('GEOIP_DB region lookups', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('answers the most specific network, IPv4 and IPv6, and nothing outside the database', async () => {
-    writeFileSync(file, writeMmdb([
-      { network: '81.2.0.0/16', record: countryRecord('FR') },
-      { network: '81.2.69.0/24', record: countryRecord('GB') },
-      { network: '2001:db8::/32', record: countryRecord('DE') },
-      { network: '1.2.3.4/32', record: { registered_country: { iso_code: 'JP' } } },
-    ]));
+    writeFileSync(
+      file,
+      writeMmdb([
+        { network: '81.2.0.0/16', record: countryRecord('FR') },
+        { network: '81.2.69.0/24', record: countryRecord('GB') },
+        { network: '2001:db8::/32', record: countryRecord('DE') },
+        { network: '1.2.3.4/32', record: { registered_country: { iso_code: 'JP' } } },
+      ]),
+    );
     const db = await openRegionDatabase(file, { pollMs: 0 });
     try {
-      expect(['81.2.69.7', '81.2.70.1', '2001:db8:5::1', '1.2.3.4', '1.2.3.5', '8.8.8.8', '2001:db9::1'].map(db.lookup)).toEqual(['GB', 'FR', 'DE', 'JP', undefined, undefined, undefined]);
+      expect(['81.2.69.7', '81.2.70.1', '2001:db8:5::1', '1.2.3.4', '1.2.3.5', '8.8.8.8', '2001:db9::1'].map(db.lookup)).toEqual([
+        'GB',
+        'FR',
+        'DE',
+        'JP',
+        undefined,
+        undefined,
+        undefined,
+      ]);
       expect(db.databaseType).toBe('Test-Country');
     } finally {
       db.close();

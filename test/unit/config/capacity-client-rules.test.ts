@@ -25,7 +25,12 @@ describe('capacity limits in the rules', () => {
     const result = compile(VALID);
     if (!result.ok) throw new Error(result.errors.map(String).join('\n'));
     const limits = (result.config.describe() as ConfigDescription)[0]!.rules.map((r) => r.limits[0]);
-    expect(limits[0]).toMatchObject({ requests_per_unit: 500, algorithm: 'token_bucket', burst: 500, capacity: { resource: 'api-backend', fallback: 'safe', wants: 'observed', min_wants: 1, headroom: '20%' } });
+    expect(limits[0]).toMatchObject({
+      requests_per_unit: 500,
+      algorithm: 'token_bucket',
+      burst: 500,
+      capacity: { resource: 'api-backend', fallback: 'safe', wants: 'observed', min_wants: 1, headroom: '20%' },
+    });
     expect(capacityLimitsOf(result.config)).toEqual([
       { resource: 'api-backend', fallback: 'safe', wants: 'observed', minWants: 1, headroomPercent: 20, ceiling: 500, windowMs: 1000, rule: 'd.api' },
       { resource: 'r2', fallback: 'optimistic', wants: 40, minWants: 2, headroomPercent: 50, ceiling: 100, windowMs: 60_000, rule: 'd.batch' },

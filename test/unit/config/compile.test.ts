@@ -75,7 +75,9 @@ descriptors:
 
   it('refuses an omitted requests_per_unit (the reference reads 0 and rejects everything silently); an explicit 0 blocks', () => {
     const r = compileConfigFiles([{ name: 'z.yaml', text: 'domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: hour}}\n' }], { mergeDomains: false });
-    expect(r.ok ? [] : r.errors.map(String)).toEqual([expect.stringContaining('z.yaml:3:26: descriptors[0].rate_limit.requests_per_unit: requests_per_unit is missing')]);
+    expect(r.ok ? [] : r.errors.map(String)).toEqual([
+      expect.stringContaining('z.yaml:3:26: descriptors[0].rate_limit.requests_per_unit: requests_per_unit is missing'),
+    ]);
     const c = compile({ 'z.yaml': 'domain: z\ndescriptors:\n  - {key: k, rate_limit: {unit: hour, requests_per_unit: 0}}\n' });
     expect(lookup(domainOf(c, 'z'), 'k=v')).toBe('z.k → 0/hour');
   });
@@ -158,12 +160,13 @@ describe('version', () => {
   });
 
   it('cannot be fooled by moving text between a name and a content', () => {
-    expect(contentVersion([{ name: 'ab.yaml', text: 'domain: x\n' }])).not.toBe(
-      contentVersion([{ name: 'a', text: 'b.yamldomain: x\n' }]),
-    );
-    expect(contentVersion([{ name: 'a.yaml', text: '' }, { name: 'b.yaml', text: 'x' }])).not.toBe(
-      contentVersion([{ name: 'a.yaml', text: 'b.yamlx' }]),
-    );
+    expect(contentVersion([{ name: 'ab.yaml', text: 'domain: x\n' }])).not.toBe(contentVersion([{ name: 'a', text: 'b.yamldomain: x\n' }]));
+    expect(
+      contentVersion([
+        { name: 'a.yaml', text: '' },
+        { name: 'b.yaml', text: 'x' },
+      ]),
+    ).not.toBe(contentVersion([{ name: 'a.yaml', text: 'b.yamlx' }]));
   });
 });
 

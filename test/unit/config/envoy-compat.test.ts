@@ -17,24 +17,8 @@ beforeAll(async () => {
 
 describe('envoyproxy/ratelimit configs', () => {
   it('loads every file, sorted by name, one domain each', () => {
-    expect(config.files).toEqual([
-      'edge_proxy.yaml',
-      'messaging.yaml',
-      'mongo_cps.yaml',
-      'nested.yaml',
-      'replaces.yaml',
-      'wildcard.yaml',
-      'windows.yaml',
-    ]);
-    expect([...config.domains.keys()].sort()).toEqual([
-      'api',
-      'edge_proxy_per_ip',
-      'messaging',
-      'mongo_cps',
-      'rl',
-      'wildcard',
-      'windows',
-    ]);
+    expect(config.files).toEqual(['edge_proxy.yaml', 'messaging.yaml', 'mongo_cps.yaml', 'nested.yaml', 'replaces.yaml', 'wildcard.yaml', 'windows.yaml']);
+    expect([...config.domains.keys()].sort()).toEqual(['api', 'edge_proxy_per_ip', 'messaging', 'mongo_cps', 'rl', 'wildcard', 'windows']);
   });
 
   it('reads unit_multiplier as a window of several units, reported with the configured unit', () => {

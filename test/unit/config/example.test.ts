@@ -20,10 +20,7 @@ describe('config/example.yaml', () => {
     [['remote_address=10.0.0.10'], 'edge.remote_address_10.0.0.10 → unlimited'],
     [['remote_address=192.168.1.20'], 'edge.remote_address_192.168.* → 5/second sliding_window_counter [shadow]'],
     [['generic_key=api', 'user=svc-billing'], 'edge.generic_key_api.user_svc-* → 200/second token_bucket burst 200'],
-    [
-      ['generic_key=api', 'user=alice'],
-      'edge.generic_key_api.user → 10/second token_bucket burst 30 (user_burst) + 3000/1200000ms (user_20m)',
-    ],
+    [['generic_key=api', 'user=alice'], 'edge.generic_key_api.user → 10/second token_bucket burst 30 (user_burst) + 3000/1200000ms (user_20m)'],
     [['generic_key=api'], 'none'],
     [['plan=free', 'user=alice'], 'edge.plan_free.user → 1000/day (free_daily)'],
     [['plan=pro', 'user=alice'], 'edge.plan_pro.user → 100000/day'],

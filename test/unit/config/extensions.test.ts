@@ -13,10 +13,7 @@ describe('extensions', () => {
     [['smooth=s'], 'ext.smooth → 5/second leaky_bucket burst 1'],
     [['report=r'], 'ext.report → 3/1200000ms'],
     [['fortnight=f'], 'ext.fortnight → 3/1209600000ms sliding_window_counter'],
-    [
-      ['tenant=t'],
-      'ext.tenant → 20/second token_bucket burst 40 (tenant_burst) + 100000/day (tenant_daily) + 10000/hour sliding_window_counter',
-    ],
+    [['tenant=t'], 'ext.tenant → 20/second token_bucket burst 40 (tenant_burst) + 100000/day (tenant_daily) + 10000/hour sliding_window_counter'],
   ])('%j → %s', (request, expected) => {
     expect(lookup(ext, ...request)).toBe(expected);
   });

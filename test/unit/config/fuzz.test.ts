@@ -51,7 +51,38 @@ function seeds(): string[] {
   return texts;
 }
 
-const SIGNIFICANT = [':', '-', '[', ']', '{', '}', '&a', '*a', '<<: *a', '!', '|', '>', "'", '"', '#', '\n', ' ', ',', '?', '%', '@', '\t', '---\n', '~', '0x', '1e9', '*', 'é', '\u0000', '\uFEFF'];
+const SIGNIFICANT = [
+  ':',
+  '-',
+  '[',
+  ']',
+  '{',
+  '}',
+  '&a',
+  '*a',
+  '<<: *a',
+  '!',
+  '|',
+  '>',
+  "'",
+  '"',
+  '#',
+  '\n',
+  ' ',
+  ',',
+  '?',
+  '%',
+  '@',
+  '\t',
+  '---\n',
+  '~',
+  '0x',
+  '1e9',
+  '*',
+  'é',
+  '\u0000',
+  '\uFEFF',
+];
 
 function mutate(r: Prng, text: string): string {
   let t = text;
@@ -90,13 +121,22 @@ function aliasBomb(r: Prng): string {
   let text = 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n';
   if (where === 'metadata') {
     text += `    metadata:\n      l0: &l0 [${Array(width).fill('x').join(', ')}]\n`;
-    for (let i = 1; i <= levels; i++) text += `      l${i}: &l${i} [${Array(width).fill(`*l${i - 1}`).join(', ')}]\n`;
+    for (let i = 1; i <= levels; i++)
+      text += `      l${i}: &l${i} [${Array(width)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]\n`;
   } else if (where === 'merge') {
     text += '  - key: m0\n    rate_limit: &l0 {unit: second, requests_per_unit: 1}\n';
-    for (let i = 1; i <= levels; i++) text += `  - key: m${i}\n    rate_limit: &l${i}\n      <<: [${Array(width).fill(`*l${i - 1}`).join(', ')}]\n`;
+    for (let i = 1; i <= levels; i++)
+      text += `  - key: m${i}\n    rate_limit: &l${i}\n      <<: [${Array(width)
+        .fill(`*l${i - 1}`)
+        .join(', ')}]\n`;
   } else {
     text += `    descriptors: &l0\n      - {key: a, rate_limit: {unit: second, requests_per_unit: 1}}\n`;
-    for (let i = 1; i <= levels; i++) text += `  - key: n${i}\n    descriptors: &l${i} [${Array(width).fill(`{key: x, descriptors: *l${i - 1}}`).join(', ')}]\n`;
+    for (let i = 1; i <= levels; i++)
+      text += `  - key: n${i}\n    descriptors: &l${i} [${Array(width)
+        .fill(`{key: x, descriptors: *l${i - 1}}`)
+        .join(', ')}]\n`;
   }
   return text;
 }

@@ -22,7 +22,18 @@ function shape(node: unknown, lc: LineCounter): unknown {
 
 const SAMPLES = [
   '{"domain": "d", "descriptors": [{"key": "k", "value": "v", "rate_limit": {"unit": "second", "requests_per_unit": 10}}]}',
-  JSON.stringify({ domain: 'é \u0001 "q" \\', descriptors: [{ key: 'k', rate_limit: { unlimited: true, n: -1.5e3 } }, { key: 'x', value: null, list: [] }], empty: {} }, null, 2),
+  JSON.stringify(
+    {
+      domain: 'é \u0001 "q" \\',
+      descriptors: [
+        { key: 'k', rate_limit: { unlimited: true, n: -1.5e3 } },
+        { key: 'x', value: null, list: [] },
+      ],
+      empty: {},
+    },
+    null,
+    2,
+  ),
   '\n\t{ "a" : [ 1 , 2 , { "b" : false } ] ,\r\n "a": 0 }\n',
 ];
 
@@ -35,17 +46,44 @@ describe('parseJsonDocument', () => {
     expect(shape(json!.doc.contents, json!.lineCounter)).toEqual(shape(yaml.contents, lc));
   });
 
-  it.each(['[1]', '{"a": 1,}', '{"a" 1}', '{a: 1}', '{"a": 01}', '{"a": "x\ty"}', '{"a": [1 2]}', '{"a": 1} {}', '{"a": tru}', '{"a": "\\x"}', '{', '{"a": {"b": 1}'])(
-    'declines %j (not strict JSON with an object on top)',
-    (text) => {
-      expect(parseJsonDocument(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '[1]',
+    '{"a": 1,}',
+    '{"a" 1}',
+    '{a: 1}',
+    '{"a": 01}',
+    '{"a": "x\ty"}',
+    '{"a": [1 2]}',
+    '{"a": 1} {}',
+    '{"a": tru}',
+    '{"a": "\\x"}',
+    '{',
+    '{"a": {"b": 1}',
+  ])('declines %j (not strict JSON with an object on top)', (text) => {
+    expect(parseJsonDocument(text)).toBeUndefined();
+  });
 
   it('gives the validator the positions a YAML parse gives: an error in a pretty-printed resource names its line', () => {
-    const text = `${JSON.stringify({ domain: 'd', descriptors: [{ key: 'a', rate_limit: { unit: 'second', requests_per_unit: 1 } }, { key: 'b', rate_limit: { requests_per_unit: 1 } }] }, null, 2)}\n`;
+    const text = `${JSON.stringify(
+      {
+        domain: 'd',
+        descriptors: [
+          { key: 'a', rate_limit: { unit: 'second', requests_per_unit: 1 } },
+          { key: 'b', rate_limit: { requests_per_unit: 1 } },
+        ],
+      },
+      null,
+      2,
+    )}\n`;
     const { errors } = validateFile('f.json', text);
-    expect(errors.map((e) => e.toString())).toEqual(validateFile('f.yaml', `# yaml\n${text}`).errors.map((e) => e.toString().replace('f.yaml', 'f.json').replace(/:(\d+):/, (_m, l: string) => `:${Number(l) - 1}:`)));
+    expect(errors.map((e) => e.toString())).toEqual(
+      validateFile('f.yaml', `# yaml\n${text}`).errors.map((e) =>
+        e
+          .toString()
+          .replace('f.yaml', 'f.json')
+          .replace(/:(\d+):/, (_m, l: string) => `:${Number(l) - 1}:`),
+      ),
+    );
     expect(errors.map((e) => `${e.line}:${e.column} ${e.path}`)).toEqual(['13:21 descriptors[1].rate_limit.unit']);
   });
 });

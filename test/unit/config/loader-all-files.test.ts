@@ -7,7 +7,14 @@ import { loadConfigDir } from '../../../src/config/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rl-allfiles-'));
 const rule = (domain: string) => `domain: ${domain}\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n`;
-for (const [name, domain] of [['noext', 'd1'], ['sub/nested.yaml', 'd2'], ['.dot.yaml', 'd3'], ['..data/x.yaml', 'd4'], ['notes.yml', 'd5'], ['.hidden/y', 'd6']] as const) {
+for (const [name, domain] of [
+  ['noext', 'd1'],
+  ['sub/nested.yaml', 'd2'],
+  ['.dot.yaml', 'd3'],
+  ['..data/x.yaml', 'd4'],
+  ['notes.yml', 'd5'],
+  ['.hidden/y', 'd6'],
+] as const) {
   mkdirSync(join(dir, name, '..'), { recursive: true });
   writeFileSync(join(dir, name), rule(domain));
 }

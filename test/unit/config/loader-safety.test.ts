@@ -10,8 +10,7 @@ import { loadConfigDir, loadConfigDirInWorker, readConfigFiles } from '../../../
 import { fingerprintConfigDir, fingerprintConfigDirSync } from '../../../src/config/load/watcher.js';
 import { ConfigMapDir, tempDir } from './fs-helpers.js';
 
-const rule = (domain: string): string =>
-  `domain: ${domain}\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n`;
+const rule = (domain: string): string => `domain: ${domain}\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n`;
 
 let root: string;
 let dir: string;
@@ -93,9 +92,7 @@ describe('encoding and size', () => {
     await writeFile(join(dir, 'big.yaml'), `${rule('big')}# ${'x'.repeat(5000)}\n`);
     await writeFile(join(dir, 'small.yaml'), rule('small'));
     const result = await loadConfigDir(dir, { mergeDomains: false, maxFileBytes: 4096 });
-    expect(messages(result)).toEqual([
-      'big.yaml:1:1: file is 5091 bytes, more than the limit of 4096 (CONFIG_MAX_FILE_BYTES)',
-    ]);
+    expect(messages(result)).toEqual(['big.yaml:1:1: file is 5091 bytes, more than the limit of 4096 (CONFIG_MAX_FILE_BYTES)']);
   });
 
   it('accepts a file over the default size when maxFileBytes is raised, at start as on reload', async () => {

@@ -5,8 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfigDir, readConfigFiles } from '../../../src/config/index.js';
 import { ConfigMapDir, tempDir } from './fs-helpers.js';
 
-const rule = (domain: string): string =>
-  `domain: ${domain}\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n`;
+const rule = (domain: string): string => `domain: ${domain}\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 1}}\n`;
 
 let dir: string;
 beforeEach(async () => {
@@ -50,7 +49,9 @@ describe('loadConfigDir', () => {
     expect(await errorsOf()).toEqual([`${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (it is empty)`]);
     expect(await errorsOf(true)).toEqual([`${dir}:1:1: no rules file: the rules directory holds no non-dot file (it is empty)`]);
     await writeFile(join(dir, '.hidden.yaml'), rule('h'));
-    expect(await errorsOf()).toEqual([`${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (it holds only dot files, which are skipped)`]);
+    expect(await errorsOf()).toEqual([
+      `${dir}:1:1: no rules file: the rules directory holds no *.yaml or *.yml file (it holds only dot files, which are skipped)`,
+    ]);
     await writeFile(join(dir, 'rules.json'), '{"domain": "j"}');
     await writeFile(join(dir, 'rules'), rule('r'));
     expect(await errorsOf()).toEqual([
@@ -77,9 +78,7 @@ describe('loadConfigDir', () => {
   it('reports a missing directory', async () => {
     const missing = join(dir, 'nope');
     const result = await loadConfigDir(missing, { mergeDomains: false });
-    expect(result.ok ? [] : result.errors.map(String)).toEqual([
-      `${missing}:1:1: the rules directory does not exist`,
-    ]);
+    expect(result.ok ? [] : result.errors.map(String)).toEqual([`${missing}:1:1: the rules directory does not exist`]);
   });
 
   it('reports file names relative to the directory', async () => {

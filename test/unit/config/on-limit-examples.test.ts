@@ -24,7 +24,15 @@ async function engine() {
   if (!loaded.ok) throw new Error(loaded.errors.join('\n'));
   const clock = new FakeClock(NOW);
   const timer = new FakeTimer(clock);
-  const limiter = new RateLimiter({ store: new MemoryStore({ maxKeys: 1000 }), clock, timer, config: () => loaded.config, keyPrefix: 'doc:', headers: { mode: 'all', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store: new MemoryStore({ maxKeys: 1000 }),
+    clock,
+    timer,
+    config: () => loaded.config,
+    keyPrefix: 'doc:',
+    headers: { mode: 'all', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   const ask = (key: string, value: string) => limiter.decide({ domain: 'examples', hitsAddend: 0, descriptors: [{ entries: [{ key, value }] }] });
   return { ask, clock, timer };
 }
@@ -42,7 +50,11 @@ function rejected(d: RateLimitDecision, status?: number): string {
 /** What the upstream receives and the client then gets back for an admitted request. */
 function admitted(d: RateLimitDecision): string {
   const upstream = d.requestHeadersToAdd.map((h) => `${h.key}: ${h.value}`);
-  return [...(upstream.length > 0 ? ['# added to the request the upstream receives', ...upstream] : []), '# added to the response the client receives', ...d.responseHeadersToAdd.map((h) => `${h.key}: ${h.value}`)].join('\n');
+  return [
+    ...(upstream.length > 0 ? ['# added to the request the upstream receives', ...upstream] : []),
+    '# added to the response the client receives',
+    ...d.responseHeadersToAdd.map((h) => `${h.key}: ${h.value}`),
+  ].join('\n');
 }
 
 async function scenarios(): Promise<Record<string, string>> {

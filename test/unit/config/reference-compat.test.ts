@@ -56,11 +56,15 @@ describe('files envoyproxy/ratelimit accepts', () => {
 
   it('warns that share_threshold is ignored when the * is inside a key, and still rejects it with no * at all', () => {
     const rule = '    rate_limit: {unit: second, requests_per_unit: 1}\n';
-    const ok = compileConfigFiles([{ name: 'f.yaml', text: `domain: d\ndescriptors:\n  - key: us*er\n    share_threshold: true\n${rule}` }], { mergeDomains: false });
+    const ok = compileConfigFiles([{ name: 'f.yaml', text: `domain: d\ndescriptors:\n  - key: us*er\n    share_threshold: true\n${rule}` }], {
+      mergeDomains: false,
+    });
     expect(ok.ok && ok.warnings.map(String)).toEqual([
       "f.yaml:4:22: descriptors[0].share_threshold: share_threshold has no effect on 'us*er' (only a value with '*' or a key ending in '*' is a wildcard) and is ignored, as envoyproxy/ratelimit ignores it",
     ]);
-    const bad = compileConfigFiles([{ name: 'f.yaml', text: `domain: d\ndescriptors:\n  - key: user\n    share_threshold: true\n${rule}` }], { mergeDomains: false });
+    const bad = compileConfigFiles([{ name: 'f.yaml', text: `domain: d\ndescriptors:\n  - key: user\n    share_threshold: true\n${rule}` }], {
+      mergeDomains: false,
+    });
     expect(bad.ok ? [] : bad.errors.map(String)).toEqual([
       "f.yaml:4:22: descriptors[0].share_threshold: share_threshold can only be used with wildcard values (containing '*'), but found key 'user'",
     ]);

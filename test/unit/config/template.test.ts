@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEscaped, wellFormed } from '../../../src/vocab/bytes.js';
-import { escapingFor, jsonBodyProblem, parseTemplate, percentEncode, renderTemplate, type Escaping, type Template, type TemplateValues } from '../../../src/config/template.js';
+import {
+  escapingFor,
+  jsonBodyProblem,
+  parseTemplate,
+  percentEncode,
+  renderTemplate,
+  type Escaping,
+  type Template,
+  type TemplateValues,
+} from '../../../src/config/template.js';
 import { prng } from '../../support/prng.js';
 
 const VALUES: TemplateValues = {

@@ -49,11 +49,22 @@ function engine() {
   const shares = new SidecarShares({ servers: [] });
   shares.sync(capacityLimitsOf(result.config));
   const inner = new Recording();
-  const limiter = new RateLimiter({ store: new CapacityRuleStore(inner, shares, clock), clock, config: () => result.config, keyPrefix: 't:', headers: { mode: 'none', xRateLimit: false }, nearLimitRatio: 0.8 });
+  const limiter = new RateLimiter({
+    store: new CapacityRuleStore(inner, shares, clock),
+    clock,
+    config: () => result.config,
+    keyPrefix: 't:',
+    headers: { mode: 'none', xRateLimit: false },
+    nearLimitRatio: 0.8,
+  });
   return { limiter, clock, inner, shares };
 }
 
-const request = (...descriptors: [string, string][]): RateLimitRequest => ({ domain: 'c', hitsAddend: 0, descriptors: descriptors.map(([key, value]) => ({ entries: [{ key, value }] })) });
+const request = (...descriptors: [string, string][]): RateLimitRequest => ({
+  domain: 'c',
+  hitsAddend: 0,
+  descriptors: descriptors.map(([key, value]) => ({ entries: [{ key, value }] })),
+});
 
 async function codes(limiter: RateLimiter, n: number, ...descriptors: [string, string][]): Promise<string> {
   const out: string[] = [];

@@ -61,7 +61,11 @@ function engine(delayMarginMs?: number) {
   return { limiter, clock, timer };
 }
 
-const request = (...descriptors: [string, string][]): RateLimitRequest => ({ domain: 'e', hitsAddend: 0, descriptors: descriptors.map(([key, value]) => ({ entries: [{ key, value }] })) });
+const request = (...descriptors: [string, string][]): RateLimitRequest => ({
+  domain: 'e',
+  hitsAddend: 0,
+  descriptors: descriptors.map(([key, value]) => ({ entries: [{ key, value }] })),
+});
 const text = (d: RateLimitDecision) => new TextDecoder().decode(d.rawBody);
 
 describe('on_limit in the engine', () => {

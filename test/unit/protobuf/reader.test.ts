@@ -35,7 +35,9 @@ describe('ProtoReader', () => {
       const seen: unknown[] = [];
       while (r.next()) {
         expect(r.number).toBe(field);
-        seen.push(r.wireType === VARINT ? (seen.length === 0 ? r.uint() : r.int64()) : r.wireType === 1 ? r.double() : r.wireType === LEN ? r.text() : r.stop - r.start);
+        seen.push(
+          r.wireType === VARINT ? (seen.length === 0 ? r.uint() : r.int64()) : r.wireType === 1 ? r.double() : r.wireType === LEN ? r.text() : r.stop - r.start,
+        );
       }
       expect(seen).toEqual([2 ** 40, -2.5, 'é', 4, -3]);
     }

@@ -61,6 +61,14 @@ describe('ProtoWriter', () => {
     for (const v of values) w.int64(v);
     expect(w.pos).toBe(w.buf.length);
     const r = protobuf.Reader.create(w.buf);
-    expect(values.map(() => String(r.int64() as unknown as { toString(): string }))).toEqual(['0', '1', '9007199254740992', '-1', '-1099511627776', '9223372036854775807', '-9223372036854775808']);
+    expect(values.map(() => String(r.int64() as unknown as { toString(): string }))).toEqual([
+      '0',
+      '1',
+      '9007199254740992',
+      '-1',
+      '-1099511627776',
+      '9223372036854775807',
+      '-9223372036854775808',
+    ]);
   });
 });

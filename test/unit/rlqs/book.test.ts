@@ -23,7 +23,8 @@ function setUp(rule: (entries: readonly { key: string; value: string }[]) => Buc
   });
   const pushed = new Map<string, BucketAction[][]>();
   const open = (id: string): Subscriber => book.open(id, (actions) => pushed.set(id, [...(pushed.get(id) ?? []), actions]));
-  const report = (s: Subscriber, allowed: number, denied = 0, entries = ALL): Assignment => book.report(s, { domain: 'd', usages: [{ entries, allowed, denied, elapsedS: 0 }] })[0]!.assignment;
+  const report = (s: Subscriber, allowed: number, denied = 0, entries = ALL): Assignment =>
+    book.report(s, { domain: 'd', usages: [{ entries, allowed, denied, elapsedS: 0 }] })[0]!.assignment;
   return { book, open, report, pushed, folded, advance: (ms: number) => (now += ms) };
 }
 
@@ -77,7 +78,7 @@ describe('QuotaBook', () => {
     expect((t.book.describe() as { buckets: unknown[] }).buckets).toHaveLength(3);
   });
 
-  it('re-splits at once when the rules change a bucket\'s limit, and drops it when no rule matches any more', () => {
+  it("re-splits at once when the rules change a bucket's limit, and drops it when no rule matches any more", () => {
     let rule: BucketRule = limit20;
     const t = setUp(() => rule);
     const a = t.open('a');

@@ -53,7 +53,10 @@ describe('fairShares', () => {
         const s = fairShares(limit, demands);
         expect(s).toHaveLength(n);
         expect(sum(s)).toBe(limit);
-        expect(s.filter((x) => !Number.isInteger(x) || x < 0), `shares ${JSON.stringify(s)}`).toEqual([]);
+        expect(
+          s.filter((x) => !Number.isInteger(x) || x < 0),
+          `shares ${JSON.stringify(s)}`,
+        ).toEqual([]);
       }
     }
     expect(fairShares(2, [undefined, undefined, undefined]).sort()).toEqual([0, 1, 1]);

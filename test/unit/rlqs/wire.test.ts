@@ -13,14 +13,30 @@ const LIMITS = { maxEntries: 2, maxValueBytes: 8 };
 describe('RLQS wire', () => {
   it('reads a repeated BucketQuotaUsage with its time_elapsed (field 2, a message) and sorts the bucket id by key', () => {
     const bytes = encodeReports('edge', [{ bucket: { zone: 'eu', name: 'all' }, allowed: 7, denied: 3, elapsedS: 5 }]);
-    expect(decodeUsageReports(bytes, LIMITS)).toEqual({ domain: 'edge', usages: [{ entries: [{ key: 'name', value: 'all' }, { key: 'zone', value: 'eu' }], allowed: 7, denied: 3, elapsedS: 5 }] });
+    expect(decodeUsageReports(bytes, LIMITS)).toEqual({
+      domain: 'edge',
+      usages: [
+        {
+          entries: [
+            { key: 'name', value: 'all' },
+            { key: 'zone', value: 'eu' },
+          ],
+          allowed: 7,
+          denied: 3,
+          elapsedS: 5,
+        },
+      ],
+    });
   });
 
   it('reads the map form: entries {key = 1 (uint64), value = 2 (BucketQuotaUsage)}', () => {
     const usage = Buffer.from([0x0a, 0x0d, 0x0a, 0x0b, 0x0a, 0x01, 0x6b, 0x12, 0x06, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x73, 0x18, 0x04]); // bucket_id {bucket {k: values}}, allowed 4
     const entry = Buffer.concat([Buffer.from([0x08, 0x2a, 0x12, usage.length]), usage]);
     const msg = Buffer.concat([Buffer.from([0x0a, 0x01, 0x64, 0x12, entry.length]), entry]);
-    expect(decodeUsageReports(msg, { ...LIMITS, maxValueBytes: 16 })).toEqual({ domain: 'd', usages: [{ entries: [{ key: 'k', value: 'values' }], allowed: 4, denied: 0, elapsedS: 0 }] });
+    expect(decodeUsageReports(msg, { ...LIMITS, maxValueBytes: 16 })).toEqual({
+      domain: 'd',
+      usages: [{ entries: [{ key: 'k', value: 'values' }], allowed: 4, denied: 0, elapsedS: 0 }],
+    });
   });
 
   it('refuses, naming the field, a missing bucket id and a truncated message', () => {
@@ -29,7 +45,12 @@ describe('RLQS wire', () => {
   });
 
   it('decodes every bucket of a report, marking (not refusing) bucket ids past the id bounds', () => {
-    const bytes = encodeReports('d', [{ bucket: { a: '1', b: '2', c: '3' } }, { bucket: { n: 'ok' }, allowed: 2 }, { bucket: { a: '123456789' } }, ...[1, 2, 3, 4].map((i) => ({ bucket: { n: String(i) } }))]);
+    const bytes = encodeReports('d', [
+      { bucket: { a: '1', b: '2', c: '3' } },
+      { bucket: { n: 'ok' }, allowed: 2 },
+      { bucket: { a: '123456789' } },
+      ...[1, 2, 3, 4].map((i) => ({ bucket: { n: String(i) } })),
+    ]);
     const m = decodeUsageReports(bytes, LIMITS);
     expect(m.usages).toHaveLength(7);
     expect(m.usages.map((u) => u.oversize === true)).toEqual([true, false, true, false, false, false, false]);
@@ -51,18 +72,32 @@ describe('RLQS wire', () => {
     expect(encodeResponse([{ entries: decoded.usages[2]!.entries, assignment: { kind: 'deny_all', ttlS: 1 } }]).toString('hex')).toContain('1202c3a9');
   });
 
-  it('writes actions Envoy\'s proto reads back: token bucket, blankets, abandon', () => {
+  it("writes actions Envoy's proto reads back: token bucket, blankets, abandon", () => {
     const id = [{ key: 'name', value: 'all' }];
-    const actions = decodeResponse(encodeResponse([
-      { entries: id, assignment: { kind: 'token_bucket', ttlS: 30, maxTokens: 7, tokensPerFill: 7, fillIntervalS: 60 } },
-      { entries: id, assignment: { kind: 'allow_all', ttlS: 30 } },
-      { entries: id, assignment: { kind: 'deny_all', ttlS: 5 } },
-      { entries: id, assignment: { kind: 'abandon' } },
-    ]));
+    const actions = decodeResponse(
+      encodeResponse([
+        { entries: id, assignment: { kind: 'token_bucket', ttlS: 30, maxTokens: 7, tokensPerFill: 7, fillIntervalS: 60 } },
+        { entries: id, assignment: { kind: 'allow_all', ttlS: 30 } },
+        { entries: id, assignment: { kind: 'deny_all', ttlS: 5 } },
+        { entries: id, assignment: { kind: 'abandon' } },
+      ]),
+    );
     expect(actions).toEqual([
-      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { token_bucket: { max_tokens: 7, tokens_per_fill: { value: 7 }, fill_interval: { seconds: 60 } } } } },
-      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { blanket_rule: 'ALLOW_ALL' } } },
-      { bucket_id: { bucket: { name: 'all' } }, quota_assignment_action: { assignment_time_to_live: { seconds: 5 }, rate_limit_strategy: { blanket_rule: 'DENY_ALL' } } },
+      {
+        bucket_id: { bucket: { name: 'all' } },
+        quota_assignment_action: {
+          assignment_time_to_live: { seconds: 30 },
+          rate_limit_strategy: { token_bucket: { max_tokens: 7, tokens_per_fill: { value: 7 }, fill_interval: { seconds: 60 } } },
+        },
+      },
+      {
+        bucket_id: { bucket: { name: 'all' } },
+        quota_assignment_action: { assignment_time_to_live: { seconds: 30 }, rate_limit_strategy: { blanket_rule: 'ALLOW_ALL' } },
+      },
+      {
+        bucket_id: { bucket: { name: 'all' } },
+        quota_assignment_action: { assignment_time_to_live: { seconds: 5 }, rate_limit_strategy: { blanket_rule: 'DENY_ALL' } },
+      },
       { bucket_id: { bucket: { name: 'all' } }, abandon_action: {} },
     ]);
   });

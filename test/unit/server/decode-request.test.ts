@@ -38,7 +38,14 @@ describe('decodeRateLimitRequest', () => {
 
   it('skips unknown fields of every wire type', () => {
     const w = protobuf.Writer.create();
-    w.uint32((9 << 3) | 0).uint64(123).uint32((10 << 3) | 1).fixed64(1).uint32((11 << 3) | 5).fixed32(1).uint32((12 << 3) | 2).bytes(Uint8Array.of(1, 2));
+    w.uint32((9 << 3) | 0)
+      .uint64(123)
+      .uint32((10 << 3) | 1)
+      .fixed64(1)
+      .uint32((11 << 3) | 5)
+      .fixed32(1)
+      .uint32((12 << 3) | 2)
+      .bytes(Uint8Array.of(1, 2));
     const unknown = w.finish();
     const b = Buffer.concat([unknown, encodeRequest('d', [{ entries: [['k', 'v']] }])]);
     expect(decodeRateLimitRequest(b, limits)).toEqual({ domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }], hitsAddend: 0 });
@@ -74,7 +81,10 @@ describe('decodeRateLimitRequest', () => {
   });
 
   it('stops at the first descriptor past the limit, before reading the rest', () => {
-    const many = encodeRequest('d', Array.from({ length: limits.maxDescriptors + 1 }, () => ({ entries: [['k', 'v']] })));
+    const many = encodeRequest(
+      'd',
+      Array.from({ length: limits.maxDescriptors + 1 }, () => ({ entries: [['k', 'v']] })),
+    );
     // Garbage after the 65th descriptor: had the decoder gone on, it would report a malformed message.
     const b = Buffer.concat([many, Buffer.from([0x12, 0x7f])]);
     expect(() => decodeRateLimitRequest(b, limits)).toThrow(RequestTooLargeError);
@@ -84,29 +94,67 @@ describe('decodeRateLimitRequest', () => {
   it('checks entry counts and key lengths from the wire; a long value is decoded (decided, never refused)', () => {
     const entries = (n: number) => Array.from({ length: n }, (_, i) => [`k${i}`, 'v'] as [string, string]);
     expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: entries(16) }]), limits)).not.toThrow();
-    expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: entries(17) }]), limits)).toThrow('descriptors[1] has more than 16 entries (MAX_DESCRIPTOR_ENTRIES)');
-    expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k'.repeat(257), 'v']] }]), limits)).toThrow('descriptors[0].entries[0].key is 257 bytes; at most 256 are allowed (MAX_KEY_BYTES)');
-    expect(decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', '✓'.repeat(1366)]] }]), limits).descriptors[0]!.entries[0]!.value).toBe('✓'.repeat(1366));
+    expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: entries(17) }]), limits)).toThrow(
+      'descriptors[1] has more than 16 entries (MAX_DESCRIPTOR_ENTRIES)',
+    );
+    expect(() => decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k'.repeat(257), 'v']] }]), limits)).toThrow(
+      'descriptors[0].entries[0].key is 257 bytes; at most 256 are allowed (MAX_KEY_BYTES)',
+    );
+    expect(decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', '✓'.repeat(1366)]] }]), limits).descriptors[0]!.entries[0]!.value).toBe(
+      '✓'.repeat(1366),
+    );
     expect(() => decodeRateLimitRequest(encodeRequest('d'.repeat(257), [{ entries: [['k', 'v']] }]), limits)).toThrow('domain is 257 bytes');
   });
 
   it('names the offending key by its own index; reports a long value and raises a hits_addend above the bound to 2^32 - 1 (checkRequest)', () => {
-    const bytes = encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k'.repeat(257), 'v'], ['c', 'd']] }]);
+    const bytes = encodeRequest('d', [
+      { entries: [['a', 'b']] },
+      {
+        entries: [
+          ['a', 'b'],
+          ['k'.repeat(257), 'v'],
+          ['c', 'd'],
+        ],
+      },
+    ]);
     expect(() => decodeRateLimitRequest(bytes, limits)).toThrow('descriptors[1].entries[1].key is 257 bytes');
-    const request = decodeRateLimitRequest(encodeRequest('d', [{ entries: [['a', 'b']] }, { entries: [['a', 'b'], ['k', 'v'.repeat(4097)]] }]), limits);
+    const request = decodeRateLimitRequest(
+      encodeRequest('d', [
+        { entries: [['a', 'b']] },
+        {
+          entries: [
+            ['a', 'b'],
+            ['k', 'v'.repeat(4097)],
+          ],
+        },
+      ]),
+      limits,
+    );
     const seen: string[] = [];
     expect(checkRequest(request, limits, (f) => seen.push(f))).toBe(request);
     expect(seen).toEqual(['value']);
-    const hits = checkRequest({ ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] }, { ...limits, maxHitsAddend: 1000 }, (f) => seen.push(f));
+    const hits = checkRequest(
+      { ...request, descriptors: [request.descriptors[0]!, { ...request.descriptors[1]!, hitsAddend: 2 ** 33 }] },
+      { ...limits, maxHitsAddend: 1000 },
+      (f) => seen.push(f),
+    );
     expect(hits.descriptors.map((d) => d.hitsAddend)).toEqual([undefined, 4_294_967_295]);
     expect(seen).toEqual(['value', 'value', 'hits_addend']);
   });
 
   it('reads is_negative_hits (RateLimitDescriptor field 4, Envoy 1.38+) as a refund, over gRPC and /json', () => {
-    const request = decodeRateLimitRequest(encodeRequest('d', [{ entries: [['k', 'v']], hitsAddend: 5, negative: true }, { entries: [['k', 'w']] }]), DEFAULT_REQUEST_LIMITS);
-    expect(request.descriptors.map((d) => [d.hitsAddend, d.negativeHits])).toEqual([[5, true], [undefined, undefined]]);
+    const request = decodeRateLimitRequest(
+      encodeRequest('d', [{ entries: [['k', 'v']], hitsAddend: 5, negative: true }, { entries: [['k', 'w']] }]),
+      DEFAULT_REQUEST_LIMITS,
+    );
+    expect(request.descriptors.map((d) => [d.hitsAddend, d.negativeHits])).toEqual([
+      [5, true],
+      [undefined, undefined],
+    ]);
     const json = requestFromJson('{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"v"}],"hitsAddend":5,"isNegativeHits":true}]}');
     expect(json.descriptors[0]).toMatchObject({ hitsAddend: 5, negativeHits: true });
-    expect(() => requestFromJson('{"domain":"d","descriptors":[{"entries":[],"is_negative_hits":"yes"}]}')).toThrow('descriptors[0].isNegativeHits: expected true or false');
+    expect(() => requestFromJson('{"domain":"d","descriptors":[{"entries":[],"is_negative_hits":"yes"}]}')).toThrow(
+      'descriptors[0].isNegativeHits: expected true or false',
+    );
   });
 });

@@ -15,7 +15,14 @@ const decode = (b: Buffer) => method.responseDeserialize(b) as Record<string, un
 // One intended difference: proto-objects.ts passes rule names through as they are (protobufjs then writes a lone
 // surrogate as invalid UTF-8); the encoder makes them well-formed like every other string.
 const reference = (d: RateLimitDecision) =>
-  method.responseSerialize(responseToWire({ ...d, statuses: d.statuses.map((s) => (s.currentLimit?.name === undefined ? s : { ...s, currentLimit: { ...s.currentLimit, name: wellFormed(s.currentLimit.name) } })) }));
+  method.responseSerialize(
+    responseToWire({
+      ...d,
+      statuses: d.statuses.map((s) =>
+        s.currentLimit?.name === undefined ? s : { ...s, currentLimit: { ...s.currentLimit, name: wellFormed(s.currentLimit.name) } },
+      ),
+    }),
+  );
 
 const TEXTS = ['', 'a', 'x-ratelimit-limit', 'é ü', '日本', '\ud800 lone surrogate', 'emoji 😀', 'v'.repeat(200)];
 
@@ -27,7 +34,16 @@ function status(r: Prng): DescriptorStatus {
   const withLimit = r.int(0, 3) > 0;
   return {
     code: r.pick(['OK', 'OVER_LIMIT'] as const),
-    ...(withLimit ? { currentLimit: { requestsPerUnit: number(r), unit: r.int(0, 7) === 0 ? undefined : r.pick(UNITS), windowSeconds: 1, ...(r.int(0, 1) ? { name: r.pick(TEXTS) } : {}) } } : {}),
+    ...(withLimit
+      ? {
+          currentLimit: {
+            requestsPerUnit: number(r),
+            unit: r.int(0, 7) === 0 ? undefined : r.pick(UNITS),
+            windowSeconds: 1,
+            ...(r.int(0, 1) ? { name: r.pick(TEXTS) } : {}),
+          },
+        }
+      : {}),
     limitRemaining: number(r),
     ...(r.int(0, 2) > 0 ? { durationUntilResetMs: r.pick([0, 1, 999, 1000, 1001, 59_999, r.int(0, 10 ** 9)]) } : {}),
   };
@@ -51,7 +67,7 @@ function decision(r: Prng): RateLimitDecision {
     responseHeadersToAdd: headers(),
     requestHeadersToAdd: headers(),
     ...(r.int(0, 3) === 0 ? { rawBody: Buffer.from(r.pick(TEXTS.slice(1))) } : {}),
-    ...(r.int(0, 3) === 0 ? { dynamicMetadata: value(r, 3) as Record<string, unknown> ?? {} } : {}),
+    ...(r.int(0, 3) === 0 ? { dynamicMetadata: (value(r, 3) as Record<string, unknown>) ?? {} } : {}),
   };
 }
 

@@ -33,7 +33,9 @@ describe('KeyIndex', () => {
       const model = new Map<string, number>();
       const slotKey: (string | undefined)[] = [];
       // few distinct keys so that keys come back after deletion; some share long prefixes, one is non-ASCII
-      const universe = Array.from({ length: 300 }, (_, i) => (i % 7 === 0 ? `rl:{edge|remote_address=10.0.${i}}:fixed_window:60000` : `k${i}${i % 11 === 0 ? 'é€' : ''}`));
+      const universe = Array.from({ length: 300 }, (_, i) =>
+        i % 7 === 0 ? `rl:{edge|remote_address=10.0.${i}}:fixed_window:60000` : `k${i}${i % 11 === 0 ? 'é€' : ''}`,
+      );
       for (let step = 0; step < 4_000; step++) {
         const r = random();
         const key = universe[Math.floor(random() * universe.length)]!;

@@ -8,7 +8,6 @@ import type { LimitCheck } from '../../../src/storage/counter-store.js';
 import { check, MINUTE, T0 } from './checks.js';
 import { ENTRY_BYTES, MemoryStore, entryBytes } from '../../../src/storage/memory/memory-store.js';
 
-
 let store: MemoryStore;
 afterEach(async () => {
   await store.close();
@@ -56,7 +55,10 @@ describe('MemoryStore eviction cannot be used to bypass a limit', () => {
     await store.apply([check('c', 5)], T0 + 3);
     await store.apply([check('a', 5, { hits: 0 })], T0 + 4); // 'a' used again: 'b' is the oldest ordinary
     await store.apply([check('d', 5)], T0 + 5);
-    const out = await store.apply(['over', 'a', 'b', 'c', 'd'].map((k) => check(k, k === 'over' ? 1 : 5, { hits: 0 })), T0 + 6);
+    const out = await store.apply(
+      ['over', 'a', 'b', 'c', 'd'].map((k) => check(k, k === 'over' ? 1 : 5, { hits: 0 })),
+      T0 + 6,
+    );
     expect(out.map((o) => o.remaining)).toEqual([0, 4, 5, 4, 4]); // only 'b' started afresh
   });
 

@@ -3,7 +3,6 @@ import type { AlgorithmName } from '../../../src/vocab/algorithm-names.js';
 import { check, MINUTE, T0 } from './checks.js';
 import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
 
-
 let store: MemoryStore;
 afterEach(async () => {
   await store.close();
@@ -129,7 +128,10 @@ describe('MemoryStore memory bounds', () => {
     await store.apply([check('a', 5)], T0 + 1); // 'a' used again: 'b' is now the least recent
     await store.apply([check('d', 5)], T0 + 2);
     expect(store.size).toBe(3);
-    const out = await store.apply(['a', 'b', 'c', 'd'].map((k) => check(k, 5, { hits: 0 })), T0 + 3);
+    const out = await store.apply(
+      ['a', 'b', 'c', 'd'].map((k) => check(k, 5, { hits: 0 })),
+      T0 + 3,
+    );
     expect(out.map((o) => o.remaining)).toEqual([3, 5, 4, 4]); // 'b' started afresh
   });
 

@@ -8,8 +8,24 @@ import { planCheck, reportedRemaining } from '../../../src/throttling/plan.js';
 import { formatPpm, scalePpm } from '../../../src/vocab/throttling.js';
 import { prng } from '../../support/prng.js';
 
-const base = (algorithm: LimitCheck['algorithm'], limit: number, burst = limit): LimitCheck => ({ key: 'k', algorithm, limit, windowMs: 60_000, burst, hits: 1, enforce: true });
-const compiled = (extra: Partial<CompiledLimit>, algorithm: CompiledLimit['algorithm'] = 'fixed_window', rpu = 100): CompiledLimit => ({ requestsPerUnit: rpu, windowMs: 60_000, unit: 'minute', algorithm, burst: rpu, softRequestsPerUnit: 0, ...extra });
+const base = (algorithm: LimitCheck['algorithm'], limit: number, burst = limit): LimitCheck => ({
+  key: 'k',
+  algorithm,
+  limit,
+  windowMs: 60_000,
+  burst,
+  hits: 1,
+  enforce: true,
+});
+const compiled = (extra: Partial<CompiledLimit>, algorithm: CompiledLimit['algorithm'] = 'fixed_window', rpu = 100): CompiledLimit => ({
+  requestsPerUnit: rpu,
+  windowMs: 60_000,
+  unit: 'minute',
+  algorithm,
+  burst: rpu,
+  softRequestsPerUnit: 0,
+  ...extra,
+});
 const ctx = (criticality: 'critical' | 'default' | 'sheddable' = 'default') => ({ keyPrefix: 'p:', domain: 'd', ruleStatsKey: 'd.k', criticality });
 
 describe('scalePpm', () => {
@@ -47,11 +63,19 @@ describe('planCheck', () => {
     expect(planCheck(base('leaky_bucket', 100, 11), compiled({ shares }, 'leaky_bucket'), ctx('sheddable'))).toMatchObject({ burst: 6 });
   });
   it('elastic and ban: fields with keys beside the counter (ban) and per rule (aggregate)', () => {
-    const p = planCheck({ ...base('fixed_window', 10), key: 'p:{d|k=v}:fixed_window:60000' }, compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 }, banMs: 3_600_000 }, 'fixed_window', 10), ctx());
+    const p = planCheck(
+      { ...base('fixed_window', 10), key: 'p:{d|k=v}:fixed_window:60000' },
+      compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 }, banMs: 3_600_000 }, 'fixed_window', 10),
+      ctx(),
+    );
     expect(p.elastic).toEqual({ max: 15, capacity: 40, key: 'p:{%elastic|d|d.k}:fixed_window:60000' });
     expect(p.ban).toEqual({ ms: 3_600_000, key: 'p:{d|k=v}:fixed_window:60000:ban' });
     // a sliding_window_log rule's aggregate is a sliding_window_counter (constant memory)
-    const log = planCheck(base('sliding_window_log', 10), compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 } }, 'sliding_window_log', 10), ctx());
+    const log = planCheck(
+      base('sliding_window_log', 10),
+      compiled({ throttling: { mode: 'elastic', capacity: 40, max: 15 } }, 'sliding_window_log', 10),
+      ctx(),
+    );
     expect(log.elastic).toEqual({ max: 15, capacity: 40, key: 'p:{%elastic|d|d.k}:sliding_window_counter:60000', algorithm: 'sliding_window_counter' });
   });
   it('reports remaining against L, not against the soft ceiling', () => {
@@ -63,9 +87,25 @@ describe('planCheck', () => {
 });
 
 describe('classify', () => {
-  const req = (...descriptors: [string, string][][]) => ({ domain: 'd', hitsAddend: 0, descriptors: descriptors.map((d) => ({ entries: d.map(([key, value]) => ({ key, value })) })) });
+  const req = (...descriptors: [string, string][][]) => ({
+    domain: 'd',
+    hitsAddend: 0,
+    descriptors: descriptors.map((d) => ({ entries: d.map(([key, value]) => ({ key, value })) })),
+  });
   it('removes the criticality entries and takes the first class, in any case; unknown or missing is default', () => {
-    const c = classify(req([['user', 'a'], ['criticality', 'SHEDDABLE']], [['criticality', 'critical'], ['path', '/']]), 'criticality');
+    const c = classify(
+      req(
+        [
+          ['user', 'a'],
+          ['criticality', 'SHEDDABLE'],
+        ],
+        [
+          ['criticality', 'critical'],
+          ['path', '/'],
+        ],
+      ),
+      'criticality',
+    );
     expect(c.criticality).toBe('sheddable');
     expect(c.request.descriptors.map((d) => d.entries.map((e) => e.key))).toEqual([['user'], ['path']]);
     expect(classify(req([['criticality', 'urgent']]), 'criticality').criticality).toBe('default');

@@ -29,7 +29,9 @@ describe('decodeEscaped', () => {
     const random = prng('bytes');
     for (let n = 0; n < 3000; n++) {
       // Biased towards bytes that make (in)valid multi-byte sequences.
-      const b = Uint8Array.from({ length: random.int(0, 12) }, () => random.pick([random.int(0, 0x7f), random.int(0x80, 0xbf), random.int(0xc0, 0xff), 0xe2, 0x9c, 0x93, 0xf0, 0x9f]));
+      const b = Uint8Array.from({ length: random.int(0, 12) }, () =>
+        random.pick([random.int(0, 0x7f), random.int(0x80, 0xbf), random.int(0xc0, 0xff), 0xe2, 0x9c, 0x93, 0xf0, 0x9f]),
+      );
       const text = decodeEscaped(b);
       expect(Buffer.from(encodeEscaped(text)).equals(Buffer.from(b)), `bytes ${Buffer.from(b).toString('hex')}`).toBe(true);
       expect(escapedByteLength(text)).toBe(b.length);

@@ -51,19 +51,47 @@ const struct = () => {
     .bytes(1, entry('tier', w().string(3, 'gold').finish()))
     .bytes(1, entry('weight', dbl))
     .bytes(1, entry('on', w().int(4, 1).finish()))
-    .bytes(1, entry('list', w().bytes(6, w().bytes(1, w().string(3, 'a').finish()).finish()).finish()))
+    .bytes(
+      1,
+      entry(
+        'list',
+        w()
+          .bytes(6, w().bytes(1, w().string(3, 'a').finish()).finish())
+          .finish(),
+      ),
+    )
     .finish();
 };
 
 describe('RateLimitConfig resources', () => {
   it('reads every field into a rules file that compiles as the YAML would', () => {
-    const res = config('eg/policy', 'listener-a',
-      descriptor('generic_key', 'route-a', (d) => d
-        .bytes(3, policy(7, 10, (p) => p.string(4, 'weekly').bytes(5, w().string(1, 'other').finish())))
-        .int(5, 1).int(6, 1).int(7, 1).bytes(8, struct())),
-      descriptor('rule-0-match-0', '', (d) => d.bytes(4, descriptor('masked_remote_address', '10.0.0.0/8', (c) => c.bytes(3, policy(1, 5))))),
+    const res = config(
+      'eg/policy',
+      'listener-a',
+      descriptor('generic_key', 'route-a', (d) =>
+        d
+          .bytes(
+            3,
+            policy(7, 10, (p) => p.string(4, 'weekly').bytes(5, w().string(1, 'other').finish())),
+          )
+          .int(5, 1)
+          .int(6, 1)
+          .int(7, 1)
+          .bytes(8, struct()),
+      ),
+      descriptor('rule-0-match-0', '', (d) =>
+        d.bytes(
+          4,
+          descriptor('masked_remote_address', '10.0.0.0/8', (c) => c.bytes(3, policy(1, 5))),
+        ),
+      ),
       descriptor('open', '', (d) => d.bytes(3, w().int(3, 1).finish())),
-      descriptor('other', '', (d) => d.bytes(3, policy(2, 3, (p) => p.string(4, 'other')))),
+      descriptor('other', '', (d) =>
+        d.bytes(
+          3,
+          policy(2, 3, (p) => p.string(4, 'other')),
+        ),
+      ),
     );
     const { files, errors } = resourcesToFiles([any(res)], UNBOUNDED);
     expect(errors).toEqual([]);
@@ -71,8 +99,19 @@ describe('RateLimitConfig resources', () => {
     expect(JSON.parse(files[0]!.text)).toEqual({
       domain: 'listener-a',
       descriptors: [
-        { key: 'generic_key', value: 'route-a', rate_limit: { unit: 'week', requests_per_unit: 10, name: 'weekly', replaces: [{ name: 'other' }], count_every_hit: true }, shadow_mode: true, detailed_metric: true, quota_mode: true, metadata: { tier: 'gold', weight: 2.5, on: true, list: ['a'] } },
-        { key: 'rule-0-match-0', descriptors: [{ key: 'masked_remote_address', value: '10.0.0.0/8', rate_limit: { unit: 'second', requests_per_unit: 5, count_every_hit: true } }] },
+        {
+          key: 'generic_key',
+          value: 'route-a',
+          rate_limit: { unit: 'week', requests_per_unit: 10, name: 'weekly', replaces: [{ name: 'other' }], count_every_hit: true },
+          shadow_mode: true,
+          detailed_metric: true,
+          quota_mode: true,
+          metadata: { tier: 'gold', weight: 2.5, on: true, list: ['a'] },
+        },
+        {
+          key: 'rule-0-match-0',
+          descriptors: [{ key: 'masked_remote_address', value: '10.0.0.0/8', rate_limit: { unit: 'second', requests_per_unit: 5, count_every_hit: true } }],
+        },
         { key: 'open', rate_limit: { unlimited: true } },
         { key: 'other', rate_limit: { unit: 'minute', requests_per_unit: 3, name: 'other', count_every_hit: true } },
       ],
@@ -83,22 +122,51 @@ describe('RateLimitConfig resources', () => {
   });
 
   it('every limit from xDS counts every charge (count_every_hit), even one that crosses the limit, as envoyproxy/ratelimit counts', () => {
-    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(2, 10)))))], UNBOUNDED);
+    const { files } = resourcesToFiles(
+      [
+        any(
+          config(
+            'p',
+            'd',
+            descriptor('k', '', (d) => d.bytes(3, policy(2, 10))),
+          ),
+        ),
+      ],
+      UNBOUNDED,
+    );
     const compiled = compileConfigFiles(files, { mergeDomains: false });
     expect(compiled.ok).toBe(true);
-    if (compiled.ok) expect((compiled.config.describe() as { rules: { limits: unknown[] }[] }[])[0]!.rules[0]!.limits).toEqual([expect.objectContaining({ requests_per_unit: 10, count_every_hit: true })]);
+    if (compiled.ok)
+      expect((compiled.config.describe() as { rules: { limits: unknown[] }[] }[])[0]!.rules[0]!.limits).toEqual([
+        expect.objectContaining({ requests_per_unit: 10, count_every_hit: true }),
+      ]);
   });
 
   it('a limit without a unit (UNKNOWN) is refused by the compiler with the resource, line and field', () => {
-    const { files } = resourcesToFiles([any(config('p', 'd', descriptor('k', '', (d) => d.bytes(3, policy(0, 5)))))], UNBOUNDED);
+    const { files } = resourcesToFiles(
+      [
+        any(
+          config(
+            'p',
+            'd',
+            descriptor('k', '', (d) => d.bytes(3, policy(0, 5))),
+          ),
+        ),
+      ],
+      UNBOUNDED,
+    );
     const compiled = compileConfigFiles(files, { mergeDomains: false });
     expect(compiled.ok).toBe(false);
-    if (!compiled.ok) expect(compiled.errors.map(String)).toEqual([expect.stringMatching(/^xds:p:\d+:\d+: descriptors\[0\]\.rate_limit\.unit: missing rate limit unit/)]);
+    if (!compiled.ok)
+      expect(compiled.errors.map(String)).toEqual([expect.stringMatching(/^xds:p:\d+:\d+: descriptors\[0\]\.rate_limit\.unit: missing rate limit unit/)]);
   });
 
   it('names resources apart (a repeated name gets #2) and refuses other types and malformed bytes without throwing', () => {
     const ok = config('same', 'a');
-    const out = resourcesToFiles([any(ok), any(config('same', 'b')), any(ok, 'type.googleapis.com/envoy.config.cluster.v3.Cluster'), any(Buffer.from([0x1a, 0x05, 0x0a]))], UNBOUNDED);
+    const out = resourcesToFiles(
+      [any(ok), any(config('same', 'b')), any(ok, 'type.googleapis.com/envoy.config.cluster.v3.Cluster'), any(Buffer.from([0x1a, 0x05, 0x0a]))],
+      UNBOUNDED,
+    );
     expect(out.files.map((f) => f.name)).toEqual(['xds:same', 'xds:same#2']);
     expect(out.errors).toEqual([
       'resources[2]: type type.googleapis.com/envoy.config.cluster.v3.Cluster is not type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig',
@@ -114,8 +182,14 @@ describe('RateLimitConfig resources', () => {
 });
 
 describe('DiscoveryRequest / DiscoveryResponse', () => {
-  it('encodes a NACK with node, metadata, version, nonce and error_detail at Envoy\'s field numbers', () => {
-    const bytes = encodeDiscoveryRequest({ versionInfo: '2', responseNonce: 'n3', typeUrl: RATE_LIMIT_CONFIG_TYPE, errorDetail: 'bad', node: { id: 'envoy-ratelimit', metadata: new Map([['zone', 'z1']]), userAgentName: 'ua', userAgentVersion: '1' } });
+  it("encodes a NACK with node, metadata, version, nonce and error_detail at Envoy's field numbers", () => {
+    const bytes = encodeDiscoveryRequest({
+      versionInfo: '2',
+      responseNonce: 'n3',
+      typeUrl: RATE_LIMIT_CONFIG_TYPE,
+      errorDetail: 'bad',
+      node: { id: 'envoy-ratelimit', metadata: new Map([['zone', 'z1']]), userAgentName: 'ua', userAgentVersion: '1' },
+    });
     const fields: Record<number, string> = {};
     const r = new ProtoReader(bytes, 'DiscoveryRequest');
     while (r.next()) fields[r.number] = r.number === 2 || r.number === 6 ? Buffer.from(r.bytes('x')).toString('hex') : r.utf8('x');
@@ -128,7 +202,12 @@ describe('DiscoveryRequest / DiscoveryResponse', () => {
   });
 
   it('decodes a response and refuses a truncated one', () => {
-    const resp = w().string(1, '7').bytes(2, w().string(1, RATE_LIMIT_CONFIG_TYPE).bytes(2, config('n', 'd')).finish()).string(4, RATE_LIMIT_CONFIG_TYPE).string(5, 'nonce-1').finish();
+    const resp = w()
+      .string(1, '7')
+      .bytes(2, w().string(1, RATE_LIMIT_CONFIG_TYPE).bytes(2, config('n', 'd')).finish())
+      .string(4, RATE_LIMIT_CONFIG_TYPE)
+      .string(5, 'nonce-1')
+      .finish();
     const d = decodeDiscoveryResponse(resp);
     expect([d.versionInfo, d.typeUrl, d.nonce, d.resources.length]).toEqual(['7', RATE_LIMIT_CONFIG_TYPE, 'nonce-1', 1]);
     expect(() => decodeDiscoveryResponse(resp.subarray(0, resp.length - 3))).toThrow(/malformed DiscoveryResponse/);

@@ -62,7 +62,11 @@ export function startLeanBidiCall(stream: http2.ServerHttp2Stream, route: BidiRo
     pendingBytes += chunk.length;
     while (!over && pendingBytes >= 5) {
       const head = pending[0]!.length >= 5 ? pending[0]! : (pending = [Buffer.concat(pending)])[0]!;
-      if (head[0] !== 0) return fail(Code.INTERNAL, head[0] === 1 ? 'compressed message received without grpc-encoding; compression is not supported' : `invalid message flag ${head[0]}`);
+      if (head[0] !== 0)
+        return fail(
+          Code.INTERNAL,
+          head[0] === 1 ? 'compressed message received without grpc-encoding; compression is not supported' : `invalid message flag ${head[0]}`,
+        );
       const len = head.readUInt32BE(1);
       if (len > maxMessageBytes) return fail(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${maxMessageBytes})`);
       if (pendingBytes < 5 + len) return;

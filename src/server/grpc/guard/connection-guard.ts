@@ -37,7 +37,6 @@ import { PeerBuckets, TokenBucket } from './peer-buckets.js';
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
-
 export const GUARD_ACTIONS = ['connection_refused', 'peer_refused', 'message_timeout', 'idle_close', 'reset_goaway'] as const;
 export type GuardAction = (typeof GUARD_ACTIONS)[number];
 
@@ -89,7 +88,8 @@ export class ConnectionGuard {
 
   constructor(private readonly options: GuardOptions) {
     this.nowMs = options.nowMs ?? (() => performance.now());
-    this.addresses = options.refuseAddress === true ? new PeerBuckets({ burst: options.resetBurst, ratePerS: options.resetRatePerS, nowMs: this.nowMs }) : undefined;
+    this.addresses =
+      options.refuseAddress === true ? new PeerBuckets({ burst: options.resetBurst, ratePerS: options.resetRatePerS, nowMs: this.nowMs }) : undefined;
   }
 
   /** Open HTTP/2 connections (sessions) now. */

@@ -24,7 +24,6 @@ export class TokenBucket {
     this.tokens -= 1;
     return true;
   }
-
 }
 
 /**

@@ -114,7 +114,10 @@ export class LeanCall implements CallSignal {
     if (this.expected < 0 && this.received >= 5) {
       const head = this.chunks[0]!.length >= 5 ? this.chunks[0]! : Buffer.concat(this.chunks);
       if (head[0] !== 0) {
-        this.fail(Code.INTERNAL, head[0] === 1 ? 'compressed message received without grpc-encoding; compression is not supported' : `invalid message flag ${head[0]}`);
+        this.fail(
+          Code.INTERNAL,
+          head[0] === 1 ? 'compressed message received without grpc-encoding; compression is not supported' : `invalid message flag ${head[0]}`,
+        );
         return;
       }
       const len = head.readUInt32BE(1);
@@ -213,7 +216,8 @@ export class LeanCall implements CallSignal {
 
   private checkLate(): void {
     this.lateCounted = true;
-    if (this.deadlineMs !== undefined && this.hooks.onLate !== undefined && Date.now() > this.deadlineMs - (this.hooks.unseenWaitMs?.() ?? 0)) this.hooks.onLate(this.method);
+    if (this.deadlineMs !== undefined && this.hooks.onLate !== undefined && Date.now() > this.deadlineMs - (this.hooks.unseenWaitMs?.() ?? 0))
+      this.hooks.onLate(this.method);
   }
 
   private failWith(err: unknown): void {

@@ -71,7 +71,9 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
   }
   const encoding = headers['grpc-encoding'];
   if (encoding !== undefined && encoding !== 'identity') {
-    answerError(stream, Code.UNIMPLEMENTED, `grpc-encoding '${String(encoding)}' is not supported; send uncompressed messages`, { 'grpc-accept-encoding': 'identity' });
+    answerError(stream, Code.UNIMPLEMENTED, `grpc-encoding '${String(encoding)}' is not supported; send uncompressed messages`, {
+      'grpc-accept-encoding': 'identity',
+    });
     return;
   }
   const timeout = parseGrpcTimeout(headers['grpc-timeout']);
