@@ -5,23 +5,15 @@
  * be answered from Redis, and the service must keep answering. (An uncaught exception fails this run.)
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures.js';
 import { RlsTestClient } from '../support/rls-client.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
 import { startTestService } from '../support/service.js';
 
 const EXAMPLE = readFileSync(new URL('../../config/example.yaml', import.meta.url), 'utf8');
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-
 describe.each(['open', 'closed', 'local'] as const)('FAILURE_MODE=%s', (mode) => {
-  it('answers six concurrent requests with 1 and 3 descriptors from Redis, and keeps serving', async () => {
+  it('answers six concurrent requests with 1 and 3 descriptors from Redis, and keeps serving', async ({ redis }) => {
     const t = await startTestService({ 'example.yaml': EXAMPLE }, { backend: 'redis', redisUrl: redis.url, failureMode: mode, cacheKeyPrefix: `nk-${mode}:` });
     const c = new RlsTestClient(t.grpcAddress);
     try {

@@ -10,23 +10,16 @@
  * timeout (REDIS_COMMAND_TIMEOUT_MS, or above DECISION_MAX_WAIT_MS where the caller's deadline bounds calls) must
  * outlast the three waves, else the first wave's replies are dropped uncounted: 20 s.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { it } from '../support/fixtures.js';
 import { RlsTestClient } from '../support/rls-client.js';
-import { rawCommand, startRedis, type RedisServer } from '../support/redis.js';
+import { rawCommand } from '../support/redis.js';
 import { startTestService } from '../support/service.js';
 
 const RULES = { 'app.yaml': 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n' };
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await startRedis();
-});
-afterAll(async () => {
-  await redis.stop();
-});
-
 describe('Redis paused with SIGSTOP', () => {
-  it('never counts the requests FAILURE_MODE=closed rejected meanwhile', async () => {
+  it('never counts the requests FAILURE_MODE=closed rejected meanwhile', async ({ redis }) => {
     const pid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))?.[1]);
     expect(pid).toBeGreaterThan(0);
     const t = await startTestService(RULES, {

@@ -48,7 +48,8 @@ export function goTool(name: GoToolName): string {
     rmSync(tmp, { recursive: true, force: true });
     throw new Error(`go install ${tool.pkg}@${tool.version} failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
   }
-  if (existsSync(bin)) rmSync(tmp, { recursive: true, force: true }); // built meanwhile by another process
+  if (existsSync(bin))
+    rmSync(tmp, { recursive: true, force: true }); // built meanwhile by another process
   else {
     rmSync(dir, { recursive: true, force: true });
     renameSync(tmp, dir);

@@ -1,7 +1,5 @@
 /** Starts the real service in-process on free ports with rules written to a temp dir. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rulesFolder } from './rules-folder.js';
 import { FakeClock } from '../../src/vocab/clock.js';
 import { FakeTimer } from '../../src/vocab/timer.js';
 import { createLogger } from '../../src/observability/log.js';
@@ -40,8 +38,8 @@ export async function startTestService(
   overrides: Partial<Settings> = {},
   clock = new FakeClock(1_700_000_000_000),
 ): Promise<TestService> {
-  const dir = mkdtempSync(join(tmpdir(), 'rl-rules-'));
-  for (const [name, text] of Object.entries(rules)) writeFileSync(join(dir, name), text);
+  const folder = rulesFolder();
+  const dir = folder.write(rules);
   const timer = new FakeTimer(clock);
   const service = await startService(testSettings({ configDir: dir, ...overrides }), {
     clock,
@@ -58,7 +56,7 @@ export async function startTestService(
     httpBase: `http://127.0.0.1:${service.httpPort}`,
     close: async () => {
       await service.close();
-      rmSync(dir, { recursive: true, force: true });
+      folder.remove();
     },
   };
 }

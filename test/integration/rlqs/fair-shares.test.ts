@@ -8,13 +8,10 @@
  * - an address opening a stream three times a second (each measured, then closed) takes at most a client's
  *   part and the newcomers' part from two honest Envoys, and its closed streams count once at most.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../../support/redis.js';
+import { describe, expect } from 'vitest';
+import { it } from '../../support/fixtures.js';
+import type { RedisServer } from '../../support/redis.js';
 import { ALL, quotaReplicas, tenant, tokensOf, type QuotaStreamSim, type Replicas } from '../../support/quota-replicas.js';
-
-let redis: RedisServer;
-beforeAll(async () => void (redis = await startRedis()));
-afterAll(async () => await redis?.stop());
 
 /** Honest Envoys: each reports its buckets with 5 s of requests at 30/s; then two sync rounds (two seconds). */
 async function honestRound(r: Replicas, honest: readonly QuotaStreamSim[], buckets = [ALL]): Promise<void> {
@@ -28,12 +25,12 @@ async function honestRound(r: Replicas, honest: readonly QuotaStreamSim[], bucke
 }
 
 describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
-  const setUp = (bounds?: { maxBuckets?: number; maxBucketsPerStream?: number }) => quotaReplicas(mode, redis.port, bounds);
+  const setUp = (redis: RedisServer, bounds?: { maxBuckets?: number; maxBucketsPerStream?: number }) => quotaReplicas(mode, redis.port, bounds);
   /** The replica of the "other" streams: the second one on Redis. */
   const other = mode === 'redis' ? 1 : 0;
 
-  it('25 streams that report once and stay quiet leave a measured Envoy half the limit at once, and all of it once they expired', async () => {
-    const r = await setUp();
+  it('25 streams that report once and stay quiet leave a measured Envoy half the limit at once, and all of it once they expired', async ({ redis }) => {
+    const r = await setUp(redis);
     try {
       const honest = r.open(0, 'honest');
       await r.report(honest, [{ entries: ALL, allowed: 1 }]);
@@ -57,8 +54,8 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
     }
   });
 
-  it('a bucket table filled by quiet streams answers a new tenant of a well-behaved Envoy with tokens, and tracks it once they expired', async () => {
-    const r = await setUp({ maxBuckets: 20, maxBucketsPerStream: 5 });
+  it('a bucket table filled by quiet streams answers a new tenant of a well-behaved Envoy with tokens, and tracks it once they expired', async ({ redis }) => {
+    const r = await setUp(redis, { maxBuckets: 20, maxBucketsPerStream: 5 });
     try {
       const envoy = r.open(0, 'envoy');
       await r.report(envoy, [{ entries: ALL, allowed: 1 }]);
@@ -87,8 +84,8 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
     }
   });
 
-  it('eight streams from one address, each on its own connection and with a measured demand, hold one fair part together', async () => {
-    const r = await setUp();
+  it('eight streams from one address, each on its own connection and with a measured demand, hold one fair part together', async ({ redis }) => {
+    const r = await setUp(redis);
     try {
       const honest = r.open(0, 'honest');
       const greedy = Array.from({ length: 8 }, (_, i) => r.open(other, `greedy${i}`, `10.9.9.9:${4000 + i}`));
@@ -107,8 +104,10 @@ describe.each(['memory', 'redis'] as const)('fair shares (%s)', (mode) => {
     }
   });
 
-  it('an address opening a stream three times a second, each measured then closed, leaves two honest Envoys their parts; its closed streams count once', async () => {
-    const r = await setUp();
+  it('an address opening a stream three times a second, each measured then closed, leaves two honest Envoys their parts; its closed streams count once', async ({
+    redis,
+  }) => {
+    const r = await setUp(redis);
     try {
       const honest = [r.open(0, 'h0'), r.open(other, 'h1')];
       for (const h of honest) await r.report(h, [{ entries: ALL, allowed: 1 }]);

@@ -1,24 +1,19 @@
 /** allFiles (RUNTIME_ROOT...): every non-dot file, in non-dot subdirectories too, as envoyproxy/ratelimit loads them. */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfigDir } from '../../../src/config/index.js';
+import { rulesFolder } from '../../support/rules-folder.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'rl-allfiles-'));
+const folder = rulesFolder();
 const rule = (domain: string) => `domain: ${domain}\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n`;
-for (const [name, domain] of [
-  ['noext', 'd1'],
-  ['sub/nested.yaml', 'd2'],
-  ['.dot.yaml', 'd3'],
-  ['..data/x.yaml', 'd4'],
-  ['notes.yml', 'd5'],
-  ['.hidden/y', 'd6'],
-] as const) {
-  mkdirSync(join(dir, name, '..'), { recursive: true });
-  writeFileSync(join(dir, name), rule(domain));
-}
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = folder.write({
+  noext: rule('d1'),
+  'sub/nested.yaml': rule('d2'),
+  '.dot.yaml': rule('d3'),
+  '..data/x.yaml': rule('d4'),
+  'notes.yml': rule('d5'),
+  '.hidden/y': rule('d6'),
+});
+afterAll(() => folder.remove());
 
 describe('loadConfigDir with allFiles', () => {
   it('loads every non-dot file, whatever its extension, in non-dot subdirectories too', async () => {
