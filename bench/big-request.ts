@@ -8,21 +8,19 @@
  *
  * --env passes extra settings to the service (e.g. raise the limits to see the cost without them).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { encodeRequest, RawRlsClient, RLS_PATH } from '../test/support/raw-rls.js';
-import { spawnService } from '../test/support/service-process.js';
+import { startImage } from './lib/servers.js';
+import { rulesFolder } from '../test/support/rules-folder.js';
 import { benchArgs, envPairs } from './lib/args.js';
 
 const args = benchArgs('bench/big-request.ts', { descriptors: 'string', env: 'string' });
 const descriptors = args.num('descriptors', 320000);
 const extraEnv = envPairs(args.str('env', '').split(','));
 
-const dir = mkdtempSync(join(tmpdir(), 'rl-bench-big-'));
-writeFileSync(join(dir, 'x.yaml'), 'domain: x\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n');
-const service = await spawnService({ CONFIG_DIR: dir, BACKEND: 'memory', ...extraEnv });
+const rules = rulesFolder('rl-bench-');
+const dir = rules.write({ 'x.yaml': 'domain: x\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n' });
+const service = await startImage({ CONFIG_DIR: dir, BACKEND: 'memory', ...extraEnv });
 const probe = new RawRlsClient(service.grpcAddress);
 const rssMiB = async () => {
   const text = await (await fetch(`http://${service.httpAddress}/metrics`)).text();
@@ -71,5 +69,5 @@ try {
 } finally {
   probe.close();
   await service.stop();
-  rmSync(dir, { recursive: true, force: true });
+  rules.remove();
 }

@@ -10,13 +10,11 @@
  * --margin sets DEADLINE_MARGIN_MS (the floor of the measured margin). Starts its own redis-server on a
  * free port (never the one on 6379). Compare figures from one run: the machine is shared.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { rawCommand, startRedis } from '../test/support/redis.js';
 import { RlsTestClient } from '../test/support/rls-client.js';
-import { spawnService } from '../test/support/service-process.js';
+import { startImage } from './lib/servers.js';
+import { rulesFolder } from '../test/support/rules-folder.js';
 import { benchArgs } from './lib/args.js';
 
 const args = benchArgs('bench/deadlines.ts', { calls: 'string', interval: 'string', deadline: 'string', margin: 'string' });
@@ -27,9 +25,9 @@ const marginMs = args.num('margin', 2);
 
 const redis = await startRedis();
 const redisPid = Number(/process_id:(\d+)/.exec(await rawCommand(redis.port, ['INFO', 'server']))![1]);
-const dir = mkdtempSync(join(tmpdir(), 'rl-bench-deadlines-'));
-writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n');
-const service = await spawnService({
+const rules = rulesFolder('rl-bench-');
+const dir = rules.write({ 'bench.yaml': 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1000000000}\n' });
+const service = await startImage({
   CONFIG_DIR: dir,
   BACKEND: 'redis',
   REDIS_URL: redis.url,
@@ -90,5 +88,5 @@ try {
   client.close();
   await service.stop();
   await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
+  rules.remove();
 }

@@ -12,12 +12,11 @@
  * With --backend redis it starts its own redis-server on a free port (never the one on 6379).
  * The machine has 2 cores shared by server, client (and Redis): compare figures from one run, not across machines.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { encodeRequest, RawRlsClient } from '../test/support/raw-rls.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
-import { spawnService, type ServiceProcess } from '../test/support/service-process.js';
+import { startImage } from './lib/servers.js';
+import { rulesFolder } from '../test/support/rules-folder.js';
+import type { ServiceProcess } from '../test/support/service-process.js';
 import { benchArgs } from './lib/args.js';
 import { h2load } from './lib/h2load.js';
 import { THROTTLING_DESCRIPTORS } from './lib/throttling-rules.js';
@@ -63,8 +62,8 @@ async function latency(address: string, n: number): Promise<{ p50: number; p99: 
   return { p50: at(0.5), p99: at(0.99), p999: at(0.999) };
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'rl-bench-'));
-writeFileSync(join(dir, 'bench.yaml'), RULES);
+const rules = rulesFolder('rl-bench-');
+const dir = rules.write({ 'bench.yaml': RULES });
 let redis: RedisServer | undefined;
 let server: ServiceProcess | undefined;
 try {
@@ -73,7 +72,7 @@ try {
     redis = await startRedis();
     env.REDIS_URL = redis.url;
   }
-  server = await spawnService({ CONFIG_DIR: dir, ...env });
+  server = await startImage({ CONFIG_DIR: dir, ...env });
   const throttling: [string, Uint8Array][] = [
     ['hard (fixed_window)', encodeRequest('bench', [{ entries: [['hard', 'a']] }])],
     ['soft 10% (fixed_window)', encodeRequest('bench', [{ entries: [['soft', 'a']] }])],
@@ -123,5 +122,5 @@ try {
 } finally {
   await server?.stop();
   await redis?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  rules.remove();
 }

@@ -11,15 +11,15 @@
  *   npx tsx bench/soak.ts [--duration 10m] [--interval 10s] [--backend redis|memory] [--faults on|off]
  *                         [--rate 300] [--connections 4] [--seed S]
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { emptyStats, RawClientPool, runTraffic, type TrafficStats } from '../test/support/envoy-traffic.js';
 import { FaultInjector } from '../test/support/redis-faults.js';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { prng } from '../test/support/prng.js';
 import { gauge, scrapeMetrics, total, type Samples } from '../test/support/scrape.js';
-import { spawnService } from '../test/support/service-process.js';
+import { startImage } from './lib/servers.js';
+import { rulesFolder } from '../test/support/rules-folder.js';
 import { EXACT_RULES } from '../test/support/traffic-scenario.js';
 import { benchArgs } from './lib/args.js';
 
@@ -49,12 +49,11 @@ const seed = opt('seed', String(Date.now()));
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const mib = (b: number | undefined) => (b === undefined ? '   ?' : (b / 2 ** 20).toFixed(0).padStart(4));
 
-const dir = mkdtempSync(join(tmpdir(), 'rl-soak-'));
-copyFileSync(join(import.meta.dirname, '../config/example.yaml'), join(dir, 'example.yaml'));
-writeFileSync(join(dir, 'traffic.yaml'), EXACT_RULES);
+const rules = rulesFolder('rl-bench-');
+const dir = rules.write({ 'traffic.yaml': EXACT_RULES, 'example.yaml': readFileSync(join(import.meta.dirname, '../config/example.yaml'), 'utf8') });
 let redis: RedisServer | undefined;
 if (backend === 'redis') redis = await startRedis();
-const service = await spawnService({ CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}), LOG_LEVEL: 'info' });
+const service = await startImage({ CONFIG_DIR: dir, BACKEND: backend, ...(redis ? { REDIS_URL: redis.url } : {}), LOG_LEVEL: 'info' });
 let died: string | undefined;
 let stderrTail = '';
 service.child.stderr?.on('data', (c: Buffer) => (stderrTail = (stderrTail + c.toString()).slice(-3000)));
@@ -142,6 +141,6 @@ const failed = died !== undefined || stats.bad.length > 0;
 if (died) console.log(`SERVICE DIED (${died}); stderr tail:\n${stderrTail}`);
 await service.stop();
 await redis?.stop();
-rmSync(dir, { recursive: true, force: true });
+rules.remove();
 console.log(failed ? 'soak: FAILED' : 'soak: OK');
 process.exit(failed ? 1 : 0);

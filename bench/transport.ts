@@ -9,11 +9,11 @@
  * server and client: compare the rows of one run, not across machines.
  */
 import * as grpc from '@grpc/grpc-js';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RlsTestClient } from '../test/support/rls-client.js';
-import { spawnService } from '../test/support/service-process.js';
+import { startImage } from './lib/servers.js';
+import { rulesFolder } from '../test/support/rules-folder.js';
 import { makeTestPki } from '../test/support/tls.js';
 import { benchArgs } from './lib/args.js';
 
@@ -22,8 +22,8 @@ const CALLS = args.num('calls', 2000);
 const CONCURRENT_CALLS = args.num('concurrent-calls', 20_000);
 const IN_FLIGHT = args.num('in-flight', 64);
 
-const dir = mkdtempSync(join(tmpdir(), 'rl-bench-transport-'));
-writeFileSync(join(dir, 'bench.yaml'), 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 1000000000}\n');
+const rules = rulesFolder('rl-bench-');
+const dir = rules.write({ 'bench.yaml': 'domain: bench\ndescriptors:\n  - key: user\n    rate_limit: {unit: second, requests_per_unit: 1000000000}\n' });
 const pki = await makeTestPki();
 const tlsOptions = { 'grpc.ssl_target_name_override': pki.serverName, 'grpc.default_authority': pki.serverName };
 const ca = readFileSync(pki.caCert);
@@ -46,7 +46,7 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 console.log(`transport benchmark: ${CALLS} sequential calls, then ${CONCURRENT_CALLS} calls with ${IN_FLIGHT} in flight (memory store, grpc-js client)`);
 console.log('variant          | p50 ms | p99 ms | calls/s (concurrent)');
 for (const v of variants) {
-  const svc = await spawnService({ CONFIG_DIR: dir, ...v.env });
+  const svc = await startImage({ CONFIG_DIR: dir, ...v.env });
   const client = new RlsTestClient(svc.grpcAddress, v.creds(), v.options);
   try {
     for (let i = 0; i < 200; i++) await client.shouldRateLimit(request(i));
@@ -72,7 +72,7 @@ for (const v of variants) {
 }
 
 // SIGTERM timeline with a 1 s drain and nothing in flight.
-const svc = await spawnService({ CONFIG_DIR: dir, SHUTDOWN_DRAIN_MS: '1000' });
+const svc = await startImage({ CONFIG_DIR: dir, SHUTDOWN_DRAIN_MS: '1000' });
 const client = new RlsTestClient(svc.grpcAddress);
 await client.shouldRateLimit(request(0));
 const watch = client.healthWatch('');
@@ -90,4 +90,4 @@ const exitMs = await exited;
 client.close();
 console.log(`SIGTERM with SHUTDOWN_DRAIN_MS=1000: Watch saw NOT_SERVING after ${notServingMs.toFixed(1)} ms; process exited after ${exitMs.toFixed(0)} ms`);
 pki.remove();
-rmSync(dir, { recursive: true, force: true });
+rules.remove();

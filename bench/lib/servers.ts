@@ -41,6 +41,11 @@ export async function startOurs(name: string, env: Record<string, string>, how: 
   };
 }
 
+/** The service as the image runs it, for a benchmark that drives the process itself (addresses, stop, stderr). */
+export async function startImage(env: Record<string, string>, how: ImageRun = {}): Promise<ServiceProcess> {
+  return (await startOurs('service', env, how)).process;
+}
+
 export function startNoop(): Promise<Target> {
   const script = fileURLToPath(new URL('./noop-server.ts', import.meta.url));
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
