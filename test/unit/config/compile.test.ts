@@ -140,7 +140,8 @@ describe('domains and files', () => {
 
   it('accepts no files at all: a valid config with no domains', () => {
     const result = compileConfigFiles([], { mergeDomains: false });
-    expect(result.ok && result.config.domains.size).toBe(0);
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    expect(result.config.domains.size).toBe(0);
   });
 
   it('accepts a domain with no descriptors', () => {

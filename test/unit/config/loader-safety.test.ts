@@ -103,7 +103,8 @@ describe('encoding and size', () => {
     expect(messages(initial)).toEqual([]);
     const reloaded = await loadConfigDirInWorker(dir, { ...options, timeoutMs: 30_000 });
     expect(messages(reloaded)).toEqual([]);
-    expect(initial.ok && reloaded.ok && initial.config.version).toBe(reloaded.ok && reloaded.config.version);
+    if (!initial.ok || !reloaded.ok) throw new Error('a load failed (its messages are above)');
+    expect(initial.config.version).toBe(reloaded.config.version);
   });
 });
 
