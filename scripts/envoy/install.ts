@@ -13,8 +13,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
+import { cachePath } from '../cache-dir.mjs';
 
 const ROOT = join(import.meta.dirname, '../..');
 
@@ -38,9 +38,7 @@ type Env = NodeJS.ProcessEnv;
 
 /** `$XDG_CACHE_HOME/ratelimit-sidecar/envoy-<version>` (`~/.cache/...` when XDG_CACHE_HOME is unset or relative). */
 export function envoyVenvDir(env: Env = process.env, version = ENVOY_VERSION): string {
-  const xdg = env['XDG_CACHE_HOME'];
-  const cache = xdg !== undefined && xdg.startsWith('/') ? xdg : join(env['HOME'] ?? homedir(), '.cache');
-  return join(cache, 'ratelimit-sidecar', `envoy-${version}`);
+  return cachePath(`envoy-${version}`, env);
 }
 
 function executable(path: string): boolean {

@@ -16,18 +16,17 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cachePath } from '../cache-dir.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 export const NODE_VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).config.node;
 const log = (line) => process.stderr.write(`node ${NODE_VERSION}: ${line}\n`);
 
 export function cacheDir(env = process.env) {
-  const xdg = env.XDG_CACHE_HOME;
-  const cache = xdg !== undefined && xdg.startsWith('/') ? xdg : join(env.HOME ?? homedir(), '.cache');
-  return join(cache, 'ratelimit-sidecar', `node-${NODE_VERSION}`);
+  return cachePath(`node-${NODE_VERSION}`, env);
 }
 
 function versionOf(path) {

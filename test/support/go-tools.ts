@@ -6,9 +6,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cachePath } from '../../scripts/cache-dir.mjs';
 
 interface GoTool {
   /** The package to install, without version. */
@@ -34,7 +34,7 @@ export function goTool(name: GoToolName): string {
   const tool: GoTool = GO_TOOLS[name];
   const given = process.env[tool.env];
   if (given) return given;
-  const dir = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'ratelimit-sidecar', `go-${name}-${tool.version}`);
+  const dir = cachePath(`go-${name}-${tool.version}`);
   const bin = join(dir, tool.bin);
   if (existsSync(bin)) return bin;
   const tmp = `${dir}.${process.pid}.tmp`;

@@ -7,9 +7,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cachePath } from '../../scripts/cache-dir.mjs';
 
 const SOURCE = join(import.meta.dirname, '../xds-server');
 const BUILD_TIMEOUT_MS = 300_000;
@@ -18,7 +19,7 @@ const BUILD_TIMEOUT_MS = 300_000;
 export function xdsServerBinary(): string {
   const hash = createHash('sha256');
   for (const f of ['go.mod', 'go.sum', 'main.go']) hash.update(readFileSync(join(SOURCE, f)));
-  const dir = join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'ratelimit-sidecar', `xds-server-${hash.digest('hex').slice(0, 16)}`);
+  const dir = cachePath(`xds-server-${hash.digest('hex').slice(0, 16)}`);
   const bin = join(dir, 'xds-server');
   if (existsSync(bin)) return bin;
   mkdirSync(dir, { recursive: true });
