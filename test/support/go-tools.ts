@@ -13,6 +13,11 @@ import { cachePath } from '../../scripts/cache-dir.mjs';
 interface GoTool {
   /** The package to install, without version. */
   readonly pkg: string;
+  /**
+   * Set when the module's go.mod has replace directives (`go install pkg@version` refuses those): the module is
+   * downloaded and `pkg`, relative to it, built inside it with its own go.mod.
+   */
+  readonly module?: string;
   readonly version: string;
   /** The installed binary's name (the package's last path element). */
   readonly bin: string;
@@ -22,7 +27,7 @@ interface GoTool {
 
 export const GO_TOOLS = {
   'statsd-exporter': { pkg: 'github.com/prometheus/statsd_exporter', version: 'v0.31.0', bin: 'statsd_exporter', env: 'STATSD_EXPORTER_BIN' },
-  jaeger: { pkg: 'github.com/jaegertracing/jaeger/cmd/jaeger', version: 'v1.76.0', bin: 'jaeger', env: 'JAEGER_BIN' },
+  jaeger: { module: 'github.com/jaegertracing/jaeger', pkg: './cmd/jaeger', version: 'v1.76.0', bin: 'jaeger', env: 'JAEGER_BIN' },
 } as const satisfies Record<string, GoTool>;
 
 export type GoToolName = keyof typeof GO_TOOLS;
@@ -39,14 +44,19 @@ export function goTool(name: GoToolName): string {
   if (existsSync(bin)) return bin;
   const tmp = `${dir}.${process.pid}.tmp`;
   mkdirSync(tmp, { recursive: true });
-  const out = spawnSync('go', ['install', `${tool.pkg}@${tool.version}`], {
-    encoding: 'utf8',
-    timeout: BUILD_TIMEOUT_MS,
-    env: { ...process.env, GOBIN: tmp, CGO_ENABLED: '0', GOFLAGS: '-mod=mod' },
-  });
-  if (out.status !== 0) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`go install ${tool.pkg}@${tool.version} failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
+  const env = { ...process.env, GOBIN: tmp, CGO_ENABLED: '0', GOFLAGS: '-mod=mod' };
+  const go = (args: string[], cwd?: string) => {
+    const out = spawnSync('go', args, { encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env, ...(cwd === undefined ? {} : { cwd }) });
+    if (out.status !== 0) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw new Error(`go ${args.join(' ')} failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
+    }
+    return out.stdout;
+  };
+  if (tool.module === undefined) go(['install', `${tool.pkg}@${tool.version}`]);
+  else {
+    const { Dir } = JSON.parse(go(['mod', 'download', '-json', `${tool.module}@${tool.version}`])) as { Dir: string };
+    go(['build', '-o', join(tmp, tool.bin), tool.pkg], Dir);
   }
   if (existsSync(bin))
     rmSync(tmp, { recursive: true, force: true }); // built meanwhile by another process
