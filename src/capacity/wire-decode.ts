@@ -1,7 +1,7 @@
 /**
  * The doorman.Capacity requests decoded by hand, straight into the plain objects of doorman-messages.ts: the same
  * objects protobufjs (through proto-loader, DOORMAN_LOADER_OPTIONS) makes of the same bytes, without its
- * generic reader, its message classes and the toObject copy (test/unit/capacity-wire.test.ts compares the two
+ * generic reader, its message classes and the toObject copy (test/unit/capacity/capacity-wire.test.ts compares the two
  * on random and hand-made messages). As protobufjs: int64 read as a Number (two's complement for negatives),
  * a repeated field always an array, a field given twice the last one kept, unknown fields (groups included)
  * skipped, and a message without one of its `required` fields refused ("missing required 'name'"). Unlike

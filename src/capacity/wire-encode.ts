@@ -1,6 +1,6 @@
 /**
  * The doorman.Capacity responses encoded by hand: sizes first, then one buffer written once (ProtoWriter), the
- * same bytes protobufjs writes for the same object (test/unit/capacity-wire.test.ts compares them): fields in
+ * same bytes protobufjs writes for the same object (test/unit/capacity/capacity-wire.test.ts compares them): fields in
  * number order, every `required` field written, an optional one only when set (not null or undefined), int64 as
  * protobufjs's fromObject makes it (truncated towards zero; NaN is 0; negatives as 10-byte two's complement).
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { envoyCounterKey } from '../../src/vocab/keys.js';
+import { envoyCounterKey } from '../../../src/vocab/keys.js';
 
 describe('envoyCounterKey (REDIS_KEY_FORMAT=envoy)', () => {
   it('builds the key envoyproxy/ratelimit writes (seen with redis-cli KEYS on the reference)', () => {

@@ -1,11 +1,11 @@
 /** envoyproxy/ratelimit's settings, read under their own names and meanings. */
 import { describe, expect, it } from 'vitest';
-import { REFERENCE_SETTINGS } from '../../src/compat/reference-settings.js';
-import { FakeClock } from '../../src/vocab/clock.js';
-import { createLogger } from '../../src/observability/log.js';
-import { SETTINGS, SettingsError, loadSettings } from '../../src/settings/settings.js';
-import { planClient } from '../../src/storage/redis/options.js';
-import { redisOptions } from '../../src/app/store-factory.js';
+import { REFERENCE_SETTINGS } from '../../../src/compat/reference-settings.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { createLogger } from '../../../src/observability/log.js';
+import { SETTINGS, SettingsError, loadSettings } from '../../../src/settings/settings.js';
+import { planClient } from '../../../src/storage/redis/options.js';
+import { redisOptions } from '../../../src/app/store-factory.js';
 
 const quiet = createLogger({ level: 'error', format: 'json', write: () => {} });
 

@@ -6,8 +6,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { auditTable, BEGIN, END, holds, writeTable, type AuditLine } from '../../bench/lib/failopen/report.js';
-import { ROWS } from '../../bench/lib/failopen/rows.js';
+import { auditTable, BEGIN, END, holds, writeTable, type AuditLine } from '../../../bench/lib/failopen/report.js';
+import { ROWS } from '../../../bench/lib/failopen/rows.js';
 
 const result = (noDecision: number, overLimit: number) => ({ noDecision, errors: noDecision, overLimit, probes: 10, notes: [] });
 
@@ -38,7 +38,7 @@ describe('fail-open audit report', () => {
   });
 
   it('docs/reliability.md has the generated table with every row of the audit', () => {
-    const text = readFileSync(join(import.meta.dirname, '../../docs/reliability.md'), 'utf8');
+    const text = readFileSync(join(import.meta.dirname, '../../../docs/reliability.md'), 'utf8');
     const section = text.slice(text.indexOf(BEGIN), text.indexOf(END));
     expect(section.length).toBeGreaterThan(BEGIN.length);
     for (const row of ROWS) expect(section, row.id).toContain(`| ${row.event} |`);

@@ -4,8 +4,8 @@
  * made before it, across reloads that keep, remove and re-add series, and past the detailed-series cap.
  */
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/observability/metrics.js';
-import type { DescriptorReport } from '../../src/core/observer.js';
+import { createMetrics } from '../../../src/observability/metrics.js';
+import type { DescriptorReport } from '../../../src/core/observer.js';
 
 const report = (statsKey: string, hits: number, over = false, more: Partial<DescriptorReport> = {}): DescriptorReport => ({
   domain: 'd',

@@ -4,7 +4,7 @@
  * prom-client exported that as it is, so every gauge read about a second).
  */
 import { expect, it } from 'vitest';
-import { createMetrics, EVENT_LOOP_SAMPLE_MS } from '../../src/observability/metrics.js';
+import { createMetrics, EVENT_LOOP_SAMPLE_MS } from '../../../src/observability/metrics.js';
 
 const gauge = (text: string, stat: string) => Number(new RegExp(`^ratelimit_nodejs_eventloop_lag_${stat}_seconds (\\S+)$`, 'm').exec(text)?.[1]);
 /** Real time: the histogram is sampled by a native timer. */

@@ -4,7 +4,7 @@
  * requests, so only the first 1,000 get a series of their own and the rest are counted under `other`.
  */
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/observability/metrics.js';
+import { createMetrics } from '../../../src/observability/metrics.js';
 
 async function samples(metrics: ReturnType<typeof createMetrics>, name: string): Promise<Map<string, number>> {
   const m = await metrics.registry.getSingleMetric(name)!.get();

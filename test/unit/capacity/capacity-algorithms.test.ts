@@ -4,12 +4,12 @@
  * mode, expiry and release.
  */
 import { describe, expect, it } from 'vitest';
-import { decideShare, type ShareView } from '../../src/capacity/algorithms.js';
-import { CapacityServer } from '../../src/capacity/capacity-server.js';
-import { parseCapacityConfig, type AlgorithmKind } from '../../src/capacity/config.js';
-import { LeaseStore } from '../../src/capacity/resource-leases.js';
-import { FakeClock } from '../../src/vocab/clock.js';
-import { prng } from '../support/prng.js';
+import { decideShare, type ShareView } from '../../../src/capacity/algorithms.js';
+import { CapacityServer } from '../../../src/capacity/capacity-server.js';
+import { parseCapacityConfig, type AlgorithmKind } from '../../../src/capacity/config.js';
+import { LeaseStore } from '../../../src/capacity/resource-leases.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { prng } from '../../support/prng.js';
 
 function server(kind: string, options: { learning?: number; lease?: number; capacity?: number; extra?: string } = {}) {
   const text = `resources:\n  - identifier_glob: "*"\n    capacity: ${options.capacity ?? 120}\n    algorithm: {kind: ${kind}, lease_length: ${options.lease ?? 60}, refresh_interval: 5, learning_mode_duration: ${options.learning ?? 0}${options.extra ?? ''}}\n`;
@@ -166,7 +166,7 @@ function literalProportional(capacity: number, view: ShareView, store: LeaseStor
 
 describe('ShareIndex.waterLevel', () => {
   it('equals the level found by brute force', async () => {
-    const { ShareIndex } = await import('../../src/capacity/share-index.js');
+    const { ShareIndex } = await import('../../../src/capacity/share-index.js');
     const r = prng('water');
     for (let round = 0; round < 300; round++) {
       const index = new ShareIndex();

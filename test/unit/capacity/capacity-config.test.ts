@@ -1,6 +1,6 @@
 /** Doorman's resource file: loads unchanged; every mistake named by file:line:col and field. */
 import { describe, expect, it } from 'vitest';
-import { parseCapacityConfig } from '../../src/capacity/config.js';
+import { parseCapacityConfig } from '../../../src/capacity/config.js';
 
 const DOORMAN_EXAMPLE = `resources:
   - identifier_glob: fair

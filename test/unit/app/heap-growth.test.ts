@@ -2,11 +2,11 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { setHeapGrowingPercent } from '../../src/app/heap-growth.js';
-import { loadSettings } from '../../src/settings/settings.js';
+import { setHeapGrowingPercent } from '../../../src/app/heap-growth.js';
+import { loadSettings } from '../../../src/settings/settings.js';
 
 const run = promisify(execFile);
-const MODULE = fileURLToPath(new URL('../../src/app/heap-growth.ts', import.meta.url));
+const MODULE = fileURLToPath(new URL('../../../src/app/heap-growth.ts', import.meta.url));
 
 /**
  * The old generation's next limit after a full collection, KB, as V8's GC trace prints it ("[HeapController]

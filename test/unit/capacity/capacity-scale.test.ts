@@ -6,9 +6,9 @@
  * degrades with the clients (the Map deletes this test was written for) measured 12–25×, a walk over them more.
  */
 import { describe, expect, it } from 'vitest';
-import { CapacityServer } from '../../src/capacity/capacity-server.js';
-import { parseCapacityConfig } from '../../src/capacity/config.js';
-import { FakeClock } from '../../src/vocab/clock.js';
+import { CapacityServer } from '../../../src/capacity/capacity-server.js';
+import { parseCapacityConfig } from '../../../src/capacity/config.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 
 const BIG = 20_000;
 const SMALL = 10;

@@ -6,23 +6,23 @@
  * differently by protobufjs's own UTF-8 writer and never come out of a decoded request).
  */
 import { describe, expect, it } from 'vitest';
-import { idBytes, idText } from '../../src/capacity/ids.js';
-import { methodCodec, type CapacityMethod } from '../../src/capacity/doorman-messages.js';
-import type * as M from '../../src/capacity/doorman-messages.js';
+import { idBytes, idText } from '../../../src/capacity/ids.js';
+import { methodCodec, type CapacityMethod } from '../../../src/capacity/doorman-messages.js';
+import type * as M from '../../../src/capacity/doorman-messages.js';
 import {
   decodeDiscoveryRequest,
   decodeGetCapacityRequest,
   decodeGetServerCapacityRequest,
   decodeReleaseCapacityRequest,
   WireError,
-} from '../../src/capacity/wire-decode.js';
+} from '../../../src/capacity/wire-decode.js';
 import {
   encodeDiscoveryResponse,
   encodeGetCapacityResponse,
   encodeGetServerCapacityResponse,
   encodeReleaseCapacityResponse,
-} from '../../src/capacity/wire-encode.js';
-import { prng, type Prng } from '../support/prng.js';
+} from '../../../src/capacity/wire-encode.js';
+import { prng, type Prng } from '../../support/prng.js';
 
 const CASES = 2_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildResponseHeaders, type AppliedLimit } from '../../src/core/headers.js';
+import { buildResponseHeaders, type AppliedLimit } from '../../../src/core/headers.js';
 
 const limit = (name: string | undefined, requestsPerUnit: number, windowMs: number) => ({
   ...(name ? { name } : {}),

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENVOY_VERSION, envoyVenvDir, locateEnvoy } from '../../scripts/envoy/install.js';
+import { ENVOY_VERSION, envoyVenvDir, locateEnvoy } from '../../../scripts/envoy/install.js';
 
 const empty = mkdtempSync(join(tmpdir(), 'rl-envoy-install-'));
 afterAll(() => rmSync(empty, { recursive: true, force: true }));

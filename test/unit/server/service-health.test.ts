@@ -1,6 +1,6 @@
 /** The health model every surface reads: each answer from its inputs (no store needed: it takes functions). */
 import { describe, expect, it } from 'vitest';
-import { ServiceHealth } from '../../src/server/health/service-health.js';
+import { ServiceHealth } from '../../../src/server/health/service-health.js';
 
 function model(store: { healthy: boolean; problem?: string }, rulesLoaded = true) {
   const h = new ServiceHealth({ store: () => store, rulesLoaded: () => rulesLoaded });

@@ -6,11 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings/settings.js';
+import { loadSettings } from '../../../src/settings/settings.js';
 
 /** `ENV A=1 B=2` lines of the final stage of the Dockerfile (unquoted values, as ours are written). */
 function imageEnv(): Record<string, string> {
-  const text = readFileSync(join(import.meta.dirname, '../../Dockerfile'), 'utf8');
+  const text = readFileSync(join(import.meta.dirname, '../../../Dockerfile'), 'utf8');
   const finalStage = text.slice(text.lastIndexOf('\nFROM '));
   const env: Record<string, string> = {};
   for (const line of finalStage.split('\n').filter((l) => /^ENV\s/.test(l))) {
