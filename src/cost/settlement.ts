@@ -8,11 +8,13 @@
  *   metadata at stream end) and the actual cost A as its hits. The entry is taken off before the rule is looked
  *   up. A − P is charged when A >= P, P − A refunded when A < P (a count never below 0); never rejected; A feeds
  *   the estimator.
- * - a `predicted_cost` entry whose value is not a whole number, or on a rule without `predict_cost`: the entry is
- *   taken off and the call is an ordinary charge of its hits ('unsettled', logged once per rule).
+ * - a `predicted_cost` entry whose value is not a whole number from 1 to max(initial, clip) (no prediction of
+ *   the rule can be more), or on a rule without `predict_cost`: the entry is taken off and the call is an
+ *   ordinary charge of its hits ('unsettled', logged once per rule).
  *
  * The entry key `predicted_cost` is therefore reserved: a rules tree cannot match on it.
  */
+import type { PredictCost } from '../vocab/predict-cost.js';
 import type { DescriptorEntry } from '../vocab/types.js';
 
 export const PREDICTED_COST_KEY = 'predicted_cost';
@@ -56,7 +58,7 @@ export function isPostResponse(role: CostRole | undefined): boolean {
  * Returns the hits to charge and the units to refund, or undefined when the call is no concern of this room.
  */
 export function costRole(
-  spec: object | undefined,
+  spec: PredictCost | undefined,
   settlement: string | undefined,
   hits: number,
   predict: () => number,
@@ -68,7 +70,9 @@ export function costRole(
   }
   if (spec === undefined) return { hits, refund: 0, role: { kind: 'unsettled', reason: 'unpredicted' } };
   const predicted = parsePredicted(settlement);
-  if (predicted === undefined) return { hits, refund: 0, role: { kind: 'unsettled', reason: 'unparsed' } };
+  // No prediction of this rule exceeds max(initial, clip) (a mean of clipped costs): a larger P did not come
+  // from here, and refunding it would wipe the count.
+  if (predicted === undefined || predicted > Math.max(spec.initial, spec.clip)) return { hits, refund: 0, role: { kind: 'unsettled', reason: 'unparsed' } };
   const { charge, refund } = settle(predicted, hits);
   return { hits: charge, refund, role: { kind: 'settlement', predicted, actual: hits } };
 }

@@ -30,7 +30,7 @@ export function costMetrics(registers: Registry[], bounds: SeriesBounds): Pick<D
   });
   const ordinary = new Counter({
     name: 'ratelimit_cost_ordinary_charges_total',
-    help: 'Calls carrying predicted_cost counted as an ordinary charge: reason unparsed (not a whole number) or unpredicted (the rule has no predict_cost).',
+    help: 'Calls carrying predicted_cost counted as an ordinary charge: reason unparsed (not a whole number from 1 to the most the rule can predict) or unpredicted (the rule has no predict_cost).',
     labelNames: ['domain', 'reason'] as const,
     registers,
   });
@@ -48,7 +48,7 @@ export function costMetrics(registers: Registry[], bounds: SeriesBounds): Pick<D
 }
 
 const REASONS: Readonly<Record<'unparsed' | 'unpredicted', string>> = {
-  unparsed: 'its value is not a whole number from 1',
+  unparsed: 'its value is not a whole number from 1 to the most the rule can predict',
   unpredicted: 'its rule has no predict_cost',
 };
 

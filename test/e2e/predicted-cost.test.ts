@@ -65,9 +65,10 @@ async function script(t: TestService, c: RawRlsClient): Promise<Answer[]> {
   out.push(await check(c, 'a')); // over the limit: OVER_LIMIT, no prediction
   out.push(await admit(c, 'a')); // does not fit: rejected, no predicted_cost
   t.clock.set(T0 + MINUTE + 1000); // the next window: count 0
-  out.push(await settle(c, 'a', '5000', 0)); // refund 5000 floors at 0; mean (1000 + 200 + 4000 + 0) / 4 = 1300
+  out.push(await settle(c, 'a', '4000', 0)); // refund 4000 floors at 0; mean (1000 + 200 + 4000 + 0) / 4 = 1300
   out.push(await check(c, 'a'));
   out.push(await settle(c, 'a', 'lots', 300)); // unparsed: an ordinary charge of 300
+  out.push(await settle(c, 'a', '5000', 100)); // above max(initial, clip): no refund of 4,900, an ordinary charge of 100
   out.push(await settle(c, 'a', '10', 300, 'plain')); // no predict_cost: an ordinary charge of 300
   t.clock.set(T0 + 7 * MINUTE); // the estimator's window has passed: initial again
   out.push(await check(c, 'a'));
@@ -87,6 +88,7 @@ const EXPECTED: Answer[] = [
   { code: OK, remaining: 10000 },
   { code: OK, remaining: 10000, predicted: '1300' },
   { code: OK, remaining: 9700 },
+  { code: OK, remaining: 9600 },
   { code: OK, remaining: 9700 },
   { code: OK, remaining: 10000, predicted: '500' },
 ];
@@ -117,7 +119,7 @@ for (const backend of ['memory', 'redis'] as const) {
       expect(value('ratelimit_cost_predictions_total{domain="llm"}')).toBe(2);
       expect(value('ratelimit_cost_settlements_total{domain="llm"}')).toBe(4);
       expect(value('ratelimit_cost_refunds_total{domain="llm"}')).toBe(2);
-      expect(value('ratelimit_cost_ordinary_charges_total{domain="llm",reason="unparsed"}')).toBe(1);
+      expect(value('ratelimit_cost_ordinary_charges_total{domain="llm",reason="unparsed"}')).toBe(2);
       expect(value('ratelimit_cost_ordinary_charges_total{domain="llm",reason="unpredicted"}')).toBe(1);
     });
   });

@@ -19,6 +19,7 @@ import { describeEnvoy } from '../support/envoy.js';
 import { startEnvoyStack, warmUp, type Backend, type EnvoyStack } from '../support/envoy-stack.js';
 import { eventually } from '../support/eventually.js';
 import { RawRlsClient } from '../support/raw-rls.js';
+import { scrapeMetrics } from '../support/scrape.js';
 
 const LIMIT = 10_000;
 const CONCURRENT = 20;
@@ -81,7 +82,8 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
         // The upstream reports the request's cost (its x-price header) in x-cost, as an LLM reports tokens.
         upstream: (req, res: ServerResponse) => {
           const answer = () => {
-            res.writeHead(200, { 'x-cost': String(req.headers['x-price'] ?? '0') });
+            const price = req.headers['x-price'];
+            res.writeHead(200, price === 'none' ? {} : { 'x-cost': String(price ?? '0') });
             res.end('answer');
           };
           if (hold) held.push(answer);
@@ -120,7 +122,7 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       const p = r.dynamicMetadata.get('predicted_cost');
       return p === undefined ? undefined : Buffer.from(p.value as Uint8Array).toString('utf8');
     };
-    const send = async (path: string, user: string, price: number): Promise<number> => {
+    const send = async (path: string, user: string, price: number | 'none'): Promise<number> => {
       const res = await fetch(`${stack.url}${path}`, { headers: { 'x-user-id': user, 'x-price': String(price) } });
       await res.arrayBuffer();
       return res.status;
@@ -178,6 +180,25 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       if (process.env.COSTS_REPORT === '1') process.stdout.write(`${backend} varied ${JSON.stringify(varied)}\n`);
       expect(varied.admittedCost).toBeLessThanOrEqual(1.2 * LIMIT);
       expect(varied.counter).toBe(varied.actualSum);
+    });
+
+    it('a response that reports no cost sends no settlement: its prediction stays charged', async () => {
+      /** Calls that carried predicted_cost: settled, or counted as ordinary charges. */
+      const settlements = async () => {
+        const samples = await scrapeMetrics(stack.service.httpBase.replace('http://', ''));
+        let n = 0;
+        for (const [series, value] of samples)
+          if (series.startsWith('ratelimit_cost_settlements_total{') || series.startsWith('ratelimit_cost_ordinary_charges_total{')) n += value;
+        return n;
+      };
+      const p = Number(await prediction());
+      const before = await settlements();
+      expect(await send('/predicted', 'no-cost', 'none')).toBe(200);
+      // A later request's settlement is the barrier: by then Envoy has long finished the first stream.
+      expect(await send('/predicted', 'barrier', COST)).toBe(200);
+      await eventually(async () => (await counter('user', 'barrier')) === COST, { timeoutMs: 10_000, what: 'the barrier settled' });
+      expect(await counter('user', 'no-cost')).toBe(p);
+      expect(await settlements()).toBe(before + 1);
     });
   });
 }

@@ -16,9 +16,9 @@ describe('cost log', () => {
     }
     expect(events).toHaveLength(12);
     expect(lines).toEqual([
-      'a call for rule llm.user carried predicted_cost, counted as an ordinary charge: its value is not a whole number from 1',
+      'a call for rule llm.user carried predicted_cost, counted as an ordinary charge: its value is not a whole number from 1 to the most the rule can predict',
       'a call for rule llm.user carried predicted_cost, counted as an ordinary charge: its rule has no predict_cost',
-      'a call for rule llm.other carried predicted_cost, counted as an ordinary charge: its value is not a whole number from 1',
+      'a call for rule llm.other carried predicted_cost, counted as an ordinary charge: its value is not a whole number from 1 to the most the rule can predict',
     ]);
   });
 });

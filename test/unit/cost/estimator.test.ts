@@ -76,6 +76,9 @@ describe('settlement', () => {
     expect(costRole(SPEC, '500', 200, () => 7)).toEqual({ hits: 0, refund: 300, role: { kind: 'settlement', predicted: 500, actual: 200 } });
     expect(costRole(SPEC, undefined, 1, () => 7)).toEqual({ hits: 7, refund: 0, role: { kind: 'admission', predicted: 7 } });
     expect(costRole(SPEC, undefined, 0, () => 7)).toEqual({ hits: 0, refund: 0, role: { kind: 'admission', predicted: 7 } });
+    // No prediction of the rule exceeds max(initial, clip): a larger P cannot refund the count away.
+    expect(costRole(SPEC, '4001', 0, () => 7)).toEqual({ hits: 0, refund: 0, role: { kind: 'unsettled', reason: 'unparsed' } });
+    expect(costRole(SPEC, '4000', 0, () => 7)).toEqual({ hits: 0, refund: 4000, role: { kind: 'settlement', predicted: 4000, actual: 0 } });
     expect(costRole(SPEC, 'x', 30, () => 7)).toEqual({ hits: 30, refund: 0, role: { kind: 'unsettled', reason: 'unparsed' } });
     expect(costRole(undefined, '5', 30, () => 7)).toEqual({ hits: 30, refund: 0, role: { kind: 'unsettled', reason: 'unpredicted' } });
     expect(costRole(undefined, undefined, 30, () => 7)).toBeUndefined();
