@@ -11,6 +11,12 @@ import type { LimitOutcome } from '../storage/counter-store.js';
 import type { DecisionObserver } from './observer.js';
 import type { Resolved } from './resolve.js';
 
+/** Some descriptor of the request has a role in admission by predicted cost (most requests have none). */
+export function hasCost(resolved: readonly Resolved[]): boolean {
+  for (const r of resolved) if (r.cost !== undefined) return true;
+  return false;
+}
+
 /**
  * Feeds the estimator and the observer with one decision's settlements and predictions (not for a dry run);
  * returns the `predicted_cost` to answer with: the first predicting descriptor's, when the request was admitted

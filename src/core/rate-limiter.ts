@@ -29,7 +29,7 @@ import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
 import { CostEstimator } from '../cost/estimator.js';
-import { reportCosts, withPrediction } from './cost-report.js';
+import { hasCost, reportCosts, withPrediction } from './cost-report.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
@@ -168,7 +168,9 @@ export class RateLimiter {
           reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
       }
     }
-    const predicted = reportCosts(request.domain, resolved, outcomes, { ...costs, observer, dryRun: checkOnly, admitted: !overLimit });
+    const predicted = hasCost(resolved)
+      ? reportCosts(request.domain, resolved, outcomes, { ...costs, observer, dryRun: checkOnly, admitted: !overLimit })
+      : undefined;
     const throttled = throttlingSignals(reports, !overLimit, criticality);
     if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {

@@ -22,6 +22,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10000, predict_cost: {initial: 500, window: 5m, clip: 4000}}
   - key: plain
     rate_limit: {unit: minute, requests_per_unit: 10000}
+  - key: sliding
+    rate_limit: {unit: minute, requests_per_unit: 10000, algorithm: sliding_window_counter, predict_cost: {initial: 2000}}
 `;
 
 interface Answer {
@@ -113,12 +115,36 @@ for (const backend of ['memory', 'redis'] as const) {
       expect(await script(t, client)).toEqual(EXPECTED);
     });
 
+    it('sliding_window_counter: the settlement charges and refunds the current window, floored at 0', async () => {
+      t.clock.set(T0 + 20 * MINUTE + 1000);
+      const answers = [
+        await admit(client, 's', 'sliding'), // 2000
+        await settle(client, 's', '2000', 500, 'sliding'), // refund 1500: 500
+        await admit(client, 's', 'sliding'), // P = 500: 1000
+        await settle(client, 's', '500', 2500, 'sliding'), // +2000: 3000
+        await check(client, 's', 'sliding'), // mean (500 + 2500) / 2
+      ];
+      expect(answers).toEqual([
+        { code: OK, remaining: 8000, predicted: '2000' },
+        { code: OK, remaining: 9500 },
+        { code: OK, remaining: 9000, predicted: '500' },
+        { code: OK, remaining: 7000 },
+        { code: OK, remaining: 7000, predicted: '1500' },
+      ]);
+    });
+
+    it('GET /rules shows the predict_cost of a rule', async () => {
+      const rules = JSON.stringify(await (await fetch(`${t.httpBase}/rules`)).json());
+      expect(rules).toContain('"predict_cost":{"initial":500,"window":"5m","clip":4000}');
+      expect(rules).toContain('"predict_cost":{"initial":2000,"window":"5m","clip":10000}');
+    });
+
     it('counts predictions, settlements, refunds and ordinary charges', async () => {
       const samples = await scrapeMetrics(t.httpBase.replace('http://', ''));
       const value = (series: string) => samples.get(series) ?? -1;
-      expect(value('ratelimit_cost_predictions_total{domain="llm"}')).toBe(2);
-      expect(value('ratelimit_cost_settlements_total{domain="llm"}')).toBe(4);
-      expect(value('ratelimit_cost_refunds_total{domain="llm"}')).toBe(2);
+      expect(value('ratelimit_cost_predictions_total{domain="llm"}')).toBe(2 + 2);
+      expect(value('ratelimit_cost_settlements_total{domain="llm"}')).toBe(4 + 2);
+      expect(value('ratelimit_cost_refunds_total{domain="llm"}')).toBe(2 + 1);
       expect(value('ratelimit_cost_ordinary_charges_total{domain="llm",reason="unparsed"}')).toBe(2);
       expect(value('ratelimit_cost_ordinary_charges_total{domain="llm",reason="unpredicted"}')).toBe(1);
     });
