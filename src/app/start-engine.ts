@@ -6,6 +6,7 @@
 import type { RequestLimits } from '../vocab/request-limits.js';
 import { RateLimiter } from '../core/rate-limiter.js';
 import { withOversizedLog } from '../core/observer.js';
+import { withCostLog } from '../observability/metrics-cost.js';
 import { clockTimer, type Timer } from '../vocab/timer.js';
 import { DeadlineMargin } from '../server/grpc/deadline-margin.js';
 import { HealthState, STORE_HEALTH_SERVICE } from '../server/health/grpc-health.js';
@@ -59,7 +60,9 @@ export function startEngine(
         : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
-    observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
+    observer: withCostLog(withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })), (message) =>
+      log.warn(message),
+    ),
     shadowMode: settings.shadowMode,
     timer,
     criticalityKey: settings.criticalityKey,

@@ -24,7 +24,8 @@ export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v
 
 A dry run unless --spend: nothing is counted (each descriptor is sent with hits_addend 0, a pure check), and
 the answer says whether a request of --hits hits would be admitted now. "remaining" is what would be left
-after that request, as Envoy's headers and POST /json show it.
+after that request, as Envoy's headers and POST /json show it. A predict_cost rule charges its prediction
+at admission, whatever the hits: the answer shows it ("predicted cost") and the dry run judges by it.
 
 query options:
   --server HOST:PORT    gRPC address of the server (default 127.0.0.1:8081)
@@ -117,7 +118,9 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
         : { domain, descriptors: descriptors.map((d) => ({ ...d, hits_addend: { value: 0 } })) };
       client.ShouldRateLimit(request, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
-    const wanted = Math.max(hits, 1);
+    // A predict_cost rule charges its prediction at admission, whatever the hits (docs/costs.md).
+    const predicted = predictedCost(response);
+    const wanted = predicted ?? Math.max(hits, 1);
     const over = spend ? response.overall_code === 'OVER_LIMIT' : wouldReject(response, wanted);
     if (response.statuses.every((s) => !s.current_limit && !isUnlimited(s))) {
       const missing = await domainWithoutRules(admin ?? `${hostOf(server)}:8080`, domain);
@@ -131,7 +134,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     if (json) out.write(`${JSON.stringify(responseToJson(shown), null, 2)}\n`);
     else
       out.write(
-        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`,
+        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request ${predicted !== undefined ? `charged its predicted cost ${predicted}` : `of ${wanted} hit(s)`} would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`,
       );
     return over ? 3 : 0;
   } catch (e) {
@@ -247,6 +250,14 @@ function structJson(s: { fields: Record<string, unknown> }): Record<string, unkn
   return out;
 }
 
+/** The prediction a predict_cost rule answered with (dynamic metadata `predicted_cost`), if any. */
+function predictedCost(r: WireResponse): number | undefined {
+  const v = r.dynamic_metadata?.fields?.predicted_cost;
+  if (v === undefined) return undefined;
+  const n = Number(valueJson(v));
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
 /** A dry run's verdict: some descriptor is over already, or has less left than the request would take. */
 function wouldReject(r: WireResponse, hits: number): boolean {
   return r.overall_code === 'OVER_LIMIT' || r.statuses.some((s) => s.current_limit != null && s.limit_remaining < hits);
@@ -270,6 +281,8 @@ function formatResponse(r: WireResponse, descriptors: readonly { entries: { key:
     const reset = s.duration_until_reset ? `, reset in ${s.duration_until_reset.seconds}s` : '';
     lines.push(`  [${i}] ${d}: ${s.code}, ${limit}, remaining ${s.limit_remaining} after this request${reset}`);
   });
+  const predicted = predictedCost(r);
+  if (predicted !== undefined) lines.push(`  predicted cost: ${predicted} (charged at admission instead of the hits)`);
   for (const h of r.response_headers_to_add) lines.push(`  header ${h.key}: ${h.value}`);
   for (const h of r.request_headers_to_add) lines.push(`  upstream header ${h.key}: ${h.value}`);
   // on_limit body: shown as text, each line indented (JSON output carries it as raw_body, base64).

@@ -7,6 +7,7 @@ import type { RawAuthz } from './authz-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { JsonValue } from './validate/yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
+import type { PredictCost } from '../vocab/predict-cost.js';
 
 export interface Position {
   readonly line: number;
@@ -36,6 +37,8 @@ export interface RawLimit {
   readonly countEveryHit?: true;
   /** `capacity:` (the limit is a granted share, validate-capacity-rule.ts); absent = none. */
   readonly capacity?: CapacityRuleSpec;
+  /** `predict_cost:` (admission by predicted cost, validate-predict.ts); absent = none. */
+  readonly predictCost?: PredictCost;
 }
 
 export interface RawRule {

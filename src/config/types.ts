@@ -5,6 +5,7 @@ import type { DescriptorEntry, Unit } from '../vocab/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
+import type { PredictCost } from '../vocab/predict-cost.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile/compile.ts from the
@@ -37,6 +38,8 @@ export interface CompiledLimit {
   readonly countEveryHit?: true;
   /** `capacity:`: the limit is this replica's granted share of a capacity resource, decided in process (core/capacity-store.ts). */
   readonly capacity?: CapacityRuleSpec;
+  /** `predict_cost:`: admission charges the rule's predicted cost, settled later (src/cost/). */
+  readonly predictCost?: PredictCost;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

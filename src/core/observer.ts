@@ -37,7 +37,15 @@ export interface DecisionObserver {
   onDelayReleased?(domain: string, released: boolean): void;
   /** A request held client-shaped input beyond its bound (request-limits.ts), decided all the same; once per field kind. */
   onOversized?(domain: string, field: OversizedField): void;
+  /**
+   * Admission by predicted cost (src/cost/): an admitted call charged a prediction; a settlement that charged the
+   * difference, or refunded it ('refund': the actual cost was below the prediction); a `predicted_cost` entry
+   * counted as an ordinary charge because it did not parse ('unparsed') or its rule has no `predict_cost` ('unpredicted').
+   */
+  onCost?(domain: string, statsKey: string, event: CostEvent): void;
 }
+
+export type CostEvent = 'prediction' | 'settlement' | 'refund' | 'unparsed' | 'unpredicted';
 
 export const noopObserver: DecisionObserver = {
   onDescriptor: () => {},

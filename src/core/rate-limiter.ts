@@ -28,6 +28,8 @@ import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
 import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
+import { CostEstimator } from '../cost/estimator.js';
+import { hasCost, reportCosts, withPrediction } from './cost-report.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
@@ -59,6 +61,8 @@ export interface RateLimiterOptions {
    * later is not granted: the request is rejected at once.
    */
   readonly delayMarginMs?: () => number;
+  /** The estimator of admission by predicted cost (`predict_cost`); default: one of this limiter's own. */
+  readonly costs?: CostEstimator;
 }
 
 export interface DecideOptions {
@@ -76,9 +80,11 @@ export interface DecideOptions {
 export class RateLimiter {
   private readonly observer: DecisionObserver;
   private readonly atLimit: AtLimit;
+  readonly costs: CostEstimator;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.observer = options.observer ?? noopObserver;
+    this.costs = options.costs ?? new CostEstimator();
     const { store, clock } = options;
     this.atLimit = new AtLimit(options.timer ?? clockTimer(clock), (refunds) => store.refund?.(refunds, clock.nowMs()) ?? Promise.resolve());
   }
@@ -95,10 +101,11 @@ export class RateLimiter {
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
 
-    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
+    const nowMs = this.options.clock.nowMs();
+    const costs = { estimator: this.costs, nowMs };
+    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits, costs));
     applyReplaces(resolved);
 
-    const nowMs = this.options.clock.nowMs();
     const checkOnly = decideOptions.checkOnly === true;
     const { checks, refunds, checkLimits, hasOnLimit } = planChecks(resolved, {
       keyPrefix: this.options.keyPrefix,
@@ -161,6 +168,9 @@ export class RateLimiter {
           reports.push({ check: checks[r.firstCheck + j]!, limit, outcome: stored[r.firstCheck + j]!, policyName: policyName(r, limit) });
       }
     }
+    const predicted = hasCost(resolved)
+      ? reportCosts(request.domain, resolved, outcomes, { ...costs, observer, dryRun: checkOnly, admitted: !overLimit })
+      : undefined;
     const throttled = throttlingSignals(reports, !overLimit, criticality);
     if (throttled !== undefined) observer.onThrottling?.(request.domain, criticality, throttled.counts);
     const decision: RateLimitDecision = {
@@ -171,9 +181,15 @@ export class RateLimiter {
           ? buildResponseHeaders(applied, overLimit, this.options.headers)
           : [...buildResponseHeaders(applied, overLimit, this.options.headers), ...throttled.headers],
       requestHeadersToAdd: [],
-      ...(this.options.responseDynamicMetadata === true
-        ? { dynamicMetadata: responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }, passedMetadata) }
-        : {}),
+      ...optional(
+        'dynamicMetadata',
+        withPrediction(
+          this.options.responseDynamicMetadata === true
+            ? responseMetadata(original, { descriptors: quotaDescriptors, violations: quotaViolations }, passedMetadata)
+            : undefined,
+          predicted,
+        ),
+      ),
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
@@ -248,6 +264,10 @@ function passes(r: Resolved, outcomes: readonly LimitOutcome[]): boolean {
   if (r.rule.shadowMode) return true;
   for (let j = 0; j < r.limits.length; j++) if (outcomes[r.firstCheck + j]?.allowed === false) return false;
   return true;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 function anyStoreFailure(outcomes: readonly LimitOutcome[]): boolean {

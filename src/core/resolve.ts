@@ -13,6 +13,8 @@ import { hasThrottling, planCheck } from '../throttling/plan.js';
 import { counterKey, envoyCounterKey } from '../vocab/keys.js';
 import { storeOnLimit } from './on-limit/checks.js';
 import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from '../vocab/types.js';
+import type { CostEstimator } from '../cost/estimator.js';
+import { costRole, isPostResponse, splitSettlement, type CostRole } from '../cost/settlement.js';
 
 export interface PlanContext {
   readonly keyPrefix: string;
@@ -66,7 +68,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
             burst: limit.burst,
             hits: r.hits,
             enforce,
-            ...countOver(limit, shadow),
+            ...(isPostResponse(r.cost) ? { countOver: 'always' as const } : countOver(limit, shadow)),
             onLimit: storeOnLimit(limit, key, enforce, ctx.nowMs, ctx.delayDeadlineMs, ctx.checkOnly),
             ...(limit.lease !== undefined && !envoy ? { lease: limit.lease } : {}),
             ...(limit.capacity !== undefined ? { capacity: limit.capacity } : {}),
@@ -120,6 +122,8 @@ export interface Resolved {
   firstCheck: number;
   /** The rule's `metadata` for the response's dynamic metadata, when the match carries it (RuleMatch.metadata). */
   readonly metadata?: Readonly<Record<string, unknown>>;
+  /** Admission by predicted cost: what the call is for a rule with `predict_cost` (src/cost/settlement.ts). */
+  readonly cost?: CostRole;
 }
 
 /** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
@@ -132,14 +136,33 @@ function isEnvoyCompatible(limit: CompiledLimit): boolean {
  * a refund never rejects, as envoyproxy/ratelimit answers negative hits OK).
  */
 export function enforced(r: Resolved, shadowAll = false): boolean {
-  if (r.refundUnits !== undefined) return false;
+  if (r.refundUnits !== undefined || isPostResponse(r.cost)) return false;
   return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
 }
 
-export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
-  const resolved = resolveLimits(domainName, domain, d, d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits));
+/** The estimator of admission by predicted cost, read at the decision's time. */
+export interface CostContext {
+  readonly estimator: CostEstimator;
+  readonly nowMs: number;
+}
+
+export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number, costs?: CostContext): Resolved {
+  // A settlement's `predicted_cost` entry is not part of the descriptor its rule is looked up by.
+  const split = costs === undefined ? undefined : splitSettlement(d.entries);
+  const resolved = resolveLimits(
+    domainName,
+    domain,
+    split === undefined ? d : { ...d, entries: split.entries },
+    d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits),
+  );
   // A refund (Envoy's is_negative_hits): checked with 0 hits, its units given back (planChecks).
-  return d.negativeHits === true ? { ...resolved, refundUnits: d.hitsAddend ?? requestHits } : resolved;
+  if (d.negativeHits === true) return { ...resolved, refundUnits: d.hitsAddend ?? requestHits };
+  if (costs === undefined) return resolved;
+  const rule = resolved.rule;
+  const spec = rule?.limits.length === 1 ? rule.limits[0]!.predictCost : undefined;
+  const role = costRole(spec, split?.value, resolved.hits, () => costs.estimator.predict(rule!.statsKey, spec!, costs.nowMs));
+  if (role === undefined) return resolved;
+  return { ...resolved, hits: role.hits, ...(role.refund > 0 ? { refundUnits: role.refund } : {}), cost: role.role };
 }
 
 function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number): Resolved {

@@ -8,6 +8,7 @@ import type { DecisionObserver } from '../core/observer.js';
 import { ConfiguredCounter, removeSeries } from './metrics-configured.js';
 import { UNKNOWN_DOMAIN, type RulesSnapshot, type SeriesBounds } from './metrics-labels.js';
 import { onLimitMetrics } from './metrics-on-limit.js';
+import { costMetrics } from './metrics-cost.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 import { referenceRuleCounters } from './metrics-reference.js';
 import { throttlingMetrics } from './metrics-throttling.js';
@@ -49,6 +50,7 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
   const perRule = ruleCounters(registers, bounds, () => flush.rules());
   const atLimit = onLimitMetrics(registers, bounds);
   const throttling = throttlingMetrics(registers, bounds);
+  const cost = costMetrics(registers, bounds);
   // The same counts under envoyproxy/ratelimit's Prometheus names (metrics-reference.ts).
   const byName = new Map(
     ['ratelimit_hits_total', 'ratelimit_over_limit_total', 'ratelimit_near_limit_total', 'ratelimit_within_limit_total', 'ratelimit_shadow_mode_total'].map(
@@ -135,6 +137,7 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
     },
     onAtLimit: atLimit.onAtLimit,
     onDelayReleased: atLimit.onDelayReleased,
+    onCost: cost.onCost,
   };
   return {
     observer,

@@ -22,8 +22,9 @@ const LAYERS: readonly (readonly string[])[] = [
   ['algorithms', 'protobuf'],
   // Rule files into compiled rules; counters in memory or Redis. Neither knows the other.
   ['config', 'storage'],
-  // Adaptive throttling's plans and reports over compiled limits and store checks.
-  ['throttling'],
+  // Adaptive throttling's plans and reports over compiled limits and store checks; the cost estimator and the
+  // settlement arithmetic of admission by predicted cost.
+  ['throttling', 'cost'],
   // The engine: resolve descriptors to rules, decide, build the answer.
   ['core'],
   // ext_authz decisions over the engine; leases over the stores.

@@ -109,6 +109,9 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...describeThrottling(l),
       ...(l.lease !== undefined ? { lease: { size: l.lease.size, ttl_ms: l.lease.ttlMs } } : {}),
       ...(l.countEveryHit === true ? { count_every_hit: true as const } : {}),
+      ...(l.predictCost !== undefined
+        ? { predict_cost: { initial: l.predictCost.initial, window: formatWindow(l.predictCost.windowMs), clip: l.predictCost.clip } }
+        : {}),
       ...(l.capacity !== undefined
         ? {
             capacity: {

@@ -140,6 +140,7 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
       ...(l.countEveryHit === true ? { countEveryHit: true as const } : {}),
       ...(l.capacity !== undefined ? { capacity: Object.freeze({ ...l.capacity }) } : {}),
+      ...(l.predictCost !== undefined ? { predictCost: Object.freeze({ ...l.predictCost }) } : {}),
     }),
   );
   return Object.freeze({

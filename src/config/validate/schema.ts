@@ -39,6 +39,7 @@ export const RATE_LIMIT_KEYS = [
   'lease',
   'count_every_hit',
   'capacity',
+  'predict_cost',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

@@ -13,6 +13,7 @@ import { readOnLimit } from './on-limit.js';
 import { checkBesideLease, readLease } from './validate-lease.js';
 import { readCountEveryHit } from './validate-count.js';
 import { readCapacityRule } from './validate-capacity-rule.js';
+import { readPredictCost } from './validate-predict.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from '../raw.js';
@@ -87,6 +88,8 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
+    const predict = fields.get('predict_cost');
+    if (predict !== undefined) ctx.error(predict.key, join(path, 'predict_cost'), "'predict_cost' has no meaning when unlimited");
     const rpu = fields.get('requests_per_unit');
     if (rpu !== undefined) readInt(ctx, rpu.value, join(path, 'requests_per_unit'), 0, UINT32_MAX, 0);
     const name = readName(ctx, fields, path);
@@ -119,7 +122,7 @@ function readRuleList(ctx: FileContext, field: Field, path: string, defaults: Fi
       ctx.error(unlimited.key, join(itemPath, 'unlimited'), "'unlimited' is not allowed inside rate_limits; write rate_limit: {unlimited: true} instead");
       return;
     }
-    const limit = readLimit(ctx, map, fields, itemPath, defaults);
+    const limit = readLimit(ctx, map, fields, itemPath, defaults, true);
     replaces.push(...readReplaces(ctx, fields, itemPath));
     if (limit === undefined) return;
     const twin = seen.find((s) => s.algorithm === limit.algorithm && s.windowMs === limit.windowMs);
@@ -147,7 +150,7 @@ function readName(ctx: FileContext, fields: Fields, path: string): string | unde
 }
 
 /** One limit (the body of `rate_limit`, or one item of `rate_limits`), with file defaults applied. */
-function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: FileDefaults): RawLimit | undefined {
+function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: FileDefaults, inList = false): RawLimit | undefined {
   const errorsBefore = ctx.errors.length;
   const unitField = fields.get('unit');
   const windowField = fields.get('window');
@@ -238,6 +241,17 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
     leased: fields.has('lease'),
   });
   const capacity = readCapacityRule(ctx, fields, path, requestsPerUnit);
+  const predictCost = readPredictCost(ctx, fields.get('predict_cost'), path, {
+    algorithm: effective,
+    requestsPerUnit,
+    inList,
+    clashes: [
+      ...(fields.has('lease') ? ['lease'] : []),
+      ...(throttling.throttling?.mode === 'elastic' ? ['elastic throttling'] : []),
+      ...(onLimit?.action === 'delay' || onLimit?.action === 'degrade' ? [`on_limit action '${onLimit.action}'`] : []),
+      ...(fields.has('capacity') ? ['capacity'] : []),
+    ],
+  });
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket' ? (defaults.burst ?? Math.max(1, requestsPerUnit)) : effective === 'leaky_bucket' ? (defaults.burst ?? 1) : requestsPerUnit;
@@ -263,6 +277,7 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
     ...throttling,
     ...(lease !== undefined ? { lease } : {}),
     ...(countEveryHit === true ? { countEveryHit } : {}),
+    ...(predictCost !== undefined ? { predictCost } : {}),
     ...(capacity !== undefined ? { capacity, algorithm: 'token_bucket' as const, burst: requestsPerUnit } : {}),
   };
 }

@@ -254,6 +254,15 @@ const EXPECTED: Record<string, string[]> = {
   'on-limit-redirect-bad-status.yaml': [
     'on-limit-redirect-bad-status.yaml:7:78: descriptors[0].rate_limit.on_limit.status: a redirect status must be one of 302, 303, 307, not 301',
   ],
+  'predict-cost.yaml': [
+    'predict-cost.yaml:8:7: descriptors[0].rate_limit.predict_cost: predict_cost cannot go with algorithm token_bucket (only fixed_window and sliding_window_counter keep a count a settlement may run past the limit)',
+    "predict-cost.yaml:10:71: descriptors[1].rate_limit.predict_cost.initial: predict_cost needs 'initial': the prediction until a cost has been settled",
+    'predict-cost.yaml:12:81: descriptors[2].rate_limit.predict_cost.initial: must be an integer from 1 to 1000, not 2000',
+    "predict-cost.yaml:12:95: descriptors[2].rate_limit.predict_cost.window: '5s' is not from 10s to 1d",
+    'predict-cost.yaml:12:105: descriptors[2].rate_limit.predict_cost.clip: must be an integer from 1 to 4294967295, not 0',
+    "predict-cost.yaml:12:108: descriptors[2].rate_limit.predict_cost.cap: unknown key 'cap' (did you mean 'clip'?)",
+    'predict-cost.yaml:15:49: descriptors[3].rate_limits[0].predict_cost: predict_cost goes in rate_limit, not in a rate_limits list (one prediction per rule)',
+  ],
   'count-every-hit-bucket.yaml': [
     'count-every-hit-bucket.yaml:8:24: descriptors[0].rate_limit.count_every_hit: count_every_hit cannot go with algorithm token_bucket (only fixed_window and sliding_window_counter keep a count that may run past the limit)',
     'count-every-hit-bucket.yaml:14:24: descriptors[1].rate_limit.count_every_hit: count_every_hit cannot go with lease (leased units are decided away from the store)',
