@@ -54,7 +54,12 @@ export function startGrpc(
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
     onSendDelay: (ms) => margin.recordSend(ms),
     unseenWaitMs: () => loopClock.unseenWaitMs(),
-    connections: { guard, maxConcurrentStreams: settings.grpcMaxStreamsPerConnection, maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb },
+    connections: {
+      guard,
+      maxConcurrentStreams: settings.grpcMaxStreamsPerConnection,
+      maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb,
+      maxConnectionAge: { ageMs: settings.grpcMaxConnectionAge, graceMs: settings.grpcMaxConnectionAgeGrace },
+    },
   }).catch((err: unknown) => {
     const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
     throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);

@@ -57,8 +57,8 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
     fatal: true,
   }),
   row('PROTO', 'tcp', 'no-op', 'we always listen on tcp; unset PROTO', { accepts: is('tcp'), fatal: true }),
-  row('GRPC_MAX_CONNECTION_AGE', '24h', 'unsupported', 'connections are not aged out; unset it (Envoy re-balances on its own reconnects)'),
-  row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'unsupported', 'see GRPC_MAX_CONNECTION_AGE; unset it'),
+  row('GRPC_MAX_CONNECTION_AGE', '24h', 'same', 'GRPC_MAX_CONNECTION_AGE (±10% jitter; GOAWAY, calls in flight answered)'),
+  row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'same', 'GRPC_MAX_CONNECTION_AGE_GRACE'),
   row(
     'GRPC_SERVER_USE_TLS',
     'false',

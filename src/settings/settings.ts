@@ -7,7 +7,7 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
-import { XDS_SETTINGS } from './xds-settings.js';
+import { parseGoDuration, XDS_SETTINGS } from './xds-settings.js';
 
 export type { Notice };
 
@@ -52,6 +52,11 @@ function oneOf<const T extends string>(env: string, values: readonly T[], def: T
     if (!(values as readonly string[]).includes(v)) throw new Error(`'${s}' is not one of ${values.join(', ')}`);
     return v as T;
   });
+}
+
+/** A Go duration (`24h`, `1m30s`, `500ms`), in ms, as envoyproxy/ratelimit reads its durations. */
+function duration(env: string, def: string, description: string) {
+  return spec(env, 'duration (500ms, 10s, 1h)', parseGoDuration(def), description, parseGoDuration);
 }
 
 function port(env: string, def: number, description: string) {
@@ -124,6 +129,16 @@ export const SETTINGS = {
     'A gRPC connection with no open call for this long is closed gracefully (GOAWAY NO_ERROR); Envoy reconnects when it needs to.',
     1000,
     2 ** 31 - 1,
+  ),
+  grpcMaxConnectionAge: duration(
+    'GRPC_MAX_CONNECTION_AGE',
+    '24h',
+    'A gRPC connection this old (±10%, spread at random) is sent GOAWAY: its calls in flight are answered, and Envoy opens a new connection for its next calls, which the Service may give to a replica added since (docs/kubernetes.md). 0 = never.',
+  ),
+  grpcMaxConnectionAgeGrace: duration(
+    'GRPC_MAX_CONNECTION_AGE_GRACE',
+    '1h',
+    'After GRPC_MAX_CONNECTION_AGE, how long calls still open on the aged connection may run before it is closed. 0 = no bound.',
   ),
   grpcMaxWatchStreams: int('GRPC_MAX_WATCH_STREAMS', 1000, 'Most open grpc.health.v1 Watch calls; one more is answered RESOURCE_EXHAUSTED.', 1),
   grpcResetBurst: int(

@@ -17,6 +17,7 @@ import type { HealthState } from '../health/grpc-health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
 import { addHealthRoutes } from '../health/health-routes.js';
 import { startLeanServer } from './lean/lean-server.js';
+import type { ConnectionAgeOptions } from './lean/connection-age.js';
 import { leanRlsRoute, RLS_PATH } from '../rls/rls-route.js';
 import { routeTable } from './lean/routes.js';
 import type { BidiRoute } from './bidi/bidi-route.js';
@@ -43,7 +44,12 @@ export interface TransportOptions {
   readonly onSendDelay: (ms: number) => void;
   readonly unseenWaitMs: () => number;
   /** Connection bounds of the gRPC port (docs/security.md); none when absent. */
-  readonly connections?: { readonly guard: ConnectionGuard; readonly maxConcurrentStreams: number; readonly maxSessionMemoryMb: number };
+  readonly connections?: {
+    readonly guard: ConnectionGuard;
+    readonly maxConcurrentStreams: number;
+    readonly maxSessionMemoryMb: number;
+    readonly maxConnectionAge?: ConnectionAgeOptions;
+  };
   /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
   readonly authz?: ExtAuthzServiceOptions;
   /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */

@@ -19,6 +19,7 @@ import type { RouteTable } from './routes.js';
 import type { ConnectionGuard } from '../guard/connection-guard.js';
 import { NGHTTP2_RESET_BOUND } from '../guard/nghttp2-bounds.js';
 import { startLeanBidiCall } from '../bidi/bidi-lean.js';
+import { ageConnections, type ConnectionAgeOptions } from './connection-age.js';
 
 export interface LeanServerOptions {
   /** An IP or name, or `unix:/path/to.sock`. */
@@ -36,6 +37,8 @@ export interface LeanServerOptions {
   readonly maxSessionMemoryMb?: number;
   /** Connection bounds (count, message timeout, idle close, rapid reset); none when absent. */
   readonly guard?: ConnectionGuard;
+  /** Connections drained at this age (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE); never when absent. */
+  readonly maxConnectionAge?: ConnectionAgeOptions;
 }
 
 export interface RunningLeanServer {
@@ -104,6 +107,7 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
   };
   if (secure) creds._addWatcher(onContext);
   options.guard?.attach(server);
+  if (options.maxConnectionAge !== undefined) ageConnections(server, options.maxConnectionAge);
   let closing = false;
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
