@@ -52,10 +52,12 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('DEBUG_PORT', '6070', 'same', 'DEBUG_PORT (`/rlconfig` and more); off unless set'),
   row('GRPC_HOST', '0.0.0.0', 'same', 'GRPC_HOST'),
   row('GRPC_PORT', '8081', 'same', 'GRPC_PORT'),
-  row('GRPC_UDS', '', 'unsupported', 'listen on a Unix socket with GRPC_HOST=unix:/path/to.sock (GRPC_UNIX_SOCKET_MODE sets its permissions)', {
-    accepts: empty,
-    fatal: true,
-  }),
+  row(
+    'GRPC_UDS',
+    '',
+    'mapped',
+    'GRPC_HOST=unix:PATH: gRPC on the Unix socket PATH instead of GRPC_HOST:GRPC_PORT, as the reference listens; the socket file gets GRPC_UNIX_SOCKET_MODE (660)',
+  ),
   row('PROTO', 'tcp', 'no-op', 'we always listen on tcp; unset PROTO', { accepts: is('tcp'), fatal: true }),
   row('GRPC_MAX_CONNECTION_AGE', '24h', 'same', 'GRPC_MAX_CONNECTION_AGE (±10% jitter; GOAWAY, calls in flight answered)'),
   row('GRPC_MAX_CONNECTION_AGE_GRACE', '1h', 'same', 'GRPC_MAX_CONNECTION_AGE_GRACE'),
@@ -202,7 +204,12 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('REDIS_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
   row('REDIS_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),
   row('REDIS_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
-  row('REDIS_TIMEOUT', '10s', 'unsupported', 'use REDIS_CONNECT_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS (milliseconds)'),
+  row(
+    'REDIS_TIMEOUT',
+    '10s',
+    'mapped',
+    "REDIS_CONNECT_TIMEOUT_MS (0: no bound), the reference's use of it (its dialer's timeout); a decision's Redis call is bounded by the caller's deadline (REDIS_COMMAND_TIMEOUT_MS without one)",
+  ),
   row(
     'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION',
     'false',
