@@ -73,9 +73,8 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row(
     'GRPC_CLIENT_TLS_SAN',
     '',
-    'unsupported',
-    'client certificates are not matched against a SAN here; GRPC_TLS_CLIENT_CA only checks that they chain to it',
-    { accepts: empty },
+    'mapped',
+    'GRPC_TLS_CLIENT_SAN when GRPC_SERVER_USE_TLS=true and GRPC_CLIENT_TLS_CACERT is set: client certificates must carry it as a subject alternative name; without a client CA it changes nothing, as in the reference',
   ),
   // logs
   row('LOG_LEVEL', 'WARN', 'same', 'LOG_LEVEL (any case; trace, debug, info, warn/warning, error, fatal/panic = error); our default is info'),

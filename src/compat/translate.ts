@@ -135,6 +135,9 @@ function translateGrpcTls(env: Env, set: (ours: string, value: string, from: str
   set('GRPC_TLS_KEY', key, 'GRPC_SERVER_USE_TLS+GRPC_SERVER_TLS_KEY');
   const ca = env.GRPC_CLIENT_TLS_CACERT?.trim() ?? '';
   if (ca !== '') set('GRPC_TLS_CLIENT_CA', ca, 'GRPC_SERVER_USE_TLS+GRPC_CLIENT_TLS_CACERT');
+  // The reference checks the SAN on verified client certificates only, so only with a client CA.
+  const san = env.GRPC_CLIENT_TLS_SAN?.trim() ?? '';
+  if (san !== '' && ca !== '') set('GRPC_TLS_CLIENT_SAN', san, 'GRPC_SERVER_USE_TLS+GRPC_CLIENT_TLS_SAN');
 }
 
 function translateRedis(env: Env, set: (ours: string, value: string, from: string) => void, notices: Notice[], problems: string[]): void {

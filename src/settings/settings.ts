@@ -179,6 +179,11 @@ export const SETTINGS = {
     '',
     'gRPC mutual TLS: PEM file of the CA(s) client certificates must chain to; when set, clients without a valid certificate are refused.',
   ),
+  grpcTlsClientSan: str(
+    'GRPC_TLS_CLIENT_SAN',
+    '',
+    'gRPC mutual TLS (with GRPC_TLS_CLIENT_CA): the name (or IP address) a client certificate must carry as a subject alternative name; a connection whose certificate does not is closed after the handshake.',
+  ),
   httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
   httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
   configDir: str('CONFIG_DIR', './config', 'Directory of rule files (*.yaml, *.yml; dot-files and dot-directories skipped).'),

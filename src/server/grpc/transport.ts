@@ -36,6 +36,8 @@ export interface TransportOptions {
   /** The longest a decision waits, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
   readonly maxWaitMs?: number;
   readonly credentials?: grpc.ServerCredentials;
+  /** Mutual TLS: the subject alternative name client certificates must carry, and where refusals go. */
+  readonly clientSan?: { readonly name: string; readonly onRefused: (reason: string) => void };
   readonly socketMode?: number;
   /** A call answered with an error status (from the route or engine): the cause and the status name. */
   readonly onError: (err: unknown, status: string) => void;
@@ -72,6 +74,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
     port: o.port,
     ...(o.connections ?? {}),
     ...(o.credentials === undefined ? {} : { credentials: o.credentials }),
+    ...(o.clientSan === undefined ? {} : { clientSan: o.clientSan }),
     ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }),
   };
   const rls = {
