@@ -230,6 +230,11 @@ export const SETTINGS = {
   redisTlsKey: str('REDIS_TLS_KEY', '', 'TLS: client key file (mutual TLS).'),
   redisTlsServername: str('REDIS_TLS_SERVERNAME', '', 'TLS: server name to verify (SNI), if not the host.'),
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
+  redisTlsSkipHostnameVerification: bool(
+    'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION',
+    false,
+    "TLS: check that the server's certificate chains to REDIS_TLS_CA (or the system's CAs), but not the name it carries, as envoyproxy/ratelimit does with this setting (a Redis reached by an address its certificate does not name).",
+  ),
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int(
     'REDIS_COMMAND_TIMEOUT_MS',

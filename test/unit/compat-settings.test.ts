@@ -187,6 +187,17 @@ describe('conflicts and unsupported settings', () => {
     expect(problems({ ...env, REDIS_TIMEOUT: '2s', REDIS_CONNECT_TIMEOUT_MS: '500' })[0]).toMatch(/REDIS_TIMEOUT .* means REDIS_CONNECT_TIMEOUT_MS=2000/);
   });
 
+  it('reads REDIS_TLS_SKIP_HOSTNAME_VERIFICATION into the TLS options of the Redis connection', () => {
+    const env = { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', REDIS_TLS: 'true' };
+    const { settings } = loadSettings({ ...env, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' });
+    expect(redisOptions(settings, new FakeClock(0), quiet).tls).toEqual({ skipHostnameVerification: true });
+    const tlsOf = (e: Record<string, string>) => (redisTarget(e).options as { tls?: { checkServerIdentity?: unknown } }).tls;
+    expect(typeof tlsOf({ ...env, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' })?.checkServerIdentity).toBe('function');
+    expect(tlsOf(env)?.checkServerIdentity).toBeUndefined();
+    // without TLS it changes nothing, as in the reference
+    expect(redisTarget({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' }).options).not.toHaveProperty('tls');
+  });
+
   it('names every reference-only setting that is set: unsupported ones as warnings with what to do', () => {
     const { notices } = loadSettings({
       USE_STATSD: 'true',
