@@ -61,6 +61,7 @@ export function startEngine(
     nearLimitRatio: settings.nearLimitRatio,
     observer: withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
     shadowMode: settings.shadowMode,
+    quotaMode: settings.quotaMode,
     timer,
     criticalityKey: settings.criticalityKey,
     responseDynamicMetadata: settings.responseDynamicMetadata,

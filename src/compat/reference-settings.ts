@@ -165,7 +165,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
     'a rejected request consumes nothing here, on any of its limits; the reference with true spares only the other limits of a rejected request, the one that rejected it still counts the hits',
   ),
   row('SHADOW_MODE', 'false', 'same', 'SHADOW_MODE: every limit reports but never rejects'),
-  row('QUOTA_MODE', 'false', 'unsupported', 'set `quota_mode: true` on the rules instead', { accepts: off }),
+  row('QUOTA_MODE', 'false', 'same', 'QUOTA_MODE: every descriptor in quota mode, as `quota_mode: true` on every rule'),
   row(
     'RESPONSE_DYNAMIC_METADATA',
     'false',

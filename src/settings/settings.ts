@@ -369,6 +369,11 @@ export const SETTINGS = {
   ),
   logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
   shadowMode: bool('SHADOW_MODE', false, 'Every limit in shadow mode: counted, reported and logged in metrics, never rejecting.'),
+  quotaMode: bool(
+    'QUOTA_MODE',
+    false,
+    'Every descriptor in quota mode, as `quota_mode: true` on every rule (docs/rules.md), as envoyproxy/ratelimit does with this setting: a descriptor over its limit reads OVER_LIMIT, and the request is rejected only when every descriptor of it (unlimited ones aside; those no rule matches count as within) is over.',
+  ),
   criticalityKey: spec(
     'CRITICALITY_KEY',
     'string (non-empty)',
