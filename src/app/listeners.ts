@@ -18,8 +18,12 @@ import { StartupError } from '../vocab/startup-error.js';
  */
 export async function grpcCredentials(settings: Settings, log: Logger): Promise<ReloadingServerCredentials | undefined> {
   const { grpcTlsCert: certFile, grpcTlsKey: keyFile, grpcTlsClientCa: clientCaFile } = settings;
-  if (!certFile && !keyFile && !clientCaFile) return undefined;
+  if (!certFile && !keyFile && !clientCaFile) {
+    if (settings.grpcTlsClientSan) throw new StartupError('GRPC_TLS_CLIENT_SAN needs mutual TLS: set GRPC_TLS_CERT, GRPC_TLS_KEY and GRPC_TLS_CLIENT_CA too');
+    return undefined;
+  }
   if (!certFile || !keyFile) throw new StartupError('gRPC TLS needs both GRPC_TLS_CERT and GRPC_TLS_KEY (GRPC_TLS_CLIENT_CA adds mutual TLS)');
+  if (settings.grpcTlsClientSan && !clientCaFile) throw new StartupError('GRPC_TLS_CLIENT_SAN needs mutual TLS: set GRPC_TLS_CLIENT_CA too');
   const { ReloadingServerCredentials } = await import('../server/grpc/tls-credentials.js');
   try {
     return ReloadingServerCredentials.create(

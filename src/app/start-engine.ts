@@ -64,6 +64,7 @@ export function startEngine(
       log.warn(message),
     ),
     shadowMode: settings.shadowMode,
+    quotaMode: settings.quotaMode,
     timer,
     criticalityKey: settings.criticalityKey,
     responseDynamicMetadata: settings.responseDynamicMetadata,

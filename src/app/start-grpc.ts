@@ -10,6 +10,7 @@ import type { StartContext } from './start-context.js';
 import type { StartedEngine } from './start-engine.js';
 import type { StartedServices } from './start-services.js';
 import { StartupError } from '../vocab/startup-error.js';
+import { throttledLog } from '../storage/throttled-log.js';
 
 export interface GrpcParts {
   readonly loopClock: LoopClock;
@@ -18,8 +19,13 @@ export interface GrpcParts {
   readonly onError: (protocol: string) => (err: unknown, status: string) => void;
 }
 
+/** A refused client certificate, once per 10 s per reason (a client that reconnects at once would flood the log). */
+function refusedLog(log: (message: string) => void): (reason: string) => void {
+  return (reason) => log(`gRPC connection closed: GRPC_TLS_CLIENT_SAN not matched: ${reason}`);
+}
+
 export function startGrpc(
-  { settings, clock, metrics }: StartContext,
+  { settings, clock, metrics, log }: StartContext,
   { limiter, margin, health, requestLimits }: StartedEngine,
   { extAuthz, capacity, credentials }: StartedServices,
   parts: GrpcParts,
@@ -48,13 +54,21 @@ export function startGrpc(
     defaultTimeoutMs: settings.redisCommandTimeoutMs,
     maxWaitMs: settings.decisionMaxWaitMs,
     ...(credentials === undefined ? {} : { credentials }),
+    ...(settings.grpcTlsClientSan === ''
+      ? {}
+      : { clientSan: { name: settings.grpcTlsClientSan, onRefused: refusedLog(throttledLog({ log: (m) => log.warn(m), clock })) } }),
     socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
     onError: onError('rls'),
     onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
     onSendDelay: (ms) => margin.recordSend(ms),
     unseenWaitMs: () => loopClock.unseenWaitMs(),
-    connections: { guard, maxConcurrentStreams: settings.grpcMaxStreamsPerConnection, maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb },
+    connections: {
+      guard,
+      maxConcurrentStreams: settings.grpcMaxStreamsPerConnection,
+      maxSessionMemoryMb: settings.grpcMaxSessionMemoryMb,
+      maxConnectionAge: { ageMs: settings.grpcMaxConnectionAge, graceMs: settings.grpcMaxConnectionAgeGrace },
+    },
   }).catch((err: unknown) => {
     const where = settings.grpcHost.startsWith('unix:') ? settings.grpcHost : `${settings.grpcHost}:${settings.grpcPort}`;
     throw new StartupError(`cannot listen for gRPC on ${where}: ${(err as Error).message}`);

@@ -31,6 +31,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     ...(settings.redisTlsKey ? { keyFile: settings.redisTlsKey } : {}),
     ...(settings.redisTlsServername ? { servername: settings.redisTlsServername } : {}),
     ...(settings.redisTlsInsecure ? { insecureSkipVerify: true } : {}),
+    ...(settings.redisTlsSkipHostnameVerification ? { skipHostnameVerification: true } : {}),
   };
   return {
     url: settings.redisUrl,

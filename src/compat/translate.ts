@@ -5,6 +5,7 @@
  * ignored). Pure: settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
+import { parseGoDuration } from '../vocab/go-duration.js';
 import { redactUrl } from '../vocab/redact.js';
 import { REFERENCE_SETTINGS } from './reference-settings.js';
 
@@ -97,6 +98,20 @@ export function translateReferenceEnv(env: Env): Translation {
   if (env.REDIS_TLS_CLIENT_CERT !== undefined) set('REDIS_TLS_CERT', env.REDIS_TLS_CLIENT_CERT, 'REDIS_TLS_CLIENT_CERT');
   if (env.REDIS_TLS_CLIENT_KEY !== undefined) set('REDIS_TLS_KEY', env.REDIS_TLS_CLIENT_KEY, 'REDIS_TLS_CLIENT_KEY');
 
+  // GRPC_UDS replaces GRPC_HOST:GRPC_PORT, as the reference listens on the socket alone.
+  const uds = env.GRPC_UDS?.trim() ?? '';
+  if (uds !== '') set('GRPC_HOST', `unix:${uds}`, env.GRPC_HOST === undefined ? 'GRPC_UDS' : 'GRPC_UDS+GRPC_HOST');
+
+  // The reference gives REDIS_TIMEOUT to its dialer only (0: no timeout of its own).
+  if (env.REDIS_TIMEOUT !== undefined) {
+    try {
+      const ms = parseGoDuration(env.REDIS_TIMEOUT);
+      set('REDIS_CONNECT_TIMEOUT_MS', String(ms === 0 ? 2 ** 31 - 1 : ms), 'REDIS_TIMEOUT');
+    } catch (err) {
+      problems.push(`REDIS_TIMEOUT: ${(err as Error).message}`);
+    }
+  }
+
   translateGrpcTls(env, set, problems);
   translateRedis(env, set, notices, problems);
   return { values, notices, problems };
@@ -120,6 +135,9 @@ function translateGrpcTls(env: Env, set: (ours: string, value: string, from: str
   set('GRPC_TLS_KEY', key, 'GRPC_SERVER_USE_TLS+GRPC_SERVER_TLS_KEY');
   const ca = env.GRPC_CLIENT_TLS_CACERT?.trim() ?? '';
   if (ca !== '') set('GRPC_TLS_CLIENT_CA', ca, 'GRPC_SERVER_USE_TLS+GRPC_CLIENT_TLS_CACERT');
+  // The reference checks the SAN on verified client certificates only, so only with a client CA.
+  const san = env.GRPC_CLIENT_TLS_SAN?.trim() ?? '';
+  if (san !== '' && ca !== '') set('GRPC_TLS_CLIENT_SAN', san, 'GRPC_SERVER_USE_TLS+GRPC_CLIENT_TLS_SAN');
 }
 
 function translateRedis(env: Env, set: (ours: string, value: string, from: string) => void, notices: Notice[], problems: string[]): void {

@@ -25,7 +25,7 @@ import { noopObserver, type DecisionObserver } from './observer.js';
 import { checkRequest, DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../vocab/request-limits.js';
 import { classify, DEFAULT_CRITICALITY_KEY } from '../throttling/criticality.js';
 import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
-import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
+import { applyReplaces, enforced, inQuotaMode, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
 import { CostEstimator } from '../cost/estimator.js';
@@ -49,6 +49,8 @@ export interface RateLimiterOptions {
   readonly requestLimits?: RequestLimits;
   /** SHADOW_MODE: every configured limit reports but never rejects (request-level overrides still do). */
   readonly shadowMode?: boolean;
+  /** QUOTA_MODE: every descriptor in quota mode (resolve.ts inQuotaMode), as with `quota_mode` on every rule. */
+  readonly quotaMode?: boolean;
   /** Waits for a delayed request's reserved slot (on_limit delay); default: timeouts on `clock`. */
   readonly timer?: Timer;
   /** CRITICALITY_KEY: descriptor entries with this key give the request's class (src/throttling/criticality.ts). */
@@ -112,6 +114,7 @@ export class RateLimiter {
       domain: request.domain,
       envoyKeys: this.options.keyFormat === 'envoy',
       shadowMode: this.options.shadowMode === true,
+      quotaMode: this.options.quotaMode === true,
       criticality,
       nowMs,
       ...(decideOptions.deadlineMs !== undefined ? { delayDeadlineMs: decideOptions.deadlineMs - (this.options.delayMarginMs?.() ?? 0) } : {}),
@@ -141,12 +144,14 @@ export class RateLimiter {
     const quotaViolations: number[] = [];
     const passedMetadata: NonNullable<Resolved['metadata']>[] = [];
     let overLimit = false;
+    const quotaAll = this.options.quotaMode === true;
     for (let index = 0; index < resolved.length; index++) {
       const r = resolved[index]!;
       const status = this.describe(request.domain, r, outcomes, applied, observer);
       if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
-      if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
-      if (r.rule?.quotaMode === true && r.limits.length > 0) {
+      if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode, quotaAll)) overLimit = true;
+      // QUOTA_MODE counts descriptors without a limit too (they pass), as the reference does
+      if (inQuotaMode(r, quotaAll) && (quotaAll || r.limits.length > 0)) {
         quotaDescriptors.push(index);
         if (r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
       }
@@ -212,8 +217,9 @@ export class RateLimiter {
     let chosen = 0;
     let rejected = false;
     let nearLimit = false;
-    const isEnforced = enforced(r, this.options.shadowMode);
-    const quotaMode = r.rule?.quotaMode === true;
+    const quotaAll = this.options.quotaMode === true;
+    const isEnforced = enforced(r, this.options.shadowMode, quotaAll);
+    const quotaMode = inQuotaMode(r, quotaAll);
     for (let j = 0; j < r.limits.length; j++) {
       const limit = r.limits[j]!;
       const o = outcomes[r.firstCheck + j]!;
@@ -228,7 +234,7 @@ export class RateLimiter {
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;
     const shadow = r.rule !== undefined && (r.rule.shadowMode || this.options.shadowMode === true);
-    const quota = r.rule?.quotaMode === true;
+    const quota = quotaMode;
     observer.onDescriptor({
       domain,
       statsKey: r.statsKey,
@@ -241,7 +247,7 @@ export class RateLimiter {
     // A quota-mode descriptor over its limit reads OVER_LIMIT while the request may still be admitted (the
     // overall code decides), as envoyproxy/ratelimit answers it.
     return {
-      code: rejected && (enforced(r, this.options.shadowMode) || (quota && !shadow)) ? 'OVER_LIMIT' : 'OK',
+      code: rejected && (isEnforced || (quota && !shadow)) ? 'OVER_LIMIT' : 'OK',
       currentLimit: {
         ...(limit.name !== undefined ? { name: limit.name } : {}),
         requestsPerUnit: limit.requestsPerUnit,

@@ -23,6 +23,8 @@ export interface PlanContext {
   readonly envoyKeys: boolean;
   /** SHADOW_MODE. */
   readonly shadowMode: boolean;
+  /** QUOTA_MODE. */
+  readonly quotaMode?: boolean;
   readonly criticality: Criticality;
   readonly nowMs: number;
   /** By when a delayed answer (on_limit delay) must be due: the decision deadline less the delay margin. */
@@ -48,7 +50,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
   let hasOnLimit = false;
   for (const r of resolved) {
     r.firstCheck = checks.length;
-    const enforce = enforced(r, ctx.shadowMode);
+    const enforce = enforced(r, ctx.shadowMode, ctx.quotaMode);
     const shadow = r.rule !== undefined && (ctx.shadowMode || r.rule.shadowMode);
     for (const limit of r.limits) {
       const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
@@ -135,9 +137,19 @@ function isEnvoyCompatible(limit: CompiledLimit): boolean {
  * Whether a descriptor's rejection rejects the request (shadow_mode, SHADOW_MODE and quota_mode only report;
  * a refund never rejects, as envoyproxy/ratelimit answers negative hits OK).
  */
-export function enforced(r: Resolved, shadowAll = false): boolean {
-  if (r.refundUnits !== undefined || isPostResponse(r.cost)) return false;
+export function enforced(r: Resolved, shadowAll = false, quotaAll = false): boolean {
+  if (r.refundUnits !== undefined || isPostResponse(r.cost) || (quotaAll && inQuotaMode(r, true))) return false;
   return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
+}
+
+/**
+ * Whether a descriptor is in quota mode: its rule says `quota_mode`, or QUOTA_MODE (`quotaAll`) puts every
+ * descriptor but those of `unlimited` rules in it (request-level overrides and descriptors no rule matches
+ * included, as envoyproxy/ratelimit counts them with that setting).
+ */
+export function inQuotaMode(r: Resolved, quotaAll = false): boolean {
+  if (r.refundUnits !== undefined) return false;
+  return quotaAll ? r.rule?.unlimited !== true : r.rule?.quotaMode === true;
 }
 
 /** The estimator of admission by predicted cost, read at the decision's time. */

@@ -7,7 +7,7 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
-import { XDS_SETTINGS } from './xds-settings.js';
+import { parseGoDuration, XDS_SETTINGS } from './xds-settings.js';
 
 export type { Notice };
 
@@ -52,6 +52,11 @@ function oneOf<const T extends string>(env: string, values: readonly T[], def: T
     if (!(values as readonly string[]).includes(v)) throw new Error(`'${s}' is not one of ${values.join(', ')}`);
     return v as T;
   });
+}
+
+/** A Go duration (`24h`, `1m30s`, `500ms`), in ms, as envoyproxy/ratelimit reads its durations. */
+function duration(env: string, def: string, description: string) {
+  return spec(env, 'duration (500ms, 10s, 1h)', parseGoDuration(def), description, parseGoDuration);
 }
 
 function port(env: string, def: number, description: string) {
@@ -125,6 +130,16 @@ export const SETTINGS = {
     1000,
     2 ** 31 - 1,
   ),
+  grpcMaxConnectionAge: duration(
+    'GRPC_MAX_CONNECTION_AGE',
+    '24h',
+    'A gRPC connection this old (±10%, spread at random) is sent GOAWAY: its calls in flight are answered, and Envoy opens a new connection for its next calls, which the Service may give to a replica added since (docs/kubernetes.md). 0 = never.',
+  ),
+  grpcMaxConnectionAgeGrace: duration(
+    'GRPC_MAX_CONNECTION_AGE_GRACE',
+    '1h',
+    'After GRPC_MAX_CONNECTION_AGE, how long calls still open on the aged connection may run before it is closed. 0 = no bound.',
+  ),
   grpcMaxWatchStreams: int('GRPC_MAX_WATCH_STREAMS', 1000, 'Most open grpc.health.v1 Watch calls; one more is answered RESOURCE_EXHAUSTED.', 1),
   grpcResetBurst: int(
     'GRPC_RESET_BURST',
@@ -163,6 +178,11 @@ export const SETTINGS = {
     'GRPC_TLS_CLIENT_CA',
     '',
     'gRPC mutual TLS: PEM file of the CA(s) client certificates must chain to; when set, clients without a valid certificate are refused.',
+  ),
+  grpcTlsClientSan: str(
+    'GRPC_TLS_CLIENT_SAN',
+    '',
+    'gRPC mutual TLS (with GRPC_TLS_CLIENT_CA): the name (or IP address) a client certificate must carry as a subject alternative name; a connection whose certificate does not is closed after the handshake.',
   ),
   httpHost: str('HTTP_HOST', '0.0.0.0', 'Address of the HTTP admin server (health, metrics, /rules, /json).'),
   httpPort: port('HTTP_PORT', 8080, 'HTTP admin port; 0 picks a free port.'),
@@ -210,6 +230,11 @@ export const SETTINGS = {
   redisTlsKey: str('REDIS_TLS_KEY', '', 'TLS: client key file (mutual TLS).'),
   redisTlsServername: str('REDIS_TLS_SERVERNAME', '', 'TLS: server name to verify (SNI), if not the host.'),
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
+  redisTlsSkipHostnameVerification: bool(
+    'REDIS_TLS_SKIP_HOSTNAME_VERIFICATION',
+    false,
+    "TLS: check that the server's certificate chains to REDIS_TLS_CA (or the system's CAs), but not the name it carries, as envoyproxy/ratelimit does with this setting (a Redis reached by an address its certificate does not name).",
+  ),
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int(
     'REDIS_COMMAND_TIMEOUT_MS',
@@ -344,6 +369,11 @@ export const SETTINGS = {
   ),
   logFormat: oneOf('LOG_FORMAT', ['json', 'text'] as const, 'json', 'Log lines as JSON objects or plain text.'),
   shadowMode: bool('SHADOW_MODE', false, 'Every limit in shadow mode: counted, reported and logged in metrics, never rejecting.'),
+  quotaMode: bool(
+    'QUOTA_MODE',
+    false,
+    'Every descriptor in quota mode, as `quota_mode: true` on every rule (docs/rules.md), as envoyproxy/ratelimit does with this setting: a descriptor over its limit reads OVER_LIMIT, and the request is rejected only when every descriptor of it (unlimited ones aside; those no rule matches count as within) is over.',
+  ),
   criticalityKey: spec(
     'CRITICALITY_KEY',
     'string (non-empty)',

@@ -1,7 +1,8 @@
 /**
  * gRPC TLS with envoyproxy/ratelimit's names, as Envoy Gateway sets them: GRPC_SERVER_USE_TLS=true with
  * GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY serves TLS; GRPC_CLIENT_TLS_CACERT requires client certificates;
- * GRPC_SERVER_TLS_CA_CERT (set by Envoy Gateway, read by no reference code) changes nothing, as there.
+ * GRPC_SERVER_TLS_CA_CERT (set by Envoy Gateway, read by no reference code) changes nothing, as there;
+ * GRPC_CLIENT_TLS_SAN requires that name among the client certificate's subject alternative names.
  */
 import * as grpc from '@grpc/grpc-js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,11 +25,11 @@ afterAll(() => {
   if (rules !== undefined) rmSync(rules, { recursive: true, force: true });
 });
 
-async function outcome(address: string, withCert: boolean): Promise<string> {
+async function outcome(address: string, withCert: boolean, from: TestPki = pki): Promise<string> {
   const creds = grpc.credentials.createSsl(
-    readFileSync(pki.caCert),
-    withCert ? readFileSync(pki.clientKey) : null,
-    withCert ? readFileSync(pki.clientCert) : null,
+    readFileSync(from.caCert),
+    withCert ? readFileSync(from.clientKey) : null,
+    withCert ? readFileSync(from.clientCert) : null,
   );
   const client = new RlsTestClient(address, creds, { 'grpc.ssl_target_name_override': pki.serverName, 'grpc.default_authority': pki.serverName });
   try {
@@ -54,4 +55,37 @@ describe("GRPC_SERVER_USE_TLS and its files (the reference's names)", () => {
       await mutual.stop();
     }
   }, 40_000);
+
+  it('checks the subject alternative name of client certificates with GRPC_CLIENT_TLS_SAN, as the reference does', async () => {
+    const named = await makeTestPki('DNS:envoy.example, DNS:*.mesh.example');
+    try {
+      const tls = { CONFIG_DIR: rules, GRPC_SERVER_USE_TLS: 'true', GRPC_SERVER_TLS_CERT: named.serverCert, GRPC_SERVER_TLS_KEY: named.serverKey };
+      const exact = await spawnService({ ...tls, GRPC_CLIENT_TLS_CACERT: named.caCert, GRPC_CLIENT_TLS_SAN: 'envoy.example' });
+      const wildcard = await spawnService({ ...tls, GRPC_CLIENT_TLS_CACERT: named.caCert, GRPC_CLIENT_TLS_SAN: 'gw.mesh.example' });
+      const other = await spawnService({ ...tls, GRPC_CLIENT_TLS_CACERT: named.caCert, GRPC_CLIENT_TLS_SAN: 'other.example' });
+      try {
+        expect(await outcome(exact.grpcAddress, true, named)).toBe('OK');
+        expect(await outcome(wildcard.grpcAddress, true, named)).toBe('OK');
+        expect(await outcome(other.grpcAddress, true, named)).toBe('UNAVAILABLE');
+        expect(other.stderr()).toContain('GRPC_TLS_CLIENT_SAN not matched');
+        // a certificate with no subject alternative name at all (the default PKI's client) is refused too
+        const bare = await spawnService({
+          ...tls,
+          GRPC_SERVER_TLS_CERT: pki.serverCert,
+          GRPC_SERVER_TLS_KEY: pki.serverKey,
+          GRPC_CLIENT_TLS_CACERT: pki.caCert,
+          GRPC_CLIENT_TLS_SAN: 'ratelimit',
+        });
+        try {
+          expect(await outcome(bare.grpcAddress, true)).toBe('UNAVAILABLE');
+        } finally {
+          await bare.stop();
+        }
+      } finally {
+        await Promise.all([exact.stop(), wildcard.stop(), other.stop()]);
+      }
+    } finally {
+      named.remove();
+    }
+  }, 60_000);
 });

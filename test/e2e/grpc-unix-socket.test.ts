@@ -1,5 +1,5 @@
 /**
- * GRPC_HOST=unix:/path (Envoy's `pipe` address in a sidecar): `ratelimit serve` listens on a Unix domain
+ * GRPC_HOST=unix:/path (Envoy's `pipe` address in a sidecar), or the reference's GRPC_UDS=/path: `ratelimit serve` listens on a Unix domain
  * socket with the GRPC_UNIX_SOCKET_MODE permissions, answers a grpc-js client dialing `unix:`, replaces a
  * stale socket file left by a killed process, and refuses to start over a live socket or a regular file.
  */
@@ -43,6 +43,21 @@ async function ask(address: string): Promise<string> {
 }
 
 describe('gRPC on a Unix domain socket', () => {
+  it("GRPC_UDS (envoyproxy/ratelimit's name) listens on that socket instead of GRPC_HOST:GRPC_PORT, as the reference does", async () => {
+    const sock = join(root, 'reference.sock');
+    const dir = mkdtempSync(join(root, 'r-'));
+    writeFileSync(join(dir, 'edge.yaml'), RULES['edge.yaml']);
+    // spawnService sets GRPC_HOST=127.0.0.1 and GRPC_PORT=0, as a reference deployment may set them beside GRPC_UDS
+    const svc = await spawnService({ CONFIG_DIR: dir, GRPC_UDS: sock });
+    try {
+      expect(svc.grpcAddress).toBe(`unix:${sock}`);
+      expect(statSync(sock).isSocket()).toBe(true);
+      expect(await ask(`unix:${sock}`)).toBe('OK');
+    } finally {
+      await svc.stop();
+    }
+  });
+
   it('ratelimit serve listens on unix:/path with mode 660 by default and removes the socket on exit', async () => {
     const sock = join(root, 'rls.sock');
     const dir = mkdtempSync(join(root, 'r-'));

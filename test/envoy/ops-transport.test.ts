@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Settings } from '../../src/settings/settings.js';
-import { rlsBootstrap } from '../support/envoy-bootstrap.js';
+import { rlsBootstrap, upstreamTls } from '../support/envoy-bootstrap.js';
 import { setPath, type EnvoyAddress } from '../support/envoy-config.js';
 import { envoyRlsCounts, serviceRlsCounts } from '../support/envoy-stack.js';
 import { describeEnvoy, startEnvoy, type EnvoyProcess } from '../support/envoy.js';
@@ -101,23 +101,7 @@ describeEnvoy('Envoy as the gRPC peer', () => {
     }
   });
 
-  const tls = (mutual: boolean) => ({
-    transport_socket: {
-      name: 'envoy.transport_sockets.tls',
-      typed_config: {
-        '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
-        sni: pki.serverName,
-        common_tls_context: {
-          alpn_protocols: ['h2'],
-          validation_context: {
-            trusted_ca: { filename: pki.caCert },
-            match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: pki.serverName } }],
-          },
-          ...(mutual ? { tls_certificates: [{ certificate_chain: { filename: pki.clientCert }, private_key: { filename: pki.clientKey } }] } : {}),
-        },
-      },
-    },
-  });
+  const tls = (mutual: boolean) => ({ transport_socket: upstreamTls(pki, mutual) });
 
   it.each([
     ['TLS', false],

@@ -4,6 +4,7 @@
  * routes whose `rate_limits` the test chooses; optional HTTP filters before it (e.g. to set dynamic metadata).
  */
 import { applyOverrides, type EnvoyAddress } from './envoy-config.js';
+import type { TestPki } from './tls.js';
 
 type Obj = Record<string, unknown>;
 
@@ -130,4 +131,26 @@ export function rlsBootstrap(o: RlsBootstrapOptions): Obj {
     },
   };
   return applyOverrides(doc, { clusters: { app: o.upstream, ratelimit: o.service } });
+}
+
+/**
+ * The `transport_socket` of a cluster that speaks TLS (HTTP/2 by ALPN) to a server with the test PKI's server
+ * certificate, as Envoy Gateway's ratelimit_cluster does; `mutual`: with the PKI's client certificate.
+ */
+export function upstreamTls(pki: TestPki, mutual = false): Obj {
+  return {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
+      sni: pki.serverName,
+      common_tls_context: {
+        alpn_protocols: ['h2'],
+        validation_context: {
+          trusted_ca: { filename: pki.caCert },
+          match_typed_subject_alt_names: [{ san_type: 'DNS', matcher: { exact: pki.serverName } }],
+        },
+        ...(mutual ? { tls_certificates: [{ certificate_chain: { filename: pki.clientCert }, private_key: { filename: pki.clientKey } }] } : {}),
+      },
+    },
+  };
 }

@@ -22,7 +22,8 @@ export interface TestPki {
   remove(): void;
 }
 
-export async function makeTestPki(): Promise<TestPki> {
+/** `clientSan`: the client certificate's subjectAltName (e.g. `DNS:envoy.example`); none by default. */
+export async function makeTestPki(clientSan?: string): Promise<TestPki> {
   const dir = mkdtempSync(join(tmpdir(), 'rl-tls-'));
   const f = (name: string): string => join(dir, name);
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
@@ -49,7 +50,7 @@ export async function makeTestPki(): Promise<TestPki> {
     ]);
   };
   await sign('server', '/CN=redis.test', 'subjectAltName=DNS:redis.test\nextendedKeyUsage=serverAuth\n');
-  await sign('client', '/CN=ratelimit', 'extendedKeyUsage=clientAuth\n');
+  await sign('client', '/CN=ratelimit', `${clientSan === undefined ? '' : `subjectAltName=${clientSan}\n`}extendedKeyUsage=clientAuth\n`);
   return {
     dir,
     caCert: f('ca.crt'),

@@ -1,36 +1,24 @@
 /**
- * The environment Envoy Gateway writes for its rate-limit container (internal/infrastructure/kubernetes/ratelimit/
- * resource.go in envoyproxy/gateway: expectedRateLimitContainerEnv, Redis TLS included), read by our settings
- * loader: no error, and each name with the reference's meaning.
+ * The environment Envoy Gateway writes for its rate-limit container (test/support/eg-environment.ts, with its
+ * Redis TLS and its tracing added as resource.go adds them), read by our settings loader verbatim: no error, and
+ * each name with the reference's meaning. test/envoy/eg-environment.test.ts starts the service with it.
  */
 import { describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/settings/settings.js';
+import { EG_VERSION, egEnvironment } from '../support/eg-environment.js';
 
-const EG_ENV: Record<string, string> = {
-  REDIS_SOCKET_TYPE: 'tcp',
-  REDIS_URL: 'redis.redis-system.svc.cluster.local:6379',
-  RUNTIME_ROOT: '/data',
-  RUNTIME_SUBDIRECTORY: 'ratelimit',
-  RUNTIME_IGNOREDOTFILES: 'true',
-  RUNTIME_WATCH_ROOT: 'false',
-  LOG_LEVEL: 'info',
-  USE_STATSD: 'false',
-  CONFIG_TYPE: 'GRPC_XDS_SOTW',
-  CONFIG_GRPC_XDS_SERVER_URL: 'envoy-gateway:18001',
-  CONFIG_GRPC_XDS_NODE_ID: 'envoy-ratelimit',
-  GRPC_SERVER_USE_TLS: 'true',
-  GRPC_SERVER_TLS_CERT: '/certs/tls.crt',
-  GRPC_SERVER_TLS_KEY: '/certs/tls.key',
-  GRPC_SERVER_TLS_CA_CERT: '/certs/ca.crt',
-  CONFIG_GRPC_XDS_SERVER_USE_TLS: 'true',
-  CONFIG_GRPC_XDS_CLIENT_TLS_CERT: '/certs/tls.crt',
-  CONFIG_GRPC_XDS_CLIENT_TLS_KEY: '/certs/tls.key',
-  CONFIG_GRPC_XDS_SERVER_TLS_CACERT: '/certs/ca.crt',
-  FORCE_START_WITHOUT_INITIAL_CONFIG: 'true',
+const EG_ENV = egEnvironment();
+const TRACING_ENV = {
+  TRACING_ENABLED: 'true',
+  TRACING_SERVICE_NAME: 'envoy-ratelimit',
+  TRACING_SERVICE_NAMESPACE: 'envoy-gateway-system',
+  TRACING_SERVICE_INSTANCE_ID: 'envoy-ratelimit-6d8f9c7b5-x2x7q',
+  TRACING_SAMPLING_RATE: '1.0',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.monitoring.svc.cluster.local:4318',
 };
 const REDIS_TLS_ENV = { REDIS_TLS: 'true', REDIS_TLS_CLIENT_CERT: '/redis-certs/tls.crt', REDIS_TLS_CLIENT_KEY: '/redis-certs/tls.key' };
 
-describe("Envoy Gateway's rate-limit environment", () => {
+describe(`Envoy Gateway's rate-limit environment (${EG_VERSION})`, () => {
   it('loads, with xDS over mutual TLS, gRPC TLS without client certificates (GRPC_SERVER_TLS_CA_CERT ignored, as the reference ignores it) and Redis', () => {
     const { settings } = loadSettings(EG_ENV);
     expect(settings).toMatchObject({
@@ -47,8 +35,13 @@ describe("Envoy Gateway's rate-limit environment", () => {
       grpcTlsClientCa: '',
       backend: 'redis',
       redisUrl: 'redis://redis.redis-system.svc.cluster.local:6379',
-      usePrometheus: false,
+      usePrometheus: true,
+      prometheusAddr: ':19001',
     });
+  });
+
+  it('with its tracing settings: loads', () => {
+    expect(() => loadSettings({ ...EG_ENV, ...TRACING_ENV })).not.toThrow();
   });
 
   it('with its Redis TLS settings: rediss:// and the client certificate', () => {

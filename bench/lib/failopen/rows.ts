@@ -31,6 +31,8 @@ export interface AuditRow {
   readonly replicas?: 2;
   /** This service's settings for the row (quick runs shorten the drain). */
   env?(quick: boolean): Record<string, string>;
+  /** Settings both servers read under the same (the reference's) name. */
+  readonly sharedEnv?: Record<string, string>;
   /** Probes after the event (default 5); 0 where no server is left to answer. */
   readonly after?: number;
   run(ctx: RowContext): Promise<void>;
@@ -145,6 +147,16 @@ export const ROWS: readonly AuditRow[] = [
         await replica.start();
         await ctx.stack.healthy(2);
       }
+    },
+  },
+  {
+    id: 'connection-age',
+    event: 'connections aged out every second (GRPC_MAX_CONNECTION_AGE=1s, _GRACE=2s), Redis',
+    store: 'redis',
+    sharedEnv: { GRPC_MAX_CONNECTION_AGE: '1s', GRPC_MAX_CONNECTION_AGE_GRACE: '2s' },
+    async run(ctx) {
+      // several ages (0.9 s to 1.1 s each) while the probe runs: Envoy reconnects after each GOAWAY
+      await sleep(ctx.quick ? 3500 : 8000);
     },
   },
   {
@@ -272,6 +284,7 @@ export async function runRow(row: AuditRow, side: Side, quick: boolean): Promise
     store: row.store,
     ...(row.replicas ? { replicas: row.replicas } : {}),
     ...(row.env ? { env: row.env(quick) } : {}),
+    ...(row.sharedEnv ? { sharedEnv: row.sharedEnv } : {}),
   });
   const notes: string[] = [];
   try {

@@ -52,6 +52,8 @@ export interface StackSpec {
   replicas?: 1 | 2;
   /** This service only: further settings. */
   env?: Record<string, string>;
+  /** Both servers: settings under the reference's names. */
+  sharedEnv?: Record<string, string>;
 }
 
 export interface AuditStack {
@@ -108,7 +110,13 @@ export async function startAuditStack(spec: StackSpec): Promise<AuditStack> {
     }
     const replicas: Replica[] = [];
     for (let i = 0; i < (spec.replicas ?? 1); i++) {
-      const r = await startReplica({ side: spec.side, counters, rulesDir: dir, ...(spec.env ? { env: spec.env } : {}) });
+      const r = await startReplica({
+        side: spec.side,
+        counters,
+        rulesDir: dir,
+        ...(spec.env ? { env: spec.env } : {}),
+        ...(spec.sharedEnv ? { sharedEnv: spec.sharedEnv } : {}),
+      });
       replicas.push(r);
       closers.push(() => r.kill());
     }

@@ -23,6 +23,8 @@ export interface ReplicaSpec {
   rulesDir: string;
   /** This service only: further settings (env). */
   env?: Record<string, string>;
+  /** Both servers: settings under the reference's names (env). */
+  sharedEnv?: Record<string, string>;
 }
 
 export interface Replica {
@@ -52,7 +54,7 @@ function oursEnv(spec: ReplicaSpec, port: number): Record<string, string> {
         ? { BACKEND: 'redis', REDIS_URL: `redis://127.0.0.1:${c.port}` }
         : { BACKEND: 'redis', REDIS_TYPE: 'sentinel', REDIS_SENTINEL_MASTER: c.master, REDIS_SENTINEL_ADDRS: `127.0.0.1:${c.sentinelPort}` };
   // As deployed: the default drain and reload watcher unless the row says otherwise.
-  return { CONFIG_DIR: spec.rulesDir, GRPC_PORT: String(port), SHUTDOWN_DRAIN_MS: '5000', CONFIG_WATCH: 'true', ...backend, ...spec.env };
+  return { CONFIG_DIR: spec.rulesDir, GRPC_PORT: String(port), SHUTDOWN_DRAIN_MS: '5000', CONFIG_WATCH: 'true', ...backend, ...spec.sharedEnv, ...spec.env };
 }
 
 function referenceArgs(c: Counters): { address: string; env: string[] } {
@@ -98,7 +100,8 @@ export async function startReplica(spec: ReplicaSpec): Promise<Replica> {
       http = p.httpAddress;
     } else {
       const r = referenceArgs(spec.counters);
-      const t: Target = await startReference(spec.rulesDir, r.address, REFERENCE_START, { grpcPort: port, env: r.env });
+      const shared = Object.entries(spec.sharedEnv ?? {}).map(([k, v]) => `${k}=${v}`);
+      const t: Target = await startReference(spec.rulesDir, r.address, REFERENCE_START, { grpcPort: port, env: [...r.env, ...shared] });
       pid = childOf(t.pid!);
       stopIt = () => t.stop();
       killIt = stopIt; // it exits at once on SIGTERM

@@ -17,6 +17,7 @@ import type { HealthState } from '../health/grpc-health.js';
 import { GrpcStatusError } from './lean/grpc-wire.js';
 import { addHealthRoutes } from '../health/health-routes.js';
 import { startLeanServer } from './lean/lean-server.js';
+import type { ConnectionAgeOptions } from './lean/connection-age.js';
 import { leanRlsRoute, RLS_PATH } from '../rls/rls-route.js';
 import { routeTable } from './lean/routes.js';
 import type { BidiRoute } from './bidi/bidi-route.js';
@@ -35,6 +36,8 @@ export interface TransportOptions {
   /** The longest a decision waits, whatever deadline the caller sent (DECISION_MAX_WAIT_MS). */
   readonly maxWaitMs?: number;
   readonly credentials?: grpc.ServerCredentials;
+  /** Mutual TLS: the subject alternative name client certificates must carry, and where refusals go. */
+  readonly clientSan?: { readonly name: string; readonly onRefused: (reason: string) => void };
   readonly socketMode?: number;
   /** A call answered with an error status (from the route or engine): the cause and the status name. */
   readonly onError: (err: unknown, status: string) => void;
@@ -43,7 +46,12 @@ export interface TransportOptions {
   readonly onSendDelay: (ms: number) => void;
   readonly unseenWaitMs: () => number;
   /** Connection bounds of the gRPC port (docs/security.md); none when absent. */
-  readonly connections?: { readonly guard: ConnectionGuard; readonly maxConcurrentStreams: number; readonly maxSessionMemoryMb: number };
+  readonly connections?: {
+    readonly guard: ConnectionGuard;
+    readonly maxConcurrentStreams: number;
+    readonly maxSessionMemoryMb: number;
+    readonly maxConnectionAge?: ConnectionAgeOptions;
+  };
   /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
   readonly authz?: ExtAuthzServiceOptions;
   /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */
@@ -66,6 +74,7 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
     port: o.port,
     ...(o.connections ?? {}),
     ...(o.credentials === undefined ? {} : { credentials: o.credentials }),
+    ...(o.clientSan === undefined ? {} : { clientSan: o.clientSan }),
     ...(o.socketMode === undefined ? {} : { socketMode: o.socketMode }),
   };
   const rls = {

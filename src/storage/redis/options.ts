@@ -24,6 +24,8 @@ export interface RedisTlsOptions {
   readonly servername?: string;
   /** Accept any server certificate. For tests only: it disables the protection TLS gives. */
   readonly insecureSkipVerify?: boolean;
+  /** Verify the server certificate's chain but not the name it carries (REDIS_TLS_SKIP_HOSTNAME_VERIFICATION). */
+  readonly skipHostnameVerification?: boolean;
 }
 
 export interface RedisConnectionOptions {
@@ -115,7 +117,8 @@ export function parseRedisUrl(url: string): ParsedUrl {
 }
 
 function tlsOptions(parsed: ParsedUrl, tls: RedisTlsOptions | undefined): ConnectionOptions | undefined {
-  const given = tls !== undefined && Object.values(tls).some((v) => v !== undefined && v !== false);
+  // Skipping the name check asks for nothing by itself: without TLS it changes nothing (as in envoyproxy/ratelimit).
+  const given = tls !== undefined && Object.entries(tls).some(([k, v]) => k !== 'skipHostnameVerification' && v !== undefined && v !== false);
   if (!parsed.tls) {
     if (given) throw new Error('Redis TLS options are set but the URL is not rediss://');
     return undefined;
@@ -126,6 +129,7 @@ function tlsOptions(parsed: ParsedUrl, tls: RedisTlsOptions | undefined): Connec
   if (tls?.keyFile) out.key = readFileSync(tls.keyFile);
   if (tls?.servername) out.servername = tls.servername;
   if (tls?.insecureSkipVerify) out.rejectUnauthorized = false;
+  if (tls?.skipHostnameVerification) out.checkServerIdentity = () => undefined;
   return out;
 }
 

@@ -73,6 +73,18 @@ describe('Redis over TLS', () => {
     expect(await connects({ url: `rediss://127.0.0.1:${tlsPort}`, tls: { servername: pki.serverName } })).toBe(false);
   });
 
+  it('REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: verifies the chain, not the name', async () => {
+    // the certificate names redis.test, not 127.0.0.1: accepted, as it chains to the CA
+    expect(await connects({ url: `rediss://127.0.0.1:${tlsPort}`, tls: { caFile: pki.caCert, skipHostnameVerification: true } })).toBe(true);
+    // a CA it does not chain to is still refused
+    const stranger = await makeTestPki();
+    try {
+      expect(await connects({ url: `rediss://127.0.0.1:${tlsPort}`, tls: { caFile: stranger.caCert, skipHostnameVerification: true } })).toBe(false);
+    } finally {
+      stranger.remove();
+    }
+  });
+
   it('skips verification only when asked', async () => {
     expect(await connects({ url: `rediss://127.0.0.1:${tlsPort}`, tls: { insecureSkipVerify: true } })).toBe(true);
   });

@@ -172,6 +172,32 @@ describe('conflicts and unsupported settings', () => {
     expect(problems({ CONFIG_TYPE: 'FILE', GRPC_SERVER_USE_TLS: 'false' })).toEqual([]);
   });
 
+  it('reads GRPC_UDS as GRPC_HOST=unix:PATH, over GRPC_HOST as the reference listens on the socket alone', () => {
+    expect(loadSettings({ GRPC_UDS: '/run/rl.sock' }).settings.grpcHost).toBe('unix:/run/rl.sock');
+    expect(loadSettings({ GRPC_UDS: '/run/rl.sock', GRPC_HOST: '0.0.0.0', GRPC_PORT: '8081' }).settings.grpcHost).toBe('unix:/run/rl.sock');
+    expect(loadSettings({ GRPC_UDS: '', GRPC_HOST: '0.0.0.0' }).settings.grpcHost).toBe('0.0.0.0');
+  });
+
+  it('gives REDIS_TIMEOUT (a Go duration) to the Redis connection, as the reference gives it to its dialer', () => {
+    const env = { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379' };
+    expect(loadSettings({ ...env, REDIS_TIMEOUT: '2s' }).settings.redisConnectTimeoutMs).toBe(2000);
+    expect(loadSettings({ ...env, REDIS_TIMEOUT: '0' }).settings.redisConnectTimeoutMs).toBe(2 ** 31 - 1);
+    expect(redisTarget({ ...env, REDIS_TIMEOUT: '1m30s' }).options).toMatchObject({ connectTimeout: 90_000 });
+    expect(problems({ ...env, REDIS_TIMEOUT: 'ten' })).toEqual(["REDIS_TIMEOUT: 'ten' is not a duration such as 500ms, 10s or 1m30s"]);
+    expect(problems({ ...env, REDIS_TIMEOUT: '2s', REDIS_CONNECT_TIMEOUT_MS: '500' })[0]).toMatch(/REDIS_TIMEOUT .* means REDIS_CONNECT_TIMEOUT_MS=2000/);
+  });
+
+  it('reads REDIS_TLS_SKIP_HOSTNAME_VERIFICATION into the TLS options of the Redis connection', () => {
+    const env = { REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', REDIS_TLS: 'true' };
+    const { settings } = loadSettings({ ...env, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' });
+    expect(redisOptions(settings, new FakeClock(0), quiet).tls).toEqual({ skipHostnameVerification: true });
+    const tlsOf = (e: Record<string, string>) => (redisTarget(e).options as { tls?: { checkServerIdentity?: unknown } }).tls;
+    expect(typeof tlsOf({ ...env, REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' })?.checkServerIdentity).toBe('function');
+    expect(tlsOf(env)?.checkServerIdentity).toBeUndefined();
+    // without TLS it changes nothing, as in the reference
+    expect(redisTarget({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' }).options).not.toHaveProperty('tls');
+  });
+
   it('names every reference-only setting that is set: unsupported ones as warnings with what to do', () => {
     const { notices } = loadSettings({
       USE_STATSD: 'true',

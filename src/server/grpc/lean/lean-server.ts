@@ -19,6 +19,8 @@ import type { RouteTable } from './routes.js';
 import type { ConnectionGuard } from '../guard/connection-guard.js';
 import { NGHTTP2_RESET_BOUND } from '../guard/nghttp2-bounds.js';
 import { startLeanBidiCall } from '../bidi/bidi-lean.js';
+import { ageConnections, type ConnectionAgeOptions } from './connection-age.js';
+import { requireClientSan } from '../client-san.js';
 
 export interface LeanServerOptions {
   /** An IP or name, or `unix:/path/to.sock`. */
@@ -36,6 +38,10 @@ export interface LeanServerOptions {
   readonly maxSessionMemoryMb?: number;
   /** Connection bounds (count, message timeout, idle close, rapid reset); none when absent. */
   readonly guard?: ConnectionGuard;
+  /** Mutual TLS: the subject alternative name client certificates must carry (GRPC_TLS_CLIENT_SAN), and where refusals go. */
+  readonly clientSan?: { readonly name: string; readonly onRefused: (reason: string) => void };
+  /** Connections drained at this age (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE); never when absent. */
+  readonly maxConnectionAge?: ConnectionAgeOptions;
 }
 
 export interface RunningLeanServer {
@@ -103,7 +109,12 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     if (ctx !== null) (server as http2.Http2SecureServer).setSecureContext(ctx as Parameters<http2.Http2SecureServer['setSecureContext']>[0]);
   };
   if (secure) creds._addWatcher(onContext);
+  if (options.clientSan !== undefined) {
+    if (!secure) throw new Error('GRPC_TLS_CLIENT_SAN needs gRPC TLS with client certificates (GRPC_TLS_CLIENT_CA)');
+    requireClientSan(server, options.clientSan.name, options.clientSan.onRefused);
+  }
   options.guard?.attach(server);
+  if (options.maxConnectionAge !== undefined) ageConnections(server, options.maxConnectionAge);
   let closing = false;
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
