@@ -50,7 +50,10 @@ export function startGrpc(
     ...(credentials === undefined ? {} : { credentials }),
     socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
     onError: onError('rls'),
-    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+    onFinished: (method, seconds) => {
+      metrics.grpcRequestDuration.observe({ method }, seconds);
+      metrics.reference?.onCall(method, seconds);
+    },
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
     onSendDelay: (ms) => margin.recordSend(ms),
     unseenWaitMs: () => loopClock.unseenWaitMs(),
