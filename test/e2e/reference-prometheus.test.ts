@@ -10,12 +10,12 @@
  *    milliseconds, this service fractions of them.
  */
 import { existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import { freePort } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
+import { portAccepts } from '../support/service-process.js';
 import { only, parseSeries, type Series } from '../support/statsd-exporter.js';
 import { startXdsServer, type XdsServer } from '../support/xds-server.js';
 import { REFERENCE_BIN, startOursOverXds, startReferenceOverXds, type XdsSubject } from '../support/xds-subjects.js';
@@ -82,7 +82,7 @@ async function sideBySide(
       });
       // The reference opens its gRPC port a moment after it logs the rules loaded; a bare TCP connect (no call,
       // which it would count) says when.
-      await eventually(() => accepts(s.grpcAddress), { timeoutMs: 10_000, what: 'the gRPC port to accept' });
+      await eventually(() => portAccepts(s.grpcAddress), { timeoutMs: 10_000, what: 'the gRPC port to accept' });
       await drive(client);
       await eventually(async () => done(await scrape()), { timeoutMs: 10_000, what: 'the stats exported' });
       results.push(await scrape());
@@ -92,17 +92,6 @@ async function sideBySide(
     }
   }
   return results as [Series, Series];
-}
-
-function accepts(address: string): Promise<boolean> {
-  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
-  return new Promise((resolve) => {
-    const socket = connect(port, host, () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.on('error', () => resolve(false));
-  });
 }
 
 const nonZero = (s: Series) => Object.fromEntries([...s].filter(([, v]) => v !== 0).sort());
