@@ -1,7 +1,8 @@
 /**
  * PROMETHEUS_MAPPER_YAML's mapping against the real statsd_exporter (v0.31.0): the same statsd lines, sent to
  * the exporter over UDP and handed to our mapping, give the same Prometheus series (names, labels, values),
- * for Envoy Gateway's statsd_conf.yaml and the reference's example mapping (test/fixtures/statsd-mapping/).
+ * for Envoy Gateway's statsd_conf.yaml and the reference's example mapping (test/fixtures/statsd-mapping/), and
+ * for our built-in mapping against the reference's default one.
  * The lines are the stats the reference sends (its names: per-rule stats one to four keys deep, call errors,
  * per-method requests and response times, config loads, runtime gauges, an EXTRA_TAGS-tagged stat).
  */
@@ -9,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultMappingYaml } from '../../src/observability/reference-stats/default-mapping.js';
 import { parseMappingFile } from '../../src/observability/reference-stats/mapping-file.js';
 import { PromMappingSink } from '../../src/observability/reference-stats/prom-sink.js';
 import { eventually } from '../support/eventually.js';
@@ -47,36 +49,39 @@ function feed(sink: PromMappingSink, line: string): void {
 
 const exporterOwn = (name: string) => /^(go|process|promhttp|statsd_exporter|statsd_metric_mapper)_/.test(name);
 
-describe.each([['envoy-gateway-statsd_conf.yaml'], ['reference-example-conf.yaml']])(
-  '%s: our mapping and statsd_exporter v0.31.0 give the same series',
-  (file) => {
-    let exporter: StatsdExporter;
-    beforeAll(async () => {
-      exporter = await startStatsdExporter(join(FIXTURES, file));
-    }, 60_000);
-    afterAll(async () => exporter?.stop());
+const fixture = (file: string) => () => readFileSync(join(FIXTURES, file), 'utf8');
+describe.each([
+  ['envoy-gateway-statsd_conf.yaml', fixture('envoy-gateway-statsd_conf.yaml')],
+  ['reference-example-conf.yaml', fixture('reference-example-conf.yaml')],
+  // The built-in mapping (USE_PROMETHEUS without a file) against the reference's own default mapping.
+  ['reference-default_mapper.yaml', () => defaultMappingYaml(false)],
+])('%s: our mapping and statsd_exporter v0.31.0 give the same series', (file, ourMapping) => {
+  let exporter: StatsdExporter;
+  beforeAll(async () => {
+    exporter = await startStatsdExporter(join(FIXTURES, file));
+  }, 60_000);
+  afterAll(async () => exporter?.stop());
 
-    it('for the same statsd lines', async () => {
-      const registry = new Registry();
-      const sink = new PromMappingSink(parseMappingFile(readFileSync(join(FIXTURES, file), 'utf8'), file), registry);
-      for (const line of LINES) feed(sink, line);
-      const ours = only(parseSeries(await registry.metrics()), (n) => !exporterOwn(n));
+  it('for the same statsd lines', async () => {
+    const registry = new Registry();
+    const sink = new PromMappingSink(parseMappingFile(ourMapping(), file), registry);
+    for (const line of LINES) feed(sink, line);
+    const ours = only(parseSeries(await registry.metrics()), (n) => !exporterOwn(n));
 
-      await exporter.sendUdp(LINES);
-      const lastLine = 'ratelimit.service.config_load_error';
-      let theirs: Series = new Map();
-      await eventually(
-        async () => {
-          theirs = only(await exporter.series(), (n) => !exporterOwn(n));
-          // UDP in order from one socket: the last line's series says all have been read
-          return file.startsWith('envoy')
-            ? theirs.has('ratelimit_service_config_load_error')
-            : [...theirs.keys()].some((k) => k.startsWith(lastLine.replaceAll('.', '_')));
-        },
-        { timeoutMs: 10_000, what: 'the exporter to read every line' },
-      );
-      expect(ours.size).toBeGreaterThan(10);
-      expect(Object.fromEntries([...ours].sort())).toEqual(Object.fromEntries([...theirs].sort()));
-    });
-  },
-);
+    await exporter.sendUdp(LINES);
+    const lastLine = 'ratelimit.service.config_load_error';
+    let theirs: Series = new Map();
+    await eventually(
+      async () => {
+        theirs = only(await exporter.series(), (n) => !exporterOwn(n));
+        // UDP in order from one socket: the last line's series says all have been read
+        return !file.startsWith('reference-example')
+          ? theirs.has('ratelimit_service_config_load_error')
+          : [...theirs.keys()].some((k) => k.startsWith(lastLine.replaceAll('.', '_')));
+      },
+      { timeoutMs: 10_000, what: 'the exporter to read every line' },
+    );
+    expect(ours.size).toBeGreaterThan(10);
+    expect(Object.fromEntries([...ours].sort())).toEqual(Object.fromEntries([...theirs].sort()));
+  });
+});
