@@ -56,7 +56,7 @@ export async function startReferenceStats(ctx: StartContext, env: Readonly<Recor
   }
   if (live === undefined && batched.length === 0) return;
   const stats = new ReferenceStats(live, batched, { extraTags: settings.extraTags, maxKeys: Math.max(1000, settings.metricsMaxDetailedSeries * 10) });
-  metrics.reference = stats;
+  metrics.useReference(stats);
   if (batched.length > 0) {
     const timer = setInterval(() => stats.flush(), settings.statsFlushIntervalMs);
     timer.unref();

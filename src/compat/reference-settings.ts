@@ -279,31 +279,41 @@ export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
 export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`',
-    '`ratelimit_hits_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`',
+    '`ratelimit_hits_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`',
-    '`ratelimit_over_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`',
+    '`ratelimit_over_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`',
-    '`ratelimit_near_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`',
+    '`ratelimit_near_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`',
-    '`ratelimit_within_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`',
+    '`ratelimit_within_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`',
-    '`ratelimit_shadow_mode_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`',
+    '`ratelimit_shadow_mode_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`',
   ],
   ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
-  ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
-  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
-  ['`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`', '`ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`'],
   [
-    '`ratelimit_server.ShouldRateLimit.response_time`',
-    '`ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`',
+    '`ratelimit.service.config_load_success` / `config_load_error`',
+    'the same stats (statsd, or `ratelimit_service_config_load_{success,error}` through a mapping); `ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`',
+  ],
+  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
+  [
+    '`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`',
+    'the same stats (`ratelimit_service_should_rate_limit_error{err_type}` through a mapping); `ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`',
+  ],
+  [
+    '`ratelimit_server.METHOD.total_requests` / `response_time`',
+    'the same stats (`ratelimit_service_total_requests{grpc_method}`, `ratelimit_service_response_time_seconds{grpc_method}` through a mapping); `ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`',
+  ],
+  [
+    '`ratelimit.go.*`, `ratelimit.redis_pool.*` (Go runtime, Redis pool)',
+    '`ratelimit_process_*`, `ratelimit_nodejs_*`, `process_*`; `ratelimit_redis_*` (docs/metrics-reference.md)',
   ],
 ];
 

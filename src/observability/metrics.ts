@@ -17,6 +17,7 @@ import { scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 import { processMetrics } from './process-metrics.js';
 import type { ReferenceStats } from './reference-stats/reference-stats.js';
+import type { DecisionObserver } from '../core/observer.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -56,7 +57,9 @@ export interface Metrics extends CapacityMetrics, RlqsMetrics, DecisionMetrics, 
   /** Exports the state of the rules over xDS (CONFIG_TYPE=GRPC_XDS_SOTW). */
   watchXds(status: () => XdsMetricsStatus): void;
   /** envoyproxy/ratelimit's stats under its names (statsd, a statsd_exporter mapping), when one is on (app/start-reference-stats.ts). */
-  reference: ReferenceStats | undefined;
+  readonly reference: ReferenceStats | undefined;
+  /** Turns the reference's stats on: from now on `observer` reports each descriptor to them too. Call before the engine takes `observer`. */
+  useReference(stats: ReferenceStats): void;
 }
 
 /** Sampling period of the ratelimit_nodejs_eventloop_lag_* gauges, ms. */
@@ -137,13 +140,18 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     ...store,
     registry,
     reference: undefined,
-    // The reference's stats see each descriptor too, when they are on: one property read per descriptor otherwise.
-    observer: {
-      ...decisions.observer,
-      onDescriptor(r) {
-        decisions.observer.onDescriptor(r);
-        metrics.reference?.onDescriptor(r);
-      },
+    observer: decisions.observer,
+    useReference(stats) {
+      // With them off the observer is the decisions' own: nothing more per descriptor.
+      const m = metrics as { reference: ReferenceStats | undefined; observer: DecisionObserver };
+      m.reference = stats;
+      m.observer = {
+        ...decisions.observer,
+        onDescriptor(r) {
+          decisions.observer.onDescriptor(r);
+          stats.onDescriptor(r);
+        },
+      };
     },
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),

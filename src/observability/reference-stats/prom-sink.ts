@@ -19,9 +19,11 @@ type AnyMetric = Counter<string> | Gauge<string> | Histogram<string> | Summary<s
 export class PromMappingSink implements StatSink {
   private readonly mapper: StatMapper;
   private readonly metrics = new Map<string, { type: StatType; labelNames: Set<string>; metric: AnyMetric }>();
-  private readonly apply = new Map<string, Apply>();
+  /** What each stat name does, per stat type (no key to build per event). */
+  private readonly apply: Record<StatType, Map<string, Apply>> = { counter: new Map(), gauge: new Map(), observer: new Map() };
   /** Label names of each fixed metric name across the mappings that give it (a `$n` name takes its mapping's). */
   private readonly labelNamesOf = new Map<string, Set<string>>();
+  private readonly pendingOf = new Map<AnyMetric, { labels: Record<string, string>; value: number }[]>();
   private readonly conflicts: Counter<'type'>;
   private readonly actions: Counter<'action'>;
 
@@ -63,12 +65,12 @@ export class PromMappingSink implements StatSink {
   }
 
   private event(stat: string, type: StatType, value: number): void {
-    const key = `${type}\0${stat}`;
-    let apply = this.apply.get(key);
+    const byName = this.apply[type];
+    let apply = byName.get(stat);
     if (apply === undefined) {
       apply = this.resolve(stat, type);
-      if (this.apply.size >= APPLY_CACHE_MAX) this.apply.clear();
-      this.apply.set(key, apply);
+      if (byName.size >= APPLY_CACHE_MAX) byName.clear();
+      byName.set(stat, apply);
     }
     apply(value);
   }
@@ -86,10 +88,15 @@ export class PromMappingSink implements StatSink {
       const conflict = this.conflicts.labels({ type });
       return () => conflict.inc();
     }
-    const child = metric.labels(r.labels);
     const scaled = (v: number) => (scale === undefined ? v : v * scale);
+    if (type === 'counter') {
+      // Counts are added up here and handed to the counter when it is scraped: no label hashing per event.
+      const pending = { labels: r.labels, value: 0 };
+      this.pendingOf.get(metric)?.push(pending);
+      return (v) => void (pending.value += scaled(v));
+    }
+    const child = metric.labels(r.labels);
     if (type === 'gauge') return (v) => (child as ReturnType<Gauge<string>['labels']>).set(scaled(v));
-    if (type === 'counter') return (v) => (child as ReturnType<Counter<string>['labels']>).inc(scaled(v));
     return (v) => (child as ReturnType<Histogram<string>['labels']>).observe(scaled(v));
   }
 
@@ -103,8 +110,20 @@ export class PromMappingSink implements StatSink {
     const common = { name, help: m?.help ?? DEFAULT_HELP, labelNames: [...labelNames], registers: [this.registry] };
     let metric: AnyMetric;
     try {
-      if (type === 'counter') metric = new Counter(common);
-      else if (type === 'gauge') metric = new Gauge(common);
+      if (type === 'counter') {
+        const pending: { labels: Record<string, string>; value: number }[] = [];
+        metric = new Counter({
+          ...common,
+          collect() {
+            for (const p of pending) {
+              if (p.value > 0) this.inc(p.labels, p.value);
+              else if (p.value === 0) this.inc(p.labels, 0); // the series exists from its first event, as in the exporter
+              p.value = 0;
+            }
+          },
+        });
+        this.pendingOf.set(metric, pending);
+      } else if (type === 'gauge') metric = new Gauge(common);
       else if ((m?.observerType ?? 'summary') === 'histogram') metric = new Histogram({ ...common, buckets: [...(m?.buckets ?? [])] });
       else metric = new Summary({ ...common, percentiles: [...(m?.quantiles ?? [0.5, 0.9, 0.99])], maxAgeSeconds: 600, ageBuckets: 5 });
     } catch {
