@@ -50,6 +50,7 @@ export async function metricsTable(): Promise<string> {
     '| Metric | Type | Labels | Meaning |',
     '|---|---|---|---|',
     ...rows,
+    "| `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_heap_bytes`, `process_cpu_seconds_total`, `process_cpu_user_seconds_total`, `process_cpu_system_seconds_total`, `process_start_time_seconds`, `process_open_fds`, `process_max_fds` | gauge, counter | — | The process under the names every Prometheus client library exports them (dashboards written for any service, such as Envoy Gateway's, query these); read at scrape time. |",
     '| `ratelimit_process_*`, `ratelimit_nodejs_*` | (various) | — | Node.js process metrics (CPU, memory, event loop lag, GC, handles) from prom-client. The `ratelimit_nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds` gauges sample the loop once a second and show how late that sample ran, over the samples since the last scrape (a stall that holds no sample back is not seen there; the deadline margin samples it while calls come). |',
   ].join('\n');
 }

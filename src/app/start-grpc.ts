@@ -59,7 +59,10 @@ export function startGrpc(
       : { clientSan: { name: settings.grpcTlsClientSan, onRefused: refusedLog(throttledLog({ log: (m) => log.warn(m), clock })) } }),
     socketMode: Number.parseInt(settings.grpcUnixSocketMode, 8),
     onError: onError('rls'),
-    onFinished: (method, seconds) => metrics.grpcRequestDuration.observe({ method }, seconds),
+    onFinished: (method, seconds) => {
+      metrics.grpcRequestDuration.observe({ method }, seconds);
+      metrics.reference?.onCall(method, seconds);
+    },
     onLate: (method) => metrics.grpcLateAnswers.inc({ method }),
     onSendDelay: (ms) => margin.recordSend(ms),
     unseenWaitMs: () => loopClock.unseenWaitMs(),

@@ -56,6 +56,7 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
   const stopWatching = teardown.defer('rules watcher', () => watcher?.close());
   const initial = xds !== undefined ? { ok: true as const, config: xds.initial, warnings: [] } : await loadConfigDir(settings.configDir, loadOptions);
   if (!initial.ok) throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
+  if (xds === undefined) metrics.reference?.onConfigLoad(true); // over xDS the first set is the first load
 
   // Reloads parse and validate in a worker thread, so that no rules file can stall the requests being served.
   const reload = () => loadConfigDirInWorker(settings.configDir, { ...loadOptions, timeoutMs: settings.configLoadTimeoutMs });
@@ -65,6 +66,7 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
     reload,
     (status, changed) => {
       metrics.configReloads.inc({ result: status.ok ? 'success' : 'failure' });
+      if (!status.ok || changed) metrics.reference?.onConfigLoad(status.ok); // a load that changes nothing is not a new config
       metrics.configLastReloadSuccess.set(status.ok ? 1 : 0);
       metrics.configLastReloadTime.set(clock.nowMs() / 1000);
       if (status.ok && changed) metrics.setRules(rulesSnapshot(rules.config));

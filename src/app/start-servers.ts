@@ -53,6 +53,8 @@ export async function startServers(
   const onError = (err: unknown) => log.warn('request failed', { error: err });
   const grpcErrorsOf = (protocol: string) => (err: unknown, status: string) => {
     metrics.grpcErrors.inc({ code: status });
+    // The reference counts a failed ShouldRateLimit as service_error (its store's failures are redis_error, counted where the store fails).
+    if (protocol === 'rls' && status !== 'UNAVAILABLE') metrics.reference?.onShouldRateLimitError('service_error');
     if (status !== 'INVALID_ARGUMENT') log.warn('request failed', { error: err, protocol });
   };
   const loopClock = new LoopClock().start();

@@ -14,6 +14,7 @@ import { createMetrics, type Metrics } from '../observability/metrics.js';
 import type { RulesHolder } from './reloader.js';
 import type { ServiceHealth } from '../server/health/service-health.js';
 import type { Notice, Settings } from '../settings/settings.js';
+import { startReferenceStats } from './start-reference-stats.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { VERSION } from './version.js';
 import type { StartContext } from './start-context.js';
@@ -95,6 +96,7 @@ export async function startService(
 
 /** The phases in order; each registers on ctx.teardown how to stop what it started. */
 async function startPhases(ctx: StartContext, timer: Timer | undefined, graceMs: () => number) {
+  await startReferenceStats(ctx);
   const rules = await startRules(ctx);
   const stored = await startStore(ctx, rules);
   const engine = startEngine(ctx, rules, stored, timer);

@@ -111,6 +111,7 @@ export async function buildStore(
     ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
     onFallback: (mode, reason, error) => {
       metrics.storeFallbacks.inc({ mode });
+      metrics.reference?.onShouldRateLimitError('redis_error');
       fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
     },
   });

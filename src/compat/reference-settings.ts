@@ -39,7 +39,6 @@ function row(name: string, def: string, status: ReferenceStatus, here: string, e
   return { name, default: def, status, here, ...extra };
 }
 
-const STATS = 'we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd';
 const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
 const TRACING = 'no OpenTelemetry tracing yet; unset it';
 const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
@@ -136,22 +135,32 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
     'HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED: not serving while the rules in force hold no domain',
   ),
   // stats
-  row('USE_STATSD', 'true', 'unsupported', STATS, { accepts: off }),
-  row('STATSD_HOST', 'localhost', 'unsupported', STATS),
-  row('STATSD_PORT', '8125', 'unsupported', STATS),
-  row('STATSD_PROTOCOL', 'tcp', 'unsupported', STATS),
-  row('USE_DOG_STATSD', 'false', 'unsupported', STATS, { accepts: off }),
-  row('USE_DOG_STATSD_MOGRIFIERS', '', 'unsupported', STATS, { accepts: empty }),
-  row('EXTRA_TAGS', '', 'unsupported', 'add labels in your Prometheus scrape config instead', { accepts: empty }),
-  row('STATS_FLUSH_INTERVAL', '10s', 'unsupported', 'Prometheus is scraped, nothing is flushed; unset it'),
-  row('GOSTATS_FLUSH_INTERVAL_SECONDS', '5', 'unsupported', STATS),
-  row('GOSTATS_LOGGING_SINK_DISABLED', 'false', 'unsupported', STATS),
+  row(
+    'USE_STATSD',
+    'true',
+    'same',
+    "USE_STATSD, the reference's stat names (docs/metrics-reference.md); **off unless set**: set USE_STATSD=true where a statsd server listens",
+  ),
+  row('STATSD_HOST', 'localhost', 'same', 'STATSD_HOST'),
+  row('STATSD_PORT', '8125', 'same', 'STATSD_PORT'),
+  row('STATSD_PROTOCOL', 'tcp', 'same', 'STATSD_PROTOCOL (tcp or udp)'),
+  row('USE_DOG_STATSD', 'false', 'same', 'USE_DOG_STATSD (udp; EXTRA_TAGS as tags)'),
+  row('USE_DOG_STATSD_MOGRIFIERS', '', 'same', 'USE_DOG_STATSD_MOGRIFIERS, with DOG_STATSD_MOGRIFIER_<NAME>_PATTERN, _NAME, _TAGS'),
+  row('EXTRA_TAGS', '', 'same', 'EXTRA_TAGS (statsd and DogStatsD; for Prometheus add labels in the scrape config)'),
+  row('STATS_FLUSH_INTERVAL', '10s', 'same', 'STATS_FLUSH_INTERVAL (statsd counters; Prometheus series are current at every scrape)'),
+  row('GOSTATS_FLUSH_INTERVAL_SECONDS', '5', 'no-op', 'the reference flushes on STATS_FLUSH_INTERVAL and never reads it; neither do we'),
+  row('GOSTATS_LOGGING_SINK_DISABLED', 'false', 'no-op', 'stats are never written to the log here'),
   row('DISABLE_STATS', 'false', 'unsupported', 'metrics are always collected (cheap); just do not scrape them', { accepts: off }),
   row('USE_PROMETHEUS', 'false', 'same', 'USE_PROMETHEUS (a second listener; `/metrics` is also on HTTP_PORT)'),
   row('PROMETHEUS_ADDR', ':9090', 'same', 'PROMETHEUS_ADDR'),
   row('PROMETHEUS_PATH', '/metrics', 'same', 'PROMETHEUS_PATH'),
-  row('PROMETHEUS_MAPPER_YAML', '', 'unsupported', 'our metric names are fixed (see the metrics table); relabel in Prometheus instead', { accepts: empty }),
-  row('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'false', 'unsupported', '`ratelimit_decision_duration_seconds` is in seconds', { accepts: off }),
+  row(
+    'PROMETHEUS_MAPPER_YAML',
+    '',
+    'same',
+    "PROMETHEUS_MAPPER_YAML: the reference's stats under the names and labels of the statsd_exporter mapping (docs/metrics-reference.md)",
+  ),
+  row('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'false', 'same', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS (the built-in mapping only, as there)'),
   // counters and caches
   row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis; memcache is not supported and stops the start)'),
   row('CACHE_KEY_PREFIX', '', 'same', 'CACHE_KEY_PREFIX; our default is `rl:`'),
@@ -270,31 +279,41 @@ export const REFERENCE_ENDPOINTS: readonly (readonly [string, string])[] = [
 export const REFERENCE_METRICS: readonly (readonly [string, string])[] = [
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.total_hits`',
-    '`ratelimit_hits_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`',
+    '`ratelimit_hits_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_total_hits{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit`',
-    '`ratelimit_over_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`',
+    '`ratelimit_over_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_over_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.near_limit`',
-    '`ratelimit_near_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`',
+    '`ratelimit_near_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_near_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.within_limit`',
-    '`ratelimit_within_limit_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`',
+    '`ratelimit_within_limit_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_within_limit{domain,key1,key2}`',
   ],
   [
     '`ratelimit.service.rate_limit.DOMAIN.KEY.shadow_mode`',
-    '`ratelimit_shadow_mode_total{domain,key}`; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`',
+    '`ratelimit_shadow_mode_total{domain,key}`; with statsd (USE_STATSD, USE_DOG_STATSD) the same stat; under its Prometheus name as well: `ratelimit_service_rate_limit_shadow_mode{domain,key1,key2}`',
   ],
   ['`ratelimit.service.rate_limit.DOMAIN.KEY.over_limit_with_local_cache`', '`ratelimit_over_limit_cache_hits_total`'],
-  ['`ratelimit.service.config_load_success` / `config_load_error`', '`ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`'],
-  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
-  ['`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`', '`ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`'],
   [
-    '`ratelimit_server.ShouldRateLimit.response_time`',
-    '`ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`',
+    '`ratelimit.service.config_load_success` / `config_load_error`',
+    'the same stats (statsd, or `ratelimit_service_config_load_{success,error}` through a mapping); `ratelimit_config_reloads_total{result}`, `ratelimit_config_last_reload_success`',
+  ],
+  ['`ratelimit.service.global_shadow_mode`', '`ratelimit_shadow_mode_total` (SHADOW_MODE counts there)'],
+  [
+    '`ratelimit.service.call.should_rate_limit.redis_error` / `service_error`',
+    'the same stats (`ratelimit_service_should_rate_limit_error{err_type}` through a mapping); `ratelimit_store_fallbacks_total{mode}`, `ratelimit_grpc_errors_total{code}`',
+  ],
+  [
+    '`ratelimit_server.METHOD.total_requests` / `response_time`',
+    'the same stats (`ratelimit_service_total_requests{grpc_method}`, `ratelimit_service_response_time_seconds{grpc_method}` through a mapping); `ratelimit_grpc_request_duration_seconds{method}` (queueing included), `ratelimit_decision_duration_seconds`',
+  ],
+  [
+    '`ratelimit.go.*`, `ratelimit.redis_pool.*` (Go runtime, Redis pool)',
+    '`ratelimit_process_*`, `ratelimit_nodejs_*`, `process_*`; `ratelimit_redis_*` (docs/metrics-reference.md)',
   ],
 ];
 

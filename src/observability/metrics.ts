@@ -15,6 +15,9 @@ import { storeMetrics, type StoreMetrics } from './metrics-store.js';
 import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedGauge } from './metrics-scraped.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
+import { processMetrics } from './process-metrics.js';
+import type { ReferenceStats } from './reference-stats/reference-stats.js';
+import type { DecisionObserver } from '../core/observer.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
 export const DEFAULT_MAX_DETAILED_SERIES = 1000;
@@ -53,6 +56,10 @@ export interface Metrics extends CapacityMetrics, RlqsMetrics, DecisionMetrics, 
   watchDelayWaits(pending: () => number): void;
   /** Exports the state of the rules over xDS (CONFIG_TYPE=GRPC_XDS_SOTW). */
   watchXds(status: () => XdsMetricsStatus): void;
+  /** envoyproxy/ratelimit's stats under its names (statsd, a statsd_exporter mapping), when one is on (app/start-reference-stats.ts). */
+  readonly reference: ReferenceStats | undefined;
+  /** Turns the reference's stats on: from now on `observer` reports each descriptor to them too. Call before the engine takes `observer`. */
+  useReference(stats: ReferenceStats): void;
 }
 
 /** Sampling period of the ratelimit_nodejs_eventloop_lag_* gauges, ms. */
@@ -65,6 +72,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   if (options.defaultMetrics ?? true) {
     collectDefaultMetrics({ register: registry, prefix: 'ratelimit_', eventLoopMonitoringPrecision: NEVER_MS });
     replaceEventLoopLagGauges(registry, 'ratelimit_', EVENT_LOOP_SAMPLE_MS);
+    processMetrics([registry]);
   }
   const registers = [registry];
   const bounds = new SeriesBounds(options.maxDetailedSeries ?? DEFAULT_MAX_DETAILED_SERIES);
@@ -126,12 +134,25 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
   });
   for (const action of [...GUARD_ACTIONS, 'watch_refused']) grpcGuard.inc({ action }, 0);
 
-  return {
+  const metrics: Metrics = {
     ...capacity,
     ...rlqs,
     ...store,
     registry,
+    reference: undefined,
     observer: decisions.observer,
+    useReference(stats) {
+      // With them off the observer is the decisions' own: nothing more per descriptor.
+      const m = metrics as { reference: ReferenceStats | undefined; observer: DecisionObserver };
+      m.reference = stats;
+      m.observer = {
+        ...decisions.observer,
+        onDescriptor(r) {
+          decisions.observer.onDescriptor(r);
+          stats.onDescriptor(r);
+        },
+      };
+    },
     grpcErrors,
     countAuthzCheck: (domain, result) => authzChecks.inc({ domain: bounds.domain(domain), result }),
     grpcGuard,
@@ -201,6 +222,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       );
     },
   };
+  return metrics;
 }
 
 /** The package version, from the package.json next to src/ (checkout) or dist/ (image). */

@@ -49,6 +49,11 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
         'GRPC_TRANSPORT=grpc-js: the gRPC port is served by lean, its only transport (the same methods, statuses, deadlines, bounds, TLS and Unix sockets); remove the setting (docs/settings.md)',
     });
   }
+  const statsd = (['statsdHost', 'statsdPort', 'statsdProtocol', 'extraTags'] as const).filter((n) => given.has(n)).map((n) => SETTINGS[n].env);
+  if (statsd.length > 0 && !settings.useStatsd && !settings.useDogStatsd) {
+    // The reference's USE_STATSD defaults to true; here it is off unless set, so say what a statsd setting alone does.
+    notices.push({ level: 'warn', setting: statsd[0]!, message: `${statsd.join(', ')} set, but USE_STATSD is not: no stats are sent; set USE_STATSD=true` });
+  }
   return { errors, notices };
 }
 

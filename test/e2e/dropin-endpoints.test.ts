@@ -138,7 +138,7 @@ describe('LIMIT_RESPONSE_HEADERS_ENABLED', () => {
 describe('start-up log', () => {
   it('names each reference setting that was set, unsupported ones as warnings with what to do', async () => {
     const lines: string[] = [];
-    const { settings, notices } = loadSettings({ USE_STATSD: 'true', STATSD_HOST: 'statsd', RUNTIME_WATCH_ROOT: 'false' });
+    const { settings, notices } = loadSettings({ DISABLE_STATS: 'true', GOSTATS_FLUSH_INTERVAL_SECONDS: '5', RUNTIME_WATCH_ROOT: 'false' });
     const service = await startService(testSettings({ configDir: settings.configDir, grpcPort: 0, httpPort: 0, configWatch: false }), {
       log: createLogger({ level: 'info', format: 'json', write: (l) => lines.push(l) }),
       metrics: createMetrics({ defaultMetrics: false }),
@@ -148,9 +148,9 @@ describe('start-up log', () => {
     const logged = lines.map((l) => JSON.parse(l) as Record<string, string>).filter((l) => l.component === 'settings');
     expect(logged.map((l) => [l.level, l.setting])).toEqual([
       ['info', 'RUNTIME_WATCH_ROOT'],
-      ['warn', 'USE_STATSD'],
-      ['warn', 'STATSD_HOST'],
+      ['info', 'GOSTATS_FLUSH_INTERVAL_SECONDS'],
+      ['warn', 'DISABLE_STATS'],
     ]);
-    expect(logged[1]!.msg).toMatch(/^USE_STATSD is not supported and has no effect: .*scrape those instead of statsd$/);
+    expect(logged[2]!.msg).toMatch(/^DISABLE_STATS is not supported and has no effect: metrics are always collected/);
   });
 });

@@ -3,6 +3,7 @@
  * it logs its start line (which names the addresses it bound), stopped with SIGTERM.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
@@ -81,5 +82,17 @@ export function spawnService(
       clearTimeout(timer);
       reject(new Error(`ratelimit serve exited with ${code}:\n${stderr}`));
     });
+  });
+}
+
+/** Whether host:port accepts a TCP connection now (closed at once: no call is made, so nothing is counted). */
+export function portAccepts(address: string): Promise<boolean> {
+  const colon = address.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const socket = connect(Number(address.slice(colon + 1)), address.slice(0, colon), () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
   });
 }

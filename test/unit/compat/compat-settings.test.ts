@@ -202,19 +202,17 @@ describe('conflicts and unsupported settings', () => {
     const { notices } = loadSettings({
       USE_STATSD: 'true',
       STATSD_HOST: 'statsd',
-      USE_DOG_STATSD: 'false',
+      DISABLE_STATS: 'true',
+      GOSTATS_FLUSH_INTERVAL_SECONDS: '5',
       REDIS_POOL_SIZE: '20',
       RUNTIME_WATCH_ROOT: 'false',
     });
     expect(notices.map((n) => [n.level, n.setting])).toEqual([
       ['info', 'RUNTIME_WATCH_ROOT'],
-      ['warn', 'USE_STATSD'],
-      ['warn', 'STATSD_HOST'],
-      ['info', 'USE_DOG_STATSD'],
+      ['info', 'GOSTATS_FLUSH_INTERVAL_SECONDS'],
+      ['warn', 'DISABLE_STATS'],
       ['info', 'REDIS_POOL_SIZE'],
     ]);
-    expect(notices[1]!.message).toBe(
-      'USE_STATSD is not supported and has no effect: we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd',
-    );
+    expect(notices[2]!.message).toBe('DISABLE_STATS is not supported and has no effect: metrics are always collected (cheap); just do not scrape them');
   });
 });
