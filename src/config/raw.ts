@@ -7,6 +7,8 @@ import type { RawAuthz } from './authz-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { JsonValue } from './validate/yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
+import type { CalendarSpec } from '../algorithms/calendar-window.js';
+import type { MaxValues } from './types.js';
 
 export interface Position {
   readonly line: number;
@@ -36,6 +38,10 @@ export interface RawLimit {
   readonly countEveryHit?: true;
   /** `capacity:` (the limit is a granted share, validate-capacity-rule.ts); absent = none. */
   readonly capacity?: CapacityRuleSpec;
+  /** `calendar:` / `time_zone:` (validate-calendar.ts); absent = epoch-aligned windows. */
+  readonly calendar?: CalendarSpec;
+  /** `max_values:` (validate-max-values.ts); absent = unbounded. */
+  readonly maxValues?: MaxValues;
 }
 
 export interface RawRule {

@@ -5,6 +5,7 @@ import type { DescriptorEntry, Unit } from '../vocab/types.js';
 import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
+import type { CalendarSpec } from '../algorithms/calendar-window.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile/compile.ts from the
@@ -37,6 +38,22 @@ export interface CompiledLimit {
   readonly countEveryHit?: true;
   /** `capacity:`: the limit is this replica's granted share of a capacity resource, decided in process (core/capacity-store.ts). */
   readonly capacity?: CapacityRuleSpec;
+  /** `calendar:` / `time_zone:`: windows aligned to the calendar in a zone; windowMs is then the period's nominal length. */
+  readonly calendar?: CalendarSpec;
+  /** `max_values:`: a bound on the distinct counters (client values) this limit tracks per window. */
+  readonly maxValues?: MaxValues;
+}
+
+/** `max_values: N` with `on_max_values`: past N values in a window, new ones share one overflow counter or are rejected. */
+export interface MaxValues {
+  readonly max: number;
+  readonly onMax: 'overflow' | 'reject';
+}
+
+/** `valid_from` / `valid_until` of a descriptor or a file, epoch ms; outside [fromMs, untilMs) the rule does not exist. */
+export interface Validity {
+  readonly fromMs?: number;
+  readonly untilMs?: number;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */

@@ -37,6 +37,8 @@ export interface DecisionObserver {
   onDelayReleased?(domain: string, released: boolean): void;
   /** A request held client-shaped input beyond its bound (request-limits.ts), decided all the same; once per field kind. */
   onOversized?(domain: string, field: OversizedField): void;
+  /** A counter past its limit's `max_values` in the window: counted in the overflow counter, or rejected. `rule` is the rule's stats key (config path). */
+  onPastBound?(domain: string, rule: string, action: 'overflow' | 'reject'): void;
 }
 
 export const noopObserver: DecisionObserver = {

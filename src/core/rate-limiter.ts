@@ -29,6 +29,7 @@ import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
+import { ValueGuards, type ValueGuardState } from './windows/value-guard.js';
 
 export const MAX_UINT32 = 4_294_967_295;
 
@@ -76,6 +77,7 @@ export interface DecideOptions {
 export class RateLimiter {
   private readonly observer: DecisionObserver;
   private readonly atLimit: AtLimit;
+  private readonly valueGuards = new ValueGuards();
 
   constructor(private readonly options: RateLimiterOptions) {
     this.observer = options.observer ?? noopObserver;
@@ -92,6 +94,7 @@ export class RateLimiter {
     );
     const { request, criticality } = classify(bounded, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
+    this.valueGuards.use(config);
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
 
@@ -109,6 +112,8 @@ export class RateLimiter {
       nowMs,
       ...(decideOptions.deadlineMs !== undefined ? { delayDeadlineMs: decideOptions.deadlineMs - (this.options.delayMarginMs?.() ?? 0) } : {}),
       checkOnly,
+      // A dry run neither fills a max_values guard nor counts in its metric.
+      ...(checkOnly ? {} : { valueGuards: this.valueGuards, onPastBound: this.onPastBound }),
     });
 
     // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
@@ -186,6 +191,13 @@ export class RateLimiter {
           observer,
         );
   }
+
+  /** The `max_values` guards in use: per bounded limit, the values tracked in its window and those past the bound. */
+  valueGuardStates(): ValueGuardState[] {
+    return this.valueGuards.states();
+  }
+
+  private readonly onPastBound = (domain: string, rule: string, action: 'overflow' | 'reject'): void => this.observer.onPastBound?.(domain, rule, action);
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
   private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[], observer: DecisionObserver): DescriptorStatus {

@@ -10,7 +10,9 @@ import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-sto
 import type { Criticality } from '../vocab/throttling.js';
 import { COUNTING_ALGORITHMS } from '../config/validate/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
-import { counterKey, envoyCounterKey } from '../vocab/keys.js';
+import { envoyCounterKey } from '../vocab/keys.js';
+import { nativeCheckKey } from './windows/plan-key.js';
+import type { ValueGuards } from './windows/value-guard.js';
 import { storeOnLimit } from './on-limit/checks.js';
 import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from '../vocab/types.js';
 
@@ -26,6 +28,10 @@ export interface PlanContext {
   /** By when a delayed answer (on_limit delay) must be due: the decision deadline less the delay margin. */
   readonly delayDeadlineMs?: number;
   readonly checkOnly: boolean;
+  /** The `max_values` guards of this process; absent: no limit is bounded. */
+  readonly valueGuards?: ValueGuards;
+  /** Told of each value past a limit's `max_values` (the metric). */
+  readonly onPastBound?: (domain: string, rule: string, action: 'overflow' | 'reject') => void;
 }
 
 export interface PlannedChecks {
@@ -50,9 +56,8 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
     const shadow = r.rule !== undefined && (ctx.shadowMode || r.rule.shadowMode);
     for (const limit of r.limits) {
       const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
-      const key = envoy
-        ? envoyCounterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, ctx.nowMs - (ctx.nowMs % limit.windowMs))
-        : counterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, limit.algorithm, limit.windowMs);
+      const native = envoy ? undefined : nativeCheckKey(ctx, r, limit);
+      const key = native?.key ?? envoyCounterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, ctx.nowMs - (ctx.nowMs % limit.windowMs));
       if (limit.onLimit !== undefined) hasOnLimit = true;
       checkLimits.push(limit);
       checks.push(
@@ -61,8 +66,9 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
             key,
             ...(envoy ? { keyFormat: 'envoy' as const } : {}),
             algorithm: limit.algorithm,
-            limit: limit.requestsPerUnit,
-            windowMs: limit.windowMs,
+            limit: native?.rejected === true ? 0 : limit.requestsPerUnit,
+            windowMs: native?.windowMs ?? limit.windowMs,
+            ...(native?.windowStartMs !== undefined ? { windowStartMs: native.windowStartMs } : {}),
             burst: limit.burst,
             hits: r.hits,
             enforce,
@@ -76,7 +82,7 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         ),
       );
       const planned = checks[checks.length - 1]!;
-      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && isRefundAlgorithm(limit.algorithm)) {
+      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && native?.windowStartMs === undefined && isRefundAlgorithm(limit.algorithm)) {
         refunds.push({
           key,
           algorithm: limit.algorithm,
@@ -124,7 +130,7 @@ export interface Resolved {
 
 /** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
 function isEnvoyCompatible(limit: CompiledLimit): boolean {
-  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
+  return limit.algorithm === 'fixed_window' && limit.calendar === undefined && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
 /**

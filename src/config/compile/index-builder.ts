@@ -140,6 +140,8 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.lease !== undefined ? { lease: Object.freeze({ ...l.lease }) } : {}),
       ...(l.countEveryHit === true ? { countEveryHit: true as const } : {}),
       ...(l.capacity !== undefined ? { capacity: Object.freeze({ ...l.capacity }) } : {}),
+      ...(l.calendar !== undefined ? { calendar: l.calendar } : {}),
+      ...(l.maxValues !== undefined ? { maxValues: l.maxValues } : {}),
     }),
   );
   return Object.freeze({

@@ -39,6 +39,11 @@ export const RATE_LIMIT_KEYS = [
   'lease',
   'count_every_hit',
   'capacity',
+  // rules-time.md
+  'calendar',
+  'time_zone',
+  'max_values',
+  'on_max_values',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

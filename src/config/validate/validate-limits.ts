@@ -13,6 +13,8 @@ import { readOnLimit } from './on-limit.js';
 import { checkBesideLease, readLease } from './validate-lease.js';
 import { readCountEveryHit } from './validate-count.js';
 import { readCapacityRule } from './validate-capacity-rule.js';
+import { hasCalendar, readCalendar } from './validate-calendar.js';
+import { readMaxValues } from './validate-max-values.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from '../raw.js';
@@ -23,6 +25,7 @@ import type { FileContext } from './yaml-nodes.js';
 
 export const UINT32_MAX = 4_294_967_295;
 const BURST_ALGORITHMS: readonly AlgorithmName[] = ['token_bucket', 'leaky_bucket'];
+const UNLIMITED_CLASHES = ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const;
 
 /** The top-level `defaults:` block of a file. */
 export interface FileDefaults {
@@ -83,7 +86,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         );
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const) {
+    for (const extension of [...UNLIMITED_CLASHES, 'calendar', 'time_zone', 'max_values', 'on_max_values'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -169,6 +172,8 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
         ctx.error(valueNode(ctx, windowField), join(path, 'window'), parsed.reason);
       }
     }
+  } else if (hasCalendar(fields)) {
+    // validate-calendar.ts gives the window
   } else if (unitText === '' || unitField === undefined) {
     ctx.error(unitField ? valueNode(ctx, unitField) : map, join(path, 'unit'), `missing rate limit unit: set 'unit' (one of ${UNITS.join(', ')}) or 'window'`);
   } else if (unitText !== undefined) {
@@ -238,6 +243,9 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
     leased: fields.has('lease'),
   });
   const capacity = readCapacityRule(ctx, fields, path, requestsPerUnit);
+  const calendar = readCalendar(ctx, fields, path, effective, throttling.throttling?.mode === 'elastic');
+  if (calendar !== undefined) ({ windowMs, unit } = calendar);
+  const maxValues = readMaxValues(ctx, fields, path);
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket' ? (defaults.burst ?? Math.max(1, requestsPerUnit)) : effective === 'leaky_bucket' ? (defaults.burst ?? 1) : requestsPerUnit;
@@ -264,6 +272,8 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
     ...(lease !== undefined ? { lease } : {}),
     ...(countEveryHit === true ? { countEveryHit } : {}),
     ...(capacity !== undefined ? { capacity, algorithm: 'token_bucket' as const, burst: requestsPerUnit } : {}),
+    ...(calendar !== undefined ? { calendar: calendar.calendar } : {}),
+    ...(maxValues !== undefined ? { maxValues } : {}),
   };
 }
 
