@@ -2,6 +2,8 @@
  * Holds the rules in use and swaps them whole on reload. A reload that fails validation keeps the last
  * good rules and is reported (log, metric, GET /rules).
  */
+import { withInForce } from '../config/compile/rules-in-force.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { CompiledConfig } from '../config/types.js';
 
 export interface LoadResult {
@@ -85,13 +87,14 @@ export class RulesHolder {
     return this.last;
   }
 
+  /** GET /rules: `in_force` on the rules with a valid_from / valid_until, read at the wall clock. */
   describe(): unknown {
     return {
       ...(this.source === undefined ? {} : { source: this.source() }),
       version: this.current.version,
       files: this.current.files,
       lastReload: this.last,
-      domains: this.current.describe(),
+      domains: withInForce(this.current.describe() as ConfigDescription, Date.now()),
     };
   }
 }

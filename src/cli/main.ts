@@ -3,6 +3,8 @@
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
+import { checkNotes } from '../config/compile/check-notes.js';
+import type { ConfigDescription } from '../config/index.js';
 import { runCapacityCli } from './capacity.js';
 import { loadCapacityFile } from '../capacity/load.js';
 import { loadConfigDir } from '../config/index.js';
@@ -144,6 +146,7 @@ async function check(argv: string[]): Promise<number> {
     return 1;
   }
   for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
+  for (const note of checkNotes(result.config.describe() as ConfigDescription, Date.now())) process.stderr.write(`note: ${note}\n`);
   const domains = [...result.config.domains.values()];
   process.stdout.write(
     `${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`,

@@ -8,7 +8,7 @@ import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { JsonValue } from './validate/yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { CalendarSpec } from '../algorithms/calendar-window.js';
-import type { MaxValues } from './types.js';
+import type { MaxValues, Validity } from './types.js';
 
 export interface Position {
   readonly line: number;
@@ -66,6 +66,8 @@ export interface RawDescriptor {
   readonly shareThreshold: boolean;
   /** `metadata:` as written (a mapping), undefined when absent. */
   readonly metadata?: { readonly [key: string]: JsonValue };
+  /** `valid_from` / `valid_until` (validate-validity.ts); absent = always. */
+  readonly validity?: Validity;
   readonly descriptors: readonly RawDescriptor[];
 }
 
@@ -77,4 +79,6 @@ export interface RawFile {
   readonly descriptors: readonly RawDescriptor[];
   /** The `authz:` block (ext_authz descriptors from the HTTP request), when present and valid. */
   readonly authz?: RawAuthz;
+  /** The file's top-level `valid_from` / `valid_until`: every descriptor of the file is bounded by it. */
+  readonly validity?: Validity;
 }

@@ -101,8 +101,11 @@ export interface CompiledDomain {
   readonly name: string;
   /** Files that contributed (several when MERGE_DOMAIN_CONFIG is on). */
   readonly files: readonly string[];
-  /** envoyproxy/ratelimit lookup semantics (exact beats wildcard beats key-only, level by level). */
-  lookup(entries: readonly DescriptorEntry[]): RuleMatch | undefined;
+  /**
+   * envoyproxy/ratelimit lookup semantics (exact beats wildcard beats key-only, level by level). At `nowMs`, a
+   * descriptor outside its `valid_from`/`valid_until` is absent (undefined: every descriptor is present).
+   */
+  lookup(entries: readonly DescriptorEntry[], nowMs?: number): RuleMatch | undefined;
 }
 
 export interface CompiledConfig {

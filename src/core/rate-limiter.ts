@@ -98,10 +98,11 @@ export class RateLimiter {
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
 
-    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
+    // One instant for the whole decision: which rules are in force (valid_from / valid_until) and the counting.
+    const nowMs = this.options.clock.nowMs();
+    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits, nowMs));
     applyReplaces(resolved);
 
-    const nowMs = this.options.clock.nowMs();
     const checkOnly = decideOptions.checkOnly === true;
     const { checks, refunds, checkLimits, hasOnLimit } = planChecks(resolved, {
       keyPrefix: this.options.keyPrefix,

@@ -142,13 +142,13 @@ export function enforced(r: Resolved, shadowAll = false): boolean {
   return r.rule === undefined || (!shadowAll && !r.rule.shadowMode && !r.rule.quotaMode);
 }
 
-export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number): Resolved {
-  const resolved = resolveLimits(domainName, domain, d, d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits));
+export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number, nowMs: number): Resolved {
+  const resolved = resolveLimits(domainName, domain, d, d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits), nowMs);
   // A refund (Envoy's is_negative_hits): checked with 0 hits, its units given back (planChecks).
   return d.negativeHits === true ? { ...resolved, refundUnits: d.hitsAddend ?? requestHits } : resolved;
 }
 
-function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number): Resolved {
+function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number, nowMs: number): Resolved {
   // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
   // does); an override whose unit Envoy sent as UNKNOWN is ignored.
   if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
@@ -163,7 +163,7 @@ function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d
     };
     return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
   }
-  const match = domain?.lookup(d.entries);
+  const match = domain?.lookup(d.entries, nowMs);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
   return {
     rule: match.rule,

@@ -17,6 +17,7 @@ import type { RawDescriptor, RawFile } from '../raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
 import { readAuthz } from './validate-authz.js';
+import { readValidity } from './validate-validity.js';
 import type { FileDefaults } from './validate-limits.js';
 import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
 import type { JsonValue } from './yaml-nodes.js';
@@ -109,8 +110,16 @@ function validateDocument(ctx: FileContext, doc: Document, later: readonly Docum
   const defaults = readDefaults(ctx, fields.get('defaults'));
   const descriptors = readDescriptorList(ctx, fields.get('descriptors'), 'descriptors', defaults, 1);
   const authz = readAuthz(ctx, fields.get('authz'));
+  const validity = readValidity(ctx, fields, '');
   return {
-    file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors, ...(authz !== undefined ? { authz } : {}) },
+    file: {
+      name,
+      ...(domain !== undefined ? { domain } : {}),
+      domainPosition,
+      descriptors,
+      ...(authz !== undefined ? { authz } : {}),
+      ...(validity !== undefined ? { validity } : {}),
+    },
     errors: ctx.errors,
     warnings: ctx.warnings,
   };
@@ -187,6 +196,7 @@ function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   const valueToMetric = flag('value_to_metric');
   const metadata = readMetadata(ctx, fields.get('metadata'), join(path, 'metadata'));
   const rule = readRule(ctx, fields, path, defaults);
+  const validity = readValidity(ctx, fields, path);
   const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1);
   if (key === undefined || value === undefined) return undefined;
   return {
@@ -201,6 +211,7 @@ function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: 
     valueToMetric,
     shareThreshold,
     ...(metadata !== undefined ? { metadata } : {}),
+    ...(validity !== undefined ? { validity } : {}),
     descriptors,
   };
 }

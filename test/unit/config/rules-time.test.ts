@@ -1,6 +1,11 @@
 /** Loading calendar quotas, max_values and validity: every refusal names file:line:col and the field. */
 import { describe, expect, it } from 'vitest';
-import { compileConfigFiles } from '../../../src/config/index.js';
+import { compileConfigFiles, type ConfigDescription } from '../../../src/config/index.js';
+import { countTimings } from '../../../src/config/compile/rules-in-force.js';
+import { checkNotes } from '../../../src/config/compile/check-notes.js';
+import { RateLimiter } from '../../../src/core/rate-limiter.js';
+import { MemoryStore } from '../../../src/storage/memory/memory-store.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
 
 function errors(text: string): string[] {
   const r = compileConfigFiles([{ name: 'e.yaml', text }], { mergeDomains: false });
@@ -51,5 +56,101 @@ describe('max_values at load', () => {
     expect(
       errors('domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n      on_max_values: reject\n'),
     ).toEqual(["e.yaml:7:7: descriptors[0].rate_limit.on_max_values: 'on_max_values' goes with 'max_values'"]);
+  });
+});
+
+describe('valid_from / valid_until', () => {
+  const RULES = `domain: d
+valid_until: 2030-01-01T00:00:00Z
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: user
+    value: launch
+    valid_from: 2025-06-01T08:00:00+02:00
+    valid_until: 2025-06-02T08:00:00+02:00
+    rate_limit: {unit: minute, requests_per_unit: 3}
+`;
+  async function decisions(at: string, value: string, n: number): Promise<string[]> {
+    const compiled = compileConfigFiles([{ name: 'd.yaml', text: RULES }], { mergeDomains: false });
+    if (!compiled.ok) throw new Error(compiled.errors.map(String).join('\n'));
+    const config = compiled.config;
+    const clock = new FakeClock(Date.parse(at));
+    const limiter = new RateLimiter({
+      store: new MemoryStore({ maxKeys: 100 }),
+      clock,
+      config: () => config,
+      keyPrefix: 't:',
+      headers: { mode: 'none', xRateLimit: false },
+      nearLimitRatio: 0.8,
+    });
+    const out: string[] = [];
+    for (let i = 0; i < n; i++)
+      out.push((await limiter.decide({ domain: 'd', descriptors: [{ entries: [{ key: 'user', value }] }], hitsAddend: 1 })).overallCode);
+    return out;
+  }
+
+  it('a raise is in force only inside its interval; outside it the value falls back to the key-only rule, without a reload', async () => {
+    expect(await decisions('2025-06-01T05:59:59Z', 'launch', 2)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(await decisions('2025-06-01T06:00:00Z', 'launch', 4)).toEqual(['OK', 'OK', 'OK', 'OVER_LIMIT']);
+    expect(await decisions('2025-06-02T06:00:00Z', 'launch', 2)).toEqual(['OK', 'OVER_LIMIT']);
+  });
+
+  it('a file past its valid_until has no rules: its domain limits nothing', async () => {
+    expect(await decisions('2029-12-31T23:59:59Z', 'x', 2)).toEqual(['OK', 'OVER_LIMIT']);
+    expect(await decisions('2030-01-01T00:00:00Z', 'x', 3)).toEqual(['OK', 'OK', 'OK']);
+  });
+
+  it('/rules shows each rule interval, narrowed by the file', () => {
+    const compiled = compileConfigFiles([{ name: 'd.yaml', text: RULES }], { mergeDomains: false });
+    if (!compiled.ok) throw new Error('refused');
+    const rules = (compiled.config.describe() as ConfigDescription)[0]!.rules;
+    expect(rules.map((r) => [r.valid_from, r.valid_until])).toEqual([
+      [undefined, '2030-01-01T00:00:00.000Z'],
+      ['2025-06-01T06:00:00.000Z', '2025-06-02T06:00:00.000Z'],
+    ]);
+    expect(countTimings(compiled.config.describe() as ConfigDescription, Date.parse('2026-01-01T00:00:00Z')).get('d')).toEqual({
+      in_force: 1,
+      not_yet: 0,
+      ended: 1,
+    });
+  });
+
+  it('refuses a time that is not RFC 3339, and an interval that ends before it starts', () => {
+    expect(
+      errors(
+        'domain: d\nvalid_from: 2025-13-01T00:00:00Z\ndescriptors:\n  - key: k\n    valid_from: 2025-06-02T00:00:00Z\n    valid_until: 2025-06-01T00:00:00Z\n    rate_limit: {unit: minute, requests_per_unit: 1}\n',
+      ),
+    ).toEqual([
+      "e.yaml:2:13: valid_from: '2025-13-01T00:00:00Z' is not an RFC 3339 date-time such as 2025-12-24T18:00:00Z or 2025-12-24T19:00:00+01:00",
+      'e.yaml:6:18: descriptors[0].valid_until: valid_until must be later than valid_from',
+    ]);
+  });
+});
+
+describe('ratelimit check notes', () => {
+  it('names ended rules, rules ending within 7 days (how soon), and per-value rules without max_values', () => {
+    const text = `domain: d
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: bounded
+    rate_limit: {unit: minute, requests_per_unit: 1, max_values: 10}
+  - key: tenant
+    value: soon
+    valid_until: 2026-01-03T00:00:00Z
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: tenant
+    value: old
+    valid_until: 2025-12-01T00:00:00Z
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`;
+    const compiled = compileConfigFiles([{ name: 'd.yaml', text }], { mergeDomains: false });
+    if (!compiled.ok) throw new Error('refused');
+    expect(checkNotes(compiled.config.describe() as ConfigDescription, Date.parse('2026-01-01T00:00:00Z'))).toEqual([
+      "d.yaml:3: rule 'd.user' keeps a counter per value of 'user', which the client chooses; bound them with max_values (e.g. max_values: 100000, the distinct clients you expect per window with room to spare; past it new values share one overflow counter)",
+      "d.yaml:7: rule 'd.tenant_soon' ends in 2 days, at 2026-01-03T00:00:00.000Z (valid_until)",
+      "d.yaml:11: rule 'd.tenant_old' ended at 2025-12-01T00:00:00.000Z (valid_until) and decides nothing; remove it or move valid_until",
+    ]);
   });
 });
