@@ -1,5 +1,5 @@
 /**
- * What `ratelimit check` adds to a valid rule set, read at the wall clock: rules that have ended or end soon
+ * What `ratelimit check` adds to a valid rule set, read at an instant (now, or `check --at`): rules that have ended or end soon
  * (`valid_until`), and rules counted per client-chosen value with no `max_values`, where a client choosing random
  * values creates a counter per request.
  */
@@ -9,9 +9,11 @@ import { ruleTiming } from './rules-in-force.js';
 /** A rule ending within this long is reported as ending soon. */
 export const ENDS_SOON_MS = 7 * 86_400_000;
 
+/** How long until an end, rounded down to whole days (from 2 days), hours (from 1 hour) or minutes (at least 1). */
 function span(ms: number): string {
-  const h = Math.round(ms / 3_600_000);
-  return h >= 48 ? `${Math.round(h / 24)} days` : h >= 1 ? `${h} hours` : `${Math.max(1, Math.round(ms / 60_000))} minutes`;
+  const count = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+  const h = Math.floor(ms / 3_600_000);
+  return h >= 48 ? count(Math.floor(h / 24), 'day') : h >= 1 ? count(h, 'hour') : count(Math.max(1, Math.floor(ms / 60_000)), 'minute');
 }
 
 export function checkNotes(domains: ConfigDescription, nowMs: number): string[] {
