@@ -2,13 +2,13 @@ import { Cluster, Redis } from 'ioredis';
 import { startRedisStore, type RedisShape } from '../../support/redis-stores.js';
 import { describeRulesTime } from './rules-time-behaviour.js';
 
-for (const shape of ['single', 'cluster'] as const satisfies readonly RedisShape[]) {
+for (const shape of ['single', 'sentinel', 'cluster'] as const satisfies readonly RedisShape[]) {
   describeRulesTime(`Redis ${shape}`, async () => {
     const handle = await startRedisStore(shape);
     const client =
       shape === 'cluster'
         ? new Cluster([{ host: '127.0.0.1', port: handle.port }], { lazyConnect: false })
-        : new Redis({ host: '127.0.0.1', port: handle.port });
+        : new Redis({ host: '127.0.0.1', port: handle.port }); // Sentinel: the master's port
     const masters = (): Redis[] => (client instanceof Cluster ? client.nodes('master') : [client]);
     return {
       store: handle.store,
