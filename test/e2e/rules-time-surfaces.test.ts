@@ -108,3 +108,32 @@ describe('ratelimit check --at', () => {
     expect(bad.stderr).toMatch(/^check: --at takes an RFC 3339 time such as 2025-06-01T08:00:00Z, not 'tomorrow'/);
   });
 });
+
+describe('max_values across a reload', () => {
+  const overflowed = async () =>
+    (await scrapeMetrics(t.httpBase.replace('http://', ''))).get('ratelimit_max_values_past_bound_total{domain="api",key="api.user",action="overflow"}');
+
+  it('an unchanged rule keeps its tracked values mid-window; a changed bound starts afresh', async () => {
+    t.clock.set(Date.parse('2025-06-03T10:00:00Z'));
+    for (const u of ['a', 'b']) await client.ask('api', [[['user', u]]]);
+    const base = (await overflowed())!;
+    await client.ask('api', [[['user', 'c']]]);
+    expect(await overflowed()).toBe(base + 1);
+
+    // Another file changes the rule set; the bounded rule is as it was: c, d still go to the overflow counter.
+    writeFileSync(join(t.dir, 'other.yaml'), 'domain: other\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: {unit: minute, requests_per_unit: 1}\n');
+    expect((await t.service.rules.reload()).ok).toBe(true);
+    t.clock.advance(1000);
+    for (const u of ['c', 'd']) await client.ask('api', [[['user', u]]]);
+    expect(await overflowed()).toBe(base + 3);
+    expect((await client.ask('api', [[['user', 'a']]])).statuses[0]!.limit_remaining).toBe(3);
+
+    // A new bound is a new guard: the first 3 values of the window count on their own again.
+    writeFileSync(join(t.dir, 'api.yaml'), RULES.replace('max_values: 2, on_max_values: overflow', 'max_values: 3, on_max_values: overflow'));
+    expect((await t.service.rules.reload()).ok).toBe(true);
+    for (const u of ['e', 'f', 'g']) await client.ask('api', [[['user', u]]]);
+    expect(await overflowed()).toBe(base + 3);
+    await client.ask('api', [[['user', 'h']]]);
+    expect(await overflowed()).toBe(base + 4);
+  });
+});

@@ -33,6 +33,12 @@ export interface FileDefaults {
   readonly burst?: number;
 }
 
+/** What the limits of one descriptor are read with: the file's defaults and what the descriptor's path says. */
+export interface LimitContext extends FileDefaults {
+  /** Some descriptor on the path takes the value from the request (no `value`, a wildcard): `max_values` applies. */
+  readonly perClientValue?: boolean;
+}
+
 export function readAlgorithm(ctx: FileContext, field: Field | undefined, path: string): AlgorithmName | undefined {
   if (field === undefined) return undefined;
   const text = readString(ctx, field.value, path);
@@ -43,7 +49,7 @@ export function readAlgorithm(ctx: FileContext, field: Field | undefined, path: 
 }
 
 /** `rate_limit: {...}` or `rate_limits: [...]` of one descriptor; undefined when absent or invalid. */
-export function readRule(ctx: FileContext, fields: Fields, path: string, defaults: FileDefaults): RawRule | undefined {
+export function readRule(ctx: FileContext, fields: Fields, path: string, defaults: LimitContext): RawRule | undefined {
   const single = fields.get('rate_limit');
   const list = fields.get('rate_limits');
   if (single !== undefined && list !== undefined) {
@@ -65,7 +71,7 @@ export function readRule(ctx: FileContext, fields: Fields, path: string, default
   return undefined;
 }
 
-function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults): RawRule | undefined {
+function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: LimitContext): RawRule | undefined {
   const fields = readFields(ctx, map, path, RATE_LIMIT_KEYS);
   const unlimitedField = fields.get('unlimited');
   const unlimited = unlimitedField ? readBool(ctx, unlimitedField.value, join(path, 'unlimited')) : false;
@@ -105,7 +111,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   return { unlimited: false, limits: [limit], replaces: replaces.map((r) => r.name) };
 }
 
-function readRuleList(ctx: FileContext, field: Field, path: string, defaults: FileDefaults): RawRule | undefined {
+function readRuleList(ctx: FileContext, field: Field, path: string, defaults: LimitContext): RawRule | undefined {
   const errorsBefore = ctx.errors.length;
   const items = readMapList(ctx, field, path);
   if (items.length === 0 && ctx.errors.length === errorsBefore) {
@@ -150,7 +156,7 @@ function readName(ctx: FileContext, fields: Fields, path: string): string | unde
 }
 
 /** One limit (the body of `rate_limit`, or one item of `rate_limits`), with file defaults applied. */
-function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: FileDefaults): RawLimit | undefined {
+function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: LimitContext): RawLimit | undefined {
   const errorsBefore = ctx.errors.length;
   const unitField = fields.get('unit');
   const windowField = fields.get('window');
@@ -245,7 +251,7 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
   const capacity = readCapacityRule(ctx, fields, path, requestsPerUnit);
   const calendar = readCalendar(ctx, fields, path, effective, throttling.throttling?.mode === 'elastic');
   if (calendar !== undefined) ({ windowMs, unit } = calendar);
-  const maxValues = readMaxValues(ctx, fields, path);
+  const maxValues = readMaxValues(ctx, fields, path, { perClientValue: defaults.perClientValue ?? true, elastic: throttling.throttling?.mode === 'elastic' });
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket' ? (defaults.burst ?? Math.max(1, requestsPerUnit)) : effective === 'leaky_bucket' ? (defaults.burst ?? 1) : requestsPerUnit;

@@ -136,20 +136,28 @@ function readDefaults(ctx: FileContext, field: Field | undefined): FileDefaults 
   return { ...(algorithm !== undefined ? { algorithm } : {}), ...(burst !== undefined ? { burst } : {}) };
 }
 
-function readDescriptorList(ctx: FileContext, field: Field | undefined, path: string, defaults: FileDefaults, depth: number): RawDescriptor[] {
+/** `openAbove`: a descriptor above takes its value from the request (its counters are per client value). */
+function readDescriptorList(
+  ctx: FileContext,
+  field: Field | undefined,
+  path: string,
+  defaults: FileDefaults,
+  depth: number,
+  openAbove = false,
+): RawDescriptor[] {
   const out: RawDescriptor[] = [];
   if (field !== undefined && depth > ctx.limits.maxDescriptorDepth) {
     ctx.error(valueNode(ctx, field), path, `descriptors nested more than ${ctx.limits.maxDescriptorDepth} levels deep`);
     return out;
   }
   for (const item of readMapList(ctx, field, path)) {
-    const d = readDescriptor(ctx, item.map, item.path, defaults, depth);
+    const d = readDescriptor(ctx, item.map, item.path, defaults, depth, openAbove);
     if (d !== undefined) out.push(d);
   }
   return out;
 }
 
-function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults, depth: number): RawDescriptor | undefined {
+function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults, depth: number, openAbove: boolean): RawDescriptor | undefined {
   const fields = readFields(ctx, map, path, DESCRIPTOR_KEYS);
   const flag = (name: string): boolean => {
     const f = fields.get(name);
@@ -195,9 +203,11 @@ function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   const detailedMetric = flag('detailed_metric');
   const valueToMetric = flag('value_to_metric');
   const metadata = readMetadata(ctx, fields.get('metadata'), join(path, 'metadata'));
-  const rule = readRule(ctx, fields, path, defaults);
+  // The request chooses the value: no `value`, a wildcard value (unless shared) or a key pattern.
+  const open = openAbove || value === '' || (value !== undefined && isWildcard(value) && !shareThreshold) || (key !== undefined && isKeyPattern(key));
+  const rule = readRule(ctx, fields, path, { ...defaults, perClientValue: open });
   const validity = readValidity(ctx, fields, path);
-  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1);
+  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1, open);
   if (key === undefined || value === undefined) return undefined;
   return {
     key,

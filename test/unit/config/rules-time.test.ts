@@ -57,6 +57,37 @@ describe('max_values at load', () => {
       errors('domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n      on_max_values: reject\n'),
     ).toEqual(["e.yaml:7:7: descriptors[0].rate_limit.on_max_values: 'on_max_values' goes with 'max_values'"]);
   });
+  it('refuses max_values where no descriptor on the path takes its value from the request', () => {
+    expect(
+      errors(
+        'domain: d\ndescriptors:\n  - key: plan\n    value: gold\n    descriptors:\n      - key: path\n        value: /x\n        rate_limit:\n          unit: minute\n          requests_per_unit: 1\n          max_values: 10\n',
+      ),
+    ).toEqual([
+      "e.yaml:11:11: descriptors[0].descriptors[0].rate_limit.max_values: max_values bounds the values a client chooses, but every descriptor on this rule's path has a fixed value: the rule keeps one counter per window; remove max_values",
+    ]);
+    // A value chosen above (user), a wildcard, or a key pattern: per-client counters, bounded.
+    const open = [
+      '  - key: user\n    descriptors:\n      - key: path\n        value: /x\n        rate_limit: {unit: minute, requests_per_unit: 1, max_values: 10}\n',
+      '  - key: path\n    value: /api/*\n    rate_limit: {unit: minute, requests_per_unit: 1, max_values: 10}\n',
+      '  - key: x-*\n    value: v\n    rate_limit: {unit: minute, requests_per_unit: 1, max_values: 10}\n',
+    ];
+    for (const d of open) expect(errors(`domain: d\ndescriptors:\n${d}`)).toEqual([]);
+    // A shared wildcard counts every matching value in one counter.
+    expect(
+      errors(
+        'domain: d\ndescriptors:\n  - key: path\n    value: /api/*\n    share_threshold: true\n    rate_limit: {unit: minute, requests_per_unit: 1, max_values: 10}\n',
+      ),
+    ).toEqual([expect.stringMatching(/^e\.yaml:6:\d+: descriptors\[0\]\.rate_limit\.max_values: max_values bounds the values a client chooses/)]);
+  });
+  it('refuses on_max_values: reject beside elastic throttling', () => {
+    expect(
+      errors(
+        'domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: minute\n      requests_per_unit: 10\n      throttling: {elastic: {capacity: 100, max: 20}}\n      max_values: 10\n      on_max_values: reject\n',
+      ),
+    ).toEqual([
+      "e.yaml:9:22: descriptors[0].rate_limit.on_max_values: on_max_values: reject cannot go with elastic throttling: a value rejected past the bound could borrow the rule's spare capacity and be admitted; use overflow",
+    ]);
+  });
 });
 
 describe('valid_from / valid_until', () => {
