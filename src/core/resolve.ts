@@ -82,14 +82,17 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         ),
       );
       const planned = checks[checks.length - 1]!;
-      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && native?.windowStartMs === undefined && isRefundAlgorithm(limit.algorithm)) {
+      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && native?.rejected !== true && isRefundAlgorithm(limit.algorithm)) {
+        // A calendar window's counter is keyed by the window's start: the units go back into it while it runs.
+        const calendarStart = native?.windowStartMs;
         refunds.push({
           key,
           algorithm: limit.algorithm,
           limit: planned.limit,
-          windowMs: limit.windowMs,
+          windowMs: native?.windowMs ?? limit.windowMs,
           units: r.refundUnits,
-          windowStart: ctx.nowMs - (ctx.nowMs % limit.windowMs),
+          windowStart: calendarStart ?? ctx.nowMs - (ctx.nowMs % limit.windowMs),
+          ...(calendarStart !== undefined ? { calendar: true as const } : {}),
         });
       }
     }

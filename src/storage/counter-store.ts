@@ -145,6 +145,8 @@ export interface Refund {
   readonly windowMs: number;
   readonly units: number;
   readonly windowStart: number;
+  /** A calendar window's counter (fixed_window, keyed by windowStart; on Redis a plain integer): windowMs is its length. */
+  readonly calendar?: true;
 }
 
 /** What a remote store knows about itself, for readiness and health (src/server/health/service-health.ts). */

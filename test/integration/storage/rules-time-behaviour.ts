@@ -136,6 +136,27 @@ export function describeRulesTime(name: string, makeStore: () => Promise<RulesTi
       expect(ttl).toBeLessThanOrEqual(30 * 60_000);
     });
 
+    it('a refund (is_negative_hits) gives units back to the calendar window it came from, never below 0', async () => {
+      const { limiter: l, clock, prefix } = limiter('2025-05-31T20:00:00Z'); // 22:00 on 31 May in Berlin
+      const refund = (hits: number) =>
+        l.decide({ domain: 'time', descriptors: [{ entries: [{ key: 'berlin_month', value: 'r' }], hitsAddend: hits, negativeHits: true }], hitsAddend: 1 });
+      for (let i = 0; i < 3; i++) expect((await ask(l, 'berlin_month', 'r')).overallCode).toBe('OK');
+      expect((await ask(l, 'berlin_month', 'r')).overallCode).toBe('OVER_LIMIT');
+      expect((await refund(2)).overallCode).toBe('OK');
+      expect((await ask(l, 'berlin_month', 'r')).statuses[0]!.limitRemaining).toBe(1); // 3 - 2 + 1 counted
+      expect((await refund(10)).overallCode).toBe('OK'); // 2 counted: back to 0, not below
+      for (let i = 0; i < 3; i++) expect((await ask(l, 'berlin_month', 'r')).overallCode).toBe('OK');
+      expect((await ask(l, 'berlin_month', 'r')).overallCode).toBe('OVER_LIMIT');
+      // A refund in the next month goes to June's window, not May's.
+      clock.set(Date.parse('2025-05-31T22:00:00Z'));
+      expect((await refund(3)).overallCode).toBe('OK');
+      expect((await ask(l, 'berlin_month', 'r')).statuses[0]!.limitRemaining).toBe(2);
+      if (handle.pttl !== undefined && handle.keys !== undefined) {
+        const keys = await handle.keys(prefix);
+        for (const key of keys) expect(await handle.pttl(key)).toBeGreaterThan(0);
+      }
+    });
+
     it('max_values overflow: past 2 values in a window, new values share one counter under the same limit', async () => {
       const { limiter: l, clock, prefix } = limiter('2025-01-01T00:00:01Z');
       expect((await ask(l, 'user', 'a')).overallCode).toBe('OK');
