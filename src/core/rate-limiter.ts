@@ -13,7 +13,7 @@
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
  */
 import type { CompiledConfig } from '../config/types.js';
-import type { CounterStore, LimitOutcome } from '../storage/counter-store.js';
+import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from '../vocab/clock.js';
 import { InvalidRequestError } from '../vocab/errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
@@ -142,7 +142,7 @@ export class RateLimiter {
     let overLimit = false;
     for (let index = 0; index < resolved.length; index++) {
       const r = resolved[index]!;
-      const status = this.describe(request.domain, r, outcomes, applied, observer);
+      const status = this.describe(request.domain, r, { outcomes, checks }, applied, observer);
       if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
@@ -201,7 +201,13 @@ export class RateLimiter {
   private readonly onPastBound = (domain: string, rule: string, action: 'overflow' | 'reject'): void => this.observer.onPastBound?.(domain, rule, action);
 
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
-  private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[], observer: DecisionObserver): DescriptorStatus {
+  private describe(
+    domain: string,
+    r: Resolved,
+    { outcomes, checks }: { readonly outcomes: readonly LimitOutcome[]; readonly checks: readonly LimitCheck[] },
+    applied: AppliedLimit[],
+    observer: DecisionObserver,
+  ): DescriptorStatus {
     if (r.rule?.unlimited === true) return { code: 'OK', limitRemaining: MAX_UINT32 };
     if (r.limits.length === 0) return { code: 'OK', limitRemaining: 0 };
 
@@ -220,7 +226,8 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: isEnforced, quotaMode });
+      const windowMs = limit.calendar === undefined ? undefined : checks[r.firstCheck + j]!.windowMs;
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: isEnforced, quotaMode, ...(windowMs !== undefined ? { windowMs } : {}) });
     }
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;

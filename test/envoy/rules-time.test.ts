@@ -71,14 +71,19 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
       for (let i = 0; i < 4; i++) answers.push(await send('/monthly', { 'x-api-key': 'k1' }));
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429]);
       expect(answers[2]!.state).toBe('"monthly";r=0;t=1800');
-      expect(answers[3]).toMatchObject({ retryAfter: '1800', state: '"monthly";r=0;t=1800' });
+      // w= is the current calendar window's length: January, 31 days.
+      expect(answers[3]).toMatchObject({ retryAfter: '1800', policy: `"monthly";q=3;w=${31 * 86400}`, state: '"monthly";r=0;t=1800' });
       expect((await envoyRlsCounts(stack.envoy, 'app')).overLimit - before.overLimit).toBe(1);
       // One second before the boundary: still January in Berlin, still over.
       stack.service.clock.set(Date.parse('2026-01-31T22:59:59Z'));
       expect(await send('/monthly', { 'x-api-key': 'k1' })).toMatchObject({ status: 429, retryAfter: '1' });
       // 00:00 CET on 1 February: a new window, reset at 00:00 CET on 1 March (28 days).
       stack.service.clock.set(Date.parse('2026-01-31T23:00:00Z'));
-      expect(await send('/monthly', { 'x-api-key': 'k1' })).toMatchObject({ status: 200, state: `"monthly";r=2;t=${28 * 86400}` });
+      expect(await send('/monthly', { 'x-api-key': 'k1' })).toMatchObject({
+        status: 200,
+        policy: `"monthly";q=3;w=${28 * 86400}`,
+        state: `"monthly";r=2;t=${28 * 86400}`,
+      });
     });
 
     it('a raise with valid_until admits at its limit until its end, then the base rule decides, with no reload', async () => {
