@@ -26,6 +26,9 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 5, max_values: 2, on_max_values: overflow}
   - key: device
     rate_limit: {unit: minute, requests_per_unit: 5, max_values: 1, on_max_values: reject}
+  - key: plan
+    value: monthly
+    rate_limit: {name: monthly, calendar: month, time_zone: Europe/Berlin, requests_per_unit: 2}
 `;
 
 let t: TestService;
@@ -55,13 +58,13 @@ async function partnerInForce(): Promise<unknown> {
 
 describe('rules by validity, at the service clock', () => {
   it('the gauge and /rules in_force follow the clock across valid_from and valid_until, with no reload', async () => {
-    expect(await validity()).toEqual({ in_force: 3, not_yet: 1, ended: 0 });
+    expect(await validity()).toEqual({ in_force: 4, not_yet: 1, ended: 0 });
     expect(await partnerInForce()).toBe(false);
     t.clock.set(Date.parse('2025-06-01T08:00:00Z'));
-    expect(await validity()).toEqual({ in_force: 4, not_yet: 0, ended: 0 });
+    expect(await validity()).toEqual({ in_force: 5, not_yet: 0, ended: 0 });
     expect(await partnerInForce()).toBe(true);
     t.clock.set(Date.parse('2025-06-01T09:00:00Z'));
-    expect(await validity()).toEqual({ in_force: 3, not_yet: 0, ended: 1 });
+    expect(await validity()).toEqual({ in_force: 4, not_yet: 0, ended: 1 });
     expect(await partnerInForce()).toBe(false);
     const s = await scrapeMetrics(t.httpBase.replace('http://', ''));
     expect(s.get('ratelimit_config_reloads_total{result="success"}')).toBe(0);
@@ -85,8 +88,33 @@ describe('requests past max_values', () => {
   });
 });
 
+const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
+
+describe('ratelimit query on a calendar quota', () => {
+  const query = (args: string[]) =>
+    new Promise<{ code: number; stdout: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [BIN, 'query', '--server', t.grpcAddress, '--admin', t.httpBase.replace('http://', ''), '--domain', 'api', 'plan=monthly', ...args],
+        { timeout: 20_000 },
+        (err, stdout) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout }),
+      ),
+    );
+
+  it('--spend and the dry run tell the time to the local month start', async () => {
+    t.clock.set(Date.parse('2025-06-30T20:00:00Z')); // 22:00 on 30 June in Berlin (CEST): 2 hours left
+    const spent = await query(['--spend', '--hits', '2']);
+    expect(spent.code).toBe(0);
+    expect(spent.stdout).toContain('plan=monthly: OK, 2/month (monthly), remaining 0 after this request, reset in 7200s');
+    expect(spent.stdout).toContain(`header ratelimit-policy: "monthly";q=2;w=${30 * 86400}`);
+    const dry = await query([]);
+    expect(dry.code).toBe(3);
+    expect(dry.stdout).toMatch(/^dry run, nothing counted .*would be REJECTED\n/);
+    expect(dry.stdout).toContain('reset in 7200s');
+  });
+});
+
 describe('ratelimit check --at', () => {
-  const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
   const dir = mkdtempSync(join(tmpdir(), 'rl-check-at-'));
   writeFileSync(join(dir, 'api.yaml'), RULES);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
