@@ -29,16 +29,18 @@ export interface PlannedKey {
 
 export function nativeCheckKey(
   ctx: KeyContext,
-  r: { readonly rule: CompiledRule | undefined; readonly counterEntries: readonly DescriptorEntry[] },
+  r: { readonly rule: CompiledRule | undefined; readonly counterEntries: readonly DescriptorEntry[]; readonly refundUnits?: number },
   limit: CompiledLimit,
 ): PlannedKey {
   const window = limitWindow(limit, ctx.nowMs);
   let tag = counterTag(ctx.domain, r.counterEntries);
   let rejected = false;
   if (limit.maxValues !== undefined && r.rule !== undefined && ctx.valueGuards !== undefined) {
-    const verdict = ctx.valueGuards.admit(ctx.domain, r.rule.statsKey, limit, tag, window.startMs);
+    // A refund gives units back to where the value counts; it does not make the value tracked.
+    const refund = r.refundUnits !== undefined;
+    const verdict = ctx.valueGuards.admit(ctx.domain, r.rule.statsKey, limit, tag, window.startMs, !refund);
     if (verdict !== 'own') {
-      ctx.onPastBound?.(ctx.domain, r.rule.statsKey, verdict);
+      if (!refund) ctx.onPastBound?.(ctx.domain, r.rule.statsKey, verdict);
       tag = overflowTag(ctx.domain, r.rule.statsKey);
       rejected = verdict === 'reject';
     }

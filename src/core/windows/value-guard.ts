@@ -70,8 +70,12 @@ export class ValueGuards {
     this.guards = new Map();
   }
 
-  /** Whether the counter `tag` of `limit` counts on its own in the window starting at `windowStartMs`. */
-  admit(domain: string, rule: string, limit: CompiledLimit, tag: string, windowStartMs: number): ValueVerdict {
+  /**
+   * Whether the counter `tag` of `limit` counts on its own in the window starting at `windowStartMs`. With
+   * `record` false (a refund, which counts nothing) the answer is read without taking a slot or counting a value
+   * past the bound.
+   */
+  admit(domain: string, rule: string, limit: CompiledLimit, tag: string, windowStartMs: number, record = true): ValueVerdict {
     const bound = limit.maxValues!;
     // The latest window start seen: an instant known to have passed, to drop carried guards whose window ended.
     if (windowStartMs > this.lastNowMs) this.lastNowMs = windowStartMs;
@@ -90,9 +94,10 @@ export class ValueGuards {
     }
     if (guard.values.has(tag)) return 'own';
     if (guard.values.size < bound.max) {
-      guard.values.add(tag);
+      if (record) guard.values.add(tag);
       return 'own';
     }
+    if (!record) return bound.onMax;
     guard.pastBound++;
     return bound.onMax;
   }

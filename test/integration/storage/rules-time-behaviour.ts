@@ -174,6 +174,18 @@ export function describeRulesTime(name: string, makeStore: () => Promise<RulesTi
       expect((await ask(l, 'user', 'c')).statuses[0]!.limitRemaining).toBe(4);
     });
 
+    it('max_values and refunds: a refund takes no slot and is not past the bound; past it, it goes to the overflow counter', async () => {
+      const { limiter: l } = limiter('2025-01-01T00:00:01Z');
+      const refund = (value: string) =>
+        l.decide({ domain: 'time', descriptors: [{ entries: [{ key: 'user', value }], hitsAddend: 1, negativeHits: true }], hitsAddend: 1 });
+      expect((await refund('x')).overallCode).toBe('OK');
+      for (const v of ['a', 'b']) expect((await ask(l, 'user', v)).statuses[0]!.limitRemaining).toBe(4);
+      for (const v of ['c', 'd']) await ask(l, 'user', v); // the overflow counter: 2
+      expect((await refund('e')).overallCode).toBe('OK'); // back to 1
+      expect((await ask(l, 'user', 'f')).statuses[0]!.limitRemaining).toBe(3);
+      expect(l.valueGuardStates()).toEqual([expect.objectContaining({ rule: 'time.user', tracked: 2, pastBound: 3 })]);
+    });
+
     it('max_values reject: past 2 values, new values are rejected and nothing is stored for them', async () => {
       const { limiter: l, prefix } = limiter('2025-01-01T00:00:01Z');
       expect((await ask(l, 'strict_user', 'a')).overallCode).toBe('OK');
