@@ -18,7 +18,7 @@ function evaluate(state: FixedWindowState | undefined, nowMs: number, params: Al
   const { limit, windowMs } = params;
   // A state of a later window than now's (a caller whose clock is behind, or a call decided after the window it
   // was made in had ended) is the window the store is in: decide there, never write an older window over it.
-  const nowStart = nowMs - mod(nowMs, windowMs);
+  const nowStart = params.windowStartMs ?? nowMs - mod(nowMs, windowMs);
   const start = state !== undefined && state.start > nowStart ? state.start : nowStart;
   const count = state !== undefined && state.start === start ? state.count : 0;
   const allowed = count + hits <= limit;

@@ -10,6 +10,8 @@ export interface AlgorithmParams {
   readonly limit: number;
   /** W: window length in milliseconds (> 0). */
   readonly windowMs: number;
+  /** fixed_window: the window's start when it is not epoch-aligned (a calendar window); now lies in [start, start + W). */
+  readonly windowStartMs?: number;
   /**
    * token_bucket: bucket capacity (default L). leaky_bucket: tolerance in requests (default 1: smooth).
    * Window algorithms ignore it.

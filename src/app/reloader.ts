@@ -2,7 +2,10 @@
  * Holds the rules in use and swaps them whole on reload. A reload that fails validation keeps the last
  * good rules and is reported (log, metric, GET /rules).
  */
+import { withInForce } from '../config/compile/rules-in-force.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { CompiledConfig } from '../config/types.js';
+import { systemClock, type Clock } from '../vocab/clock.js';
 
 export interface LoadResult {
   readonly ok: boolean;
@@ -32,8 +35,10 @@ export class RulesHolder {
     private readonly load: () => Promise<LoadResult>,
     private readonly report: (status: ReloadStatus, changed: boolean) => void,
     initialWarnings: readonly { toString(): string }[] = [],
+    /** The service's clock: the instant `in_force` is read at, and the reloads' times. */
+    private readonly clock: Clock = systemClock,
   ) {
-    this.last = { at: new Date().toISOString(), ok: true, version: current.version, errors: [], warnings: initialWarnings.map(String) };
+    this.last = { at: new Date(clock.nowMs()).toISOString(), ok: true, version: current.version, errors: [], warnings: initialWarnings.map(String) };
   }
 
   get config(): CompiledConfig {
@@ -61,7 +66,7 @@ export class RulesHolder {
   }
 
   private async run(): Promise<ReloadStatus> {
-    const at = new Date().toISOString();
+    const at = new Date(this.clock.nowMs()).toISOString();
     let result: LoadResult;
     try {
       result = await this.load();
@@ -72,7 +77,7 @@ export class RulesHolder {
   }
 
   /** Swaps in a set loaded elsewhere (rules over xDS), or keeps the rules in force when it failed; as reload(). */
-  apply(result: LoadResult, at = new Date().toISOString()): ReloadStatus {
+  apply(result: LoadResult, at = new Date(this.clock.nowMs()).toISOString()): ReloadStatus {
     if (result.ok && result.config) {
       const changed = result.config.version !== this.current.version;
       this.current = result.config;
@@ -85,13 +90,14 @@ export class RulesHolder {
     return this.last;
   }
 
+  /** GET /rules: `in_force` on the rules with a valid_from / valid_until, read at the service's clock. */
   describe(): unknown {
     return {
       ...(this.source === undefined ? {} : { source: this.source() }),
       version: this.current.version,
       files: this.current.files,
       lastReload: this.last,
-      domains: this.current.describe(),
+      domains: withInForce(this.current.describe() as ConfigDescription, this.clock.nowMs()),
     };
   }
 }

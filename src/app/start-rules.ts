@@ -6,6 +6,8 @@
 import { loadConfigDir, loadConfigDirInWorker, watchConfigDir } from '../config/index.js';
 import { configDirProblem } from '../config/load/loader.js';
 import type { CompiledConfig } from '../config/types.js';
+import type { ConfigDescription } from '../config/compile/describe-rules.js';
+import { countTimings } from '../config/compile/rules-in-force.js';
 import { componentLogger } from '../observability/log.js';
 import { rulesSnapshot } from '../observability/metrics-labels.js';
 import { RulesHolder } from './reloader.js';
@@ -76,11 +78,14 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
       if (status.ok && changed && status.warnings.length > 0) log.warn('rules have ignored keys', { warnings: status.warnings });
     },
     initial.warnings,
+    clock,
   );
   if (initial.warnings.length > 0) log.warn('rules have ignored keys', { warnings: initial.warnings.map(String) });
   target.holder = rules;
   metrics.configLastReloadSuccess.set(1);
   metrics.configLastReloadTime.set(clock.nowMs() / 1000);
   metrics.setRules(rulesSnapshot(initial.config));
+  // Read at each scrape at the service's clock: a rule that starts or ends moves the gauge without a reload.
+  metrics.watchRuleValidity(() => countTimings(rules.config.describe() as ConfigDescription, clock.nowMs()));
   return { holder: rules, initial: initial.config, xds, onChange, stopWatching };
 }

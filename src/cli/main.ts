@@ -3,6 +3,9 @@
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
+import { checkNotes } from '../config/compile/check-notes.js';
+import { parseRfc3339 } from '../config/validate/validate-validity.js';
+import type { ConfigDescription } from '../config/index.js';
 import { runCapacityCli } from './capacity.js';
 import { loadCapacityFile } from '../capacity/load.js';
 import { loadConfigDir } from '../config/index.js';
@@ -28,13 +31,14 @@ commands:
 Every command answers --help (or -h) with its usage.
   --version             print the version`;
 
-const CHECK_USAGE = `usage: ratelimit check [DIR] [--capacity-config FILE] [--config-all-files] [--merge-domain-config] [--config-max-file-bytes N]
+const CHECK_USAGE = `usage: ratelimit check [DIR] [--at TIME] [--capacity-config FILE] [--config-all-files] [--merge-domain-config] [--config-max-file-bytes N]
 
 Validates the rules in DIR (default: CONFIG_DIR, or RUNTIME_ROOT/... as the reference names it) as the service
 would load them, without starting anything. Prints every error as file:line:col: field: message and exits 1;
 warnings go to stderr and do not fail; otherwise prints a summary and exits 0. A directory without any rules
 file fails. With --capacity-config FILE (or CAPACITY_CONFIG) the capacity resource file (docs/capacity.md) is
-checked first, with the same quality of errors.`;
+checked first, with the same quality of errors. Notes on rules that have ended or end within 7 days are read at
+the current time, or at --at TIME (RFC 3339, such as 2025-06-01T08:00:00Z).`;
 
 /** `serve --help`: every setting with its env var, flag, accepted values, default and meaning. */
 export function serveHelp(): string {
@@ -112,7 +116,14 @@ async function check(argv: string[]): Promise<number> {
     process.stdout.write(`${CHECK_USAGE}\n`);
     return 0;
   }
-  const { settings, rest } = loadSettings(process.env, argv);
+  const atIndex = argv.indexOf('--at');
+  const atText = atIndex >= 0 ? argv[atIndex + 1] : undefined;
+  const at = atText === undefined ? Date.now() : parseRfc3339(atText);
+  if (atIndex >= 0 && at === undefined) {
+    process.stderr.write(`check: --at takes an RFC 3339 time such as 2025-06-01T08:00:00Z, not '${atText ?? ''}'\n`);
+    return 2;
+  }
+  const { settings, rest } = loadSettings(process.env, atIndex >= 0 ? [...argv.slice(0, atIndex), ...argv.slice(atIndex + 2)] : argv);
   const dir = rest[0] ?? settings.configDir;
   const unknown = rest.find((a) => a.startsWith('-'));
   if (unknown !== undefined) {
@@ -144,6 +155,7 @@ async function check(argv: string[]): Promise<number> {
     return 1;
   }
   for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
+  for (const note of checkNotes(result.config.describe() as ConfigDescription, at!)) process.stderr.write(`note: ${note}\n`);
   const domains = [...result.config.domains.values()];
   process.stdout.write(
     `${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`,

@@ -8,6 +8,8 @@ import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { JsonValue } from './validate/yaml-nodes.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { PredictCost } from '../vocab/predict-cost.js';
+import type { CalendarSpec } from '../algorithms/calendar-window.js';
+import type { MaxValues, Validity } from './types.js';
 
 export interface Position {
   readonly line: number;
@@ -39,6 +41,10 @@ export interface RawLimit {
   readonly capacity?: CapacityRuleSpec;
   /** `predict_cost:` (admission by predicted cost, validate-predict.ts); absent = none. */
   readonly predictCost?: PredictCost;
+  /** `calendar:` / `time_zone:` (validate-calendar.ts); absent = epoch-aligned windows. */
+  readonly calendar?: CalendarSpec;
+  /** `max_values:` (validate-max-values.ts); absent = unbounded. */
+  readonly maxValues?: MaxValues;
 }
 
 export interface RawRule {
@@ -63,6 +69,8 @@ export interface RawDescriptor {
   readonly shareThreshold: boolean;
   /** `metadata:` as written (a mapping), undefined when absent. */
   readonly metadata?: { readonly [key: string]: JsonValue };
+  /** `valid_from` / `valid_until` (validate-validity.ts); absent = always. */
+  readonly validity?: Validity;
   readonly descriptors: readonly RawDescriptor[];
 }
 
@@ -74,4 +82,6 @@ export interface RawFile {
   readonly descriptors: readonly RawDescriptor[];
   /** The `authz:` block (ext_authz descriptors from the HTTP request), when present and valid. */
   readonly authz?: RawAuthz;
+  /** The file's top-level `valid_from` / `valid_until`: every descriptor of the file is bounded by it. */
+  readonly validity?: Validity;
 }

@@ -6,6 +6,7 @@ import type { CompiledAuthz } from './authz-types.js';
 import type { CompiledOnLimit } from './on-limit-types.js';
 import type { Shares, Throttling } from '../vocab/throttling.js';
 import type { PredictCost } from '../vocab/predict-cost.js';
+import type { CalendarSpec } from '../algorithms/calendar-window.js';
 
 /**
  * The compiled, frozen rule set the decision engine reads. Produced by config/compile/compile.ts from the
@@ -40,6 +41,22 @@ export interface CompiledLimit {
   readonly capacity?: CapacityRuleSpec;
   /** `predict_cost:`: admission charges the rule's predicted cost, settled later (src/cost/). */
   readonly predictCost?: PredictCost;
+  /** `calendar:` / `time_zone:`: windows aligned to the calendar in a zone; windowMs is then the period's nominal length. */
+  readonly calendar?: CalendarSpec;
+  /** `max_values:`: a bound on the distinct counters (client values) this limit tracks per window. */
+  readonly maxValues?: MaxValues;
+}
+
+/** `max_values: N` with `on_max_values`: past N values in a window, new ones share one overflow counter or are rejected. */
+export interface MaxValues {
+  readonly max: number;
+  readonly onMax: 'overflow' | 'reject';
+}
+
+/** `valid_from` / `valid_until` of a descriptor or a file, epoch ms; outside [fromMs, untilMs) the rule does not exist. */
+export interface Validity {
+  readonly fromMs?: number;
+  readonly untilMs?: number;
 }
 
 /** What a descriptor node with a `rate_limit` (or `rate_limits`) compiles to. */
@@ -87,8 +104,11 @@ export interface CompiledDomain {
   readonly name: string;
   /** Files that contributed (several when MERGE_DOMAIN_CONFIG is on). */
   readonly files: readonly string[];
-  /** envoyproxy/ratelimit lookup semantics (exact beats wildcard beats key-only, level by level). */
-  lookup(entries: readonly DescriptorEntry[]): RuleMatch | undefined;
+  /**
+   * envoyproxy/ratelimit lookup semantics (exact beats wildcard beats key-only, level by level). At `nowMs`, a
+   * descriptor outside its `valid_from`/`valid_until` is absent (undefined: every descriptor is present).
+   */
+  lookup(entries: readonly DescriptorEntry[], nowMs?: number): RuleMatch | undefined;
 }
 
 export interface CompiledConfig {

@@ -25,6 +25,8 @@ export interface AppliedLimit {
   readonly limit: CompiledLimit;
   readonly outcome: LimitOutcome;
   readonly policyName: string;
+  /** A calendar limit's current window length (ms): its `w=`, as a month is 28 to 31 days long. */
+  readonly windowMs?: number;
   /** Its rejection rejects the request (false for shadow_mode and, unless all are over, quota_mode). */
   enforced: boolean;
   readonly quotaMode?: boolean;
@@ -44,6 +46,7 @@ function sfString(text: string): string {
 /** A limit's policy name as an sf-string and its `ratelimit-policy` member: the same for every request. */
 interface PolicyText {
   readonly policyName: string;
+  readonly windowMs: number;
   readonly name: string;
   readonly member: string;
 }
@@ -56,11 +59,17 @@ const policyTexts = new WeakMap<CompiledLimit, PolicyText>();
 
 function policyText(a: AppliedLimit): PolicyText {
   const cached = policyTexts.get(a.limit);
-  if (cached !== undefined && cached.policyName === a.policyName) return cached;
+  const windowMs = windowOf(a);
+  if (cached !== undefined && cached.policyName === a.policyName && cached.windowMs === windowMs) return cached;
   const name = sfString(a.policyName);
-  const text = { policyName: a.policyName, name, member: `${name};q=${a.limit.requestsPerUnit};w=${seconds(a.limit.windowMs)}` };
+  const text = { policyName: a.policyName, windowMs, name, member: `${name};q=${a.limit.requestsPerUnit};w=${seconds(windowMs)}` };
   policyTexts.set(a.limit, text);
   return text;
+}
+
+/** The window a limit's policy names: the limit's, or for a calendar limit the current calendar window's. */
+function windowOf(a: AppliedLimit): number {
+  return a.windowMs ?? a.limit.windowMs;
 }
 
 export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit: boolean, options: HeaderOptions): HeaderValue[] {
@@ -97,7 +106,7 @@ export function buildResponseHeaders(applied: readonly AppliedLimit[], overLimit
     const chosen = tightest(applied);
     const policies = applied.map((a) => {
       const name = a.limit.name === undefined ? '' : `;name=${sfString(a.limit.name)}`;
-      return `${a.limit.requestsPerUnit};w=${seconds(a.limit.windowMs)}${name}`;
+      return `${a.limit.requestsPerUnit};w=${seconds(windowOf(a))}${name}`;
     });
     headers.push(
       { key: 'x-ratelimit-limit', value: [String(chosen.limit.requestsPerUnit), ...policies].join(', ') },

@@ -43,6 +43,8 @@ export interface DecisionObserver {
    * counted as an ordinary charge because it did not parse ('unparsed') or its rule has no `predict_cost` ('unpredicted').
    */
   onCost?(domain: string, statsKey: string, event: CostEvent): void;
+  /** A counter past its limit's `max_values` in the window: counted in the overflow counter, or rejected. `rule` is the rule's stats key (config path). */
+  onPastBound?(domain: string, rule: string, action: 'overflow' | 'reject'): void;
 }
 
 export type CostEvent = 'prediction' | 'settlement' | 'refund' | 'unparsed' | 'unpredicted';

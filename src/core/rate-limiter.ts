@@ -13,7 +13,7 @@
  * Protocol-free: the servers translate wire messages to RateLimitRequest and back.
  */
 import type { CompiledConfig } from '../config/types.js';
-import type { CounterStore, LimitOutcome } from '../storage/counter-store.js';
+import type { CounterStore, LimitCheck, LimitOutcome } from '../storage/counter-store.js';
 import type { Clock } from '../vocab/clock.js';
 import { InvalidRequestError } from '../vocab/errors.js';
 import { previewOutcomes, readOnlyChecks } from './check-only.js';
@@ -31,6 +31,7 @@ import { responseMetadata } from './response-metadata.js';
 import { CostEstimator } from '../cost/estimator.js';
 import { hasCost, reportCosts, withPrediction } from './cost-report.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
+import { ValueGuards, type ValueGuardState } from './windows/value-guard.js';
 
 export const MAX_UINT32 = 4_294_967_295;
 
@@ -83,6 +84,7 @@ export class RateLimiter {
   private readonly observer: DecisionObserver;
   private readonly atLimit: AtLimit;
   readonly costs: CostEstimator;
+  private readonly valueGuards = new ValueGuards();
 
   constructor(private readonly options: RateLimiterOptions) {
     this.observer = options.observer ?? noopObserver;
@@ -100,12 +102,15 @@ export class RateLimiter {
     );
     const { request, criticality } = classify(bounded, this.options.criticalityKey ?? DEFAULT_CRITICALITY_KEY);
     const config = this.options.config();
+    this.valueGuards.use(config);
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
 
+    // One instant for the whole decision: which rules are in force (valid_from / valid_until), the counting and
+    // the cost predictions.
     const nowMs = this.options.clock.nowMs();
     const costs = { estimator: this.costs, nowMs };
-    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits, costs));
+    const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits, nowMs, costs));
     applyReplaces(resolved);
 
     const checkOnly = decideOptions.checkOnly === true;
@@ -119,6 +124,8 @@ export class RateLimiter {
       nowMs,
       ...(decideOptions.deadlineMs !== undefined ? { delayDeadlineMs: decideOptions.deadlineMs - (this.options.delayMarginMs?.() ?? 0) } : {}),
       checkOnly,
+      // A dry run neither fills a max_values guard nor counts in its metric.
+      ...(checkOnly ? {} : { valueGuards: this.valueGuards, onPastBound: this.onPastBound }),
     });
 
     // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
@@ -147,7 +154,7 @@ export class RateLimiter {
     const quotaAll = this.options.quotaMode === true;
     for (let index = 0; index < resolved.length; index++) {
       const r = resolved[index]!;
-      const status = this.describe(request.domain, r, outcomes, applied, observer);
+      const status = this.describe(request.domain, r, { outcomes, checks }, applied, observer);
       if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode, quotaAll)) overLimit = true;
       // QUOTA_MODE counts descriptors without a limit too (they pass), as the reference does
@@ -208,8 +215,21 @@ export class RateLimiter {
         );
   }
 
+  /** The `max_values` guards in use: per bounded limit, the values tracked in its window and those past the bound. */
+  valueGuardStates(): ValueGuardState[] {
+    return this.valueGuards.states();
+  }
+
+  private readonly onPastBound = (domain: string, rule: string, action: 'overflow' | 'reject'): void => this.observer.onPastBound?.(domain, rule, action);
+
   /** The status of one descriptor from the outcomes of its limits; collects what the headers need. */
-  private describe(domain: string, r: Resolved, outcomes: readonly LimitOutcome[], applied: AppliedLimit[], observer: DecisionObserver): DescriptorStatus {
+  private describe(
+    domain: string,
+    r: Resolved,
+    { outcomes, checks }: { readonly outcomes: readonly LimitOutcome[]; readonly checks: readonly LimitCheck[] },
+    applied: AppliedLimit[],
+    observer: DecisionObserver,
+  ): DescriptorStatus {
     if (r.rule?.unlimited === true) return { code: 'OK', limitRemaining: MAX_UINT32 };
     if (r.limits.length === 0) return { code: 'OK', limitRemaining: 0 };
 
@@ -229,7 +249,8 @@ export class RateLimiter {
         rejected = true;
       } else if (!rejected && o.remaining < best.remaining) chosen = j;
       if (o.allowed && r.hits > 0 && limit.requestsPerUnit - o.remaining > limit.requestsPerUnit * this.options.nearLimitRatio) nearLimit = true;
-      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: isEnforced, quotaMode });
+      const windowMs = limit.calendar === undefined ? undefined : checks[r.firstCheck + j]!.windowMs;
+      applied.push({ limit, outcome: o, policyName: policyName(r, limit), enforced: isEnforced, quotaMode, ...(windowMs !== undefined ? { windowMs } : {}) });
     }
     const limit = r.limits[chosen]!;
     const outcome = outcomes[r.firstCheck + chosen]!;

@@ -10,7 +10,9 @@ import type { LimitCheck, Refund, RefundAlgorithm } from '../storage/counter-sto
 import type { Criticality } from '../vocab/throttling.js';
 import { COUNTING_ALGORITHMS } from '../config/validate/validate-count.js';
 import { hasThrottling, planCheck } from '../throttling/plan.js';
-import { counterKey, envoyCounterKey } from '../vocab/keys.js';
+import { envoyCounterKey } from '../vocab/keys.js';
+import { nativeCheckKey } from './windows/plan-key.js';
+import type { ValueGuards } from './windows/value-guard.js';
 import { storeOnLimit } from './on-limit/checks.js';
 import { UNIT_SECONDS, type DescriptorEntry, type RequestDescriptor } from '../vocab/types.js';
 import type { CostEstimator } from '../cost/estimator.js';
@@ -30,6 +32,10 @@ export interface PlanContext {
   /** By when a delayed answer (on_limit delay) must be due: the decision deadline less the delay margin. */
   readonly delayDeadlineMs?: number;
   readonly checkOnly: boolean;
+  /** The `max_values` guards of this process; absent: no limit is bounded. */
+  readonly valueGuards?: ValueGuards;
+  /** Told of each value past a limit's `max_values` (the metric). */
+  readonly onPastBound?: (domain: string, rule: string, action: 'overflow' | 'reject') => void;
 }
 
 export interface PlannedChecks {
@@ -54,9 +60,8 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
     const shadow = r.rule !== undefined && (ctx.shadowMode || r.rule.shadowMode);
     for (const limit of r.limits) {
       const envoy = ctx.envoyKeys && isEnvoyCompatible(limit) && !hasThrottling(limit);
-      const key = envoy
-        ? envoyCounterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, ctx.nowMs - (ctx.nowMs % limit.windowMs))
-        : counterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, limit.algorithm, limit.windowMs);
+      const native = envoy ? undefined : nativeCheckKey(ctx, r, limit);
+      const key = native?.key ?? envoyCounterKey(ctx.keyPrefix, ctx.domain, r.counterEntries, ctx.nowMs - (ctx.nowMs % limit.windowMs));
       if (limit.onLimit !== undefined) hasOnLimit = true;
       checkLimits.push(limit);
       checks.push(
@@ -65,8 +70,9 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
             key,
             ...(envoy ? { keyFormat: 'envoy' as const } : {}),
             algorithm: limit.algorithm,
-            limit: limit.requestsPerUnit,
-            windowMs: limit.windowMs,
+            limit: native?.rejected === true ? 0 : limit.requestsPerUnit,
+            windowMs: native?.windowMs ?? limit.windowMs,
+            ...(native?.windowStartMs !== undefined ? { windowStartMs: native.windowStartMs } : {}),
             burst: limit.burst,
             hits: r.hits,
             enforce,
@@ -80,14 +86,17 @@ export function planChecks(resolved: readonly Resolved[], ctx: PlanContext): Pla
         ),
       );
       const planned = checks[checks.length - 1]!;
-      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && isRefundAlgorithm(limit.algorithm)) {
+      if (r.refundUnits !== undefined && r.refundUnits > 0 && !envoy && native?.rejected !== true && isRefundAlgorithm(limit.algorithm)) {
+        // A calendar window's counter is keyed by the window's start: the units go back into it while it runs.
+        const calendarStart = native?.windowStartMs;
         refunds.push({
           key,
           algorithm: limit.algorithm,
           limit: planned.limit,
-          windowMs: limit.windowMs,
+          windowMs: native?.windowMs ?? limit.windowMs,
           units: r.refundUnits,
-          windowStart: ctx.nowMs - (ctx.nowMs % limit.windowMs),
+          windowStart: calendarStart ?? ctx.nowMs - (ctx.nowMs % limit.windowMs),
+          ...(calendarStart !== undefined ? { calendar: true as const } : {}),
         });
       }
     }
@@ -130,7 +139,7 @@ export interface Resolved {
 
 /** A fixed_window limit of exactly one unit: the only kind envoyproxy/ratelimit has, so the only kind whose counter it shares. */
 function isEnvoyCompatible(limit: CompiledLimit): boolean {
-  return limit.algorithm === 'fixed_window' && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
+  return limit.algorithm === 'fixed_window' && limit.calendar === undefined && limit.unit !== undefined && limit.windowMs === UNIT_SECONDS[limit.unit] * 1000;
 }
 
 /**
@@ -158,7 +167,14 @@ export interface CostContext {
   readonly nowMs: number;
 }
 
-export function resolve(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, requestHits: number, costs?: CostContext): Resolved {
+export function resolve(
+  domainName: string,
+  domain: CompiledDomain | undefined,
+  d: RequestDescriptor,
+  requestHits: number,
+  nowMs: number,
+  costs?: CostContext,
+): Resolved {
   // A settlement's `predicted_cost` entry is not part of the descriptor its rule is looked up by.
   const split = costs === undefined ? undefined : splitSettlement(d.entries);
   const resolved = resolveLimits(
@@ -166,6 +182,7 @@ export function resolve(domainName: string, domain: CompiledDomain | undefined, 
     domain,
     split === undefined ? d : { ...d, entries: split.entries },
     d.negativeHits === true ? 0 : (d.hitsAddend ?? requestHits),
+    nowMs,
   );
   // A refund (Envoy's is_negative_hits): checked with 0 hits, its units given back (planChecks).
   if (d.negativeHits === true) return { ...resolved, refundUnits: d.hitsAddend ?? requestHits };
@@ -177,7 +194,7 @@ export function resolve(domainName: string, domain: CompiledDomain | undefined, 
   return { ...resolved, hits: role.hits, ...(role.refund > 0 ? { refundUnits: role.refund } : {}), cost: role.role };
 }
 
-function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number): Resolved {
+function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d: RequestDescriptor, hits: number, nowMs: number): Resolved {
   // A request-level override replaces the configured limit when the domain is known (as envoyproxy/ratelimit
   // does); an override whose unit Envoy sent as UNKNOWN is ignored.
   if (domain !== undefined && d.limit !== undefined && d.limit.unit !== undefined) {
@@ -192,7 +209,7 @@ function resolveLimits(domainName: string, domain: CompiledDomain | undefined, d
     };
     return { rule: undefined, limits: [limit], counterEntries: d.entries, statsKey: overrideStatsKey(domainName, d.entries), hits, firstCheck: 0 };
   }
-  const match = domain?.lookup(d.entries);
+  const match = domain?.lookup(d.entries, nowMs);
   if (match === undefined) return { rule: undefined, limits: [], counterEntries: d.entries, statsKey: '', hits, firstCheck: 0 };
   return {
     rule: match.rule,

@@ -11,6 +11,7 @@ import { onLimitMetrics } from './metrics-on-limit.js';
 import { costMetrics } from './metrics-cost.js';
 import { PendingCounts, type PendingSeries } from './metrics-pending.js';
 import { referenceRuleCounters } from './metrics-reference.js';
+import { rulesTimeMetrics, type RuleValidityCounts } from './metrics-rules-time.js';
 import { throttlingMetrics } from './metrics-throttling.js';
 
 const CODES = ['OK', 'OVER_LIMIT'] as const;
@@ -29,6 +30,8 @@ export interface DecisionMetrics {
   setRules(snapshot: RulesSnapshot): void;
   /** Distinct request-derived stats keys (detailed_metric, value_to_metric) kept per domain before `other`. */
   setMaxDetailedSeries(max: number): void;
+  /** Exports the rules by validity per domain, read at each scrape (metrics-rules-time.ts). */
+  watchRuleValidity(counts: RuleValidityCounts): void;
 }
 
 export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): DecisionMetrics {
@@ -51,6 +54,7 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
   const atLimit = onLimitMetrics(registers, bounds);
   const throttling = throttlingMetrics(registers, bounds);
   const cost = costMetrics(registers, bounds);
+  const rulesTime = rulesTimeMetrics(registers, bounds);
   // The same counts under envoyproxy/ratelimit's Prometheus names (metrics-reference.ts).
   const byName = new Map(
     ['ratelimit_hits_total', 'ratelimit_over_limit_total', 'ratelimit_near_limit_total', 'ratelimit_within_limit_total', 'ratelimit_shadow_mode_total'].map(
@@ -138,12 +142,14 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
     onAtLimit: atLimit.onAtLimit,
     onDelayReleased: atLimit.onDelayReleased,
     onCost: cost.onCost,
+    onPastBound: rulesTime.onPastBound,
   };
   return {
     observer,
     setRules(snapshot) {
       forgetSeries();
       const { removedKeys, removedDomains } = bounds.setRules(snapshot);
+      rulesTime.setRules(snapshot);
       removeSeries(perRule, removedKeys);
       for (const domain of removedDomains) {
         folded.remove({ domain });
@@ -154,6 +160,7 @@ export function decisionMetrics(registers: Registry[], bounds: SeriesBounds): De
         for (const code of CODES) decisions.inc({ domain: d.name, code }, 0);
       }
     },
+    watchRuleValidity: (counts) => rulesTime.watchRuleValidity(counts),
     setMaxDetailedSeries(max) {
       forgetSeries(); // a folded key may be admitted from now on
       bounds.setMaxDetailed(max);

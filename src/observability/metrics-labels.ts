@@ -16,7 +16,7 @@ export const OTHER_KEY = 'other';
 /** What the metrics need to know of the rules: domain names and the stats keys of rules that count hits. */
 export interface RulesSnapshot {
   readonly version: string;
-  readonly domains: readonly { readonly name: string; readonly statsKeys: readonly string[] }[];
+  readonly domains: readonly { readonly name: string; readonly statsKeys: readonly string[]; readonly boundedKeys?: readonly string[] }[];
 }
 
 export function rulesSnapshot(config: CompiledConfig): RulesSnapshot {
@@ -27,6 +27,8 @@ export function rulesSnapshot(config: CompiledConfig): RulesSnapshot {
       name: d.name,
       // Unlimited rules never count hits (the engine reports nothing for them): no series.
       statsKeys: [...new Set(d.rules.filter((r) => !r.unlimited).map((r) => r.stats_key))],
+      // Rules with a `max_values` bound: their past-the-bound series.
+      boundedKeys: [...new Set(d.rules.filter((r) => r.limits.some((l) => l.max_values !== undefined)).map((r) => r.stats_key))],
     })),
   };
 }

@@ -213,6 +213,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
       configDomains.set(snapshot.domains.length);
     },
     setMaxDetailedSeries: (max) => decisions.setMaxDetailedSeries(max),
+    watchRuleValidity: (counts) => decisions.watchRuleValidity(counts),
     watchDeadlineMargin(ms) {
       scrapedGauge(
         registers,

@@ -85,7 +85,7 @@ export function setUpRlqs(o: RlqsOptions): RlqsSetup {
     idleAbandonMs: o.idleAbandonS * 1000,
     maxBuckets: RLQS_DEFAULTS.maxBuckets,
     maxBucketsPerStream: RLQS_DEFAULTS.maxBucketsPerStream,
-    rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries),
+    rule: (domain, entries) => bucketRule(o.config(), o.shadowMode, domain, entries, systemClock.nowMs()),
     observer,
     ...(exchange === undefined ? {} : { exchange }),
   });

@@ -9,8 +9,9 @@ import { resolve } from '../core/resolve.js';
 import type { BucketRule } from './book.js';
 import type { BucketUsage } from './rlqs-codec.js';
 
-export function bucketRule(config: CompiledConfig, shadowAll: boolean, domain: string, entries: BucketUsage['entries']): BucketRule {
-  const r = resolve(domain, config.domains.get(domain), { entries }, 1);
+/** `wallMs`: the wall clock (epoch ms), which decides the rules in force (valid_from / valid_until). */
+export function bucketRule(config: CompiledConfig, shadowAll: boolean, domain: string, entries: BucketUsage['entries'], wallMs: number): BucketRule {
+  const r = resolve(domain, config.domains.get(domain), { entries }, 1, wallMs);
   if (r.rule === undefined || r.limits.length === 0) return { kind: 'allow' };
   let best: { perFill: number; fillS: number; rate: number } | undefined;
   for (const limit of r.limits) {

@@ -19,6 +19,11 @@ export interface LimitCheck {
   readonly limit: number;
   /** W: window in milliseconds (integer > 0). */
   readonly windowMs: number;
+  /**
+   * fixed_window only: the window is [windowStartMs, windowStartMs + W) rather than the epoch-aligned one holding
+   * now (a calendar window, whose key names its start). On Redis the state is a plain counter expiring at the window's end.
+   */
+  readonly windowStartMs?: number;
   /** token_bucket capacity / leaky_bucket tolerance (integer >= 1); ignored by window algorithms. */
   readonly burst: number;
   /** Hits to add (integer >= 0); 0 checks without counting. */
@@ -140,6 +145,8 @@ export interface Refund {
   readonly windowMs: number;
   readonly units: number;
   readonly windowStart: number;
+  /** A calendar window's counter (fixed_window, keyed by windowStart; on Redis a plain integer): windowMs is its length. */
+  readonly calendar?: true;
 }
 
 /** What a remote store knows about itself, for readiness and health (src/server/health/service-health.ts). */

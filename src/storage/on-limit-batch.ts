@@ -28,6 +28,7 @@ export interface PendingWrite {
 /** The algorithm parameters of a check, with its on_limit delay. */
 export function algorithmParams(check: LimitCheck): AlgorithmParams {
   const maxDelayMs = check.onLimit === undefined ? 0 : (check.onLimit.maxDelayMs ?? 0);
+  if (check.windowStartMs !== undefined) return { limit: check.limit, windowMs: check.windowMs, burst: check.burst, windowStartMs: check.windowStartMs };
   return maxDelayMs > 0
     ? { limit: check.limit, windowMs: check.windowMs, burst: check.burst, maxDelayMs }
     : { limit: check.limit, windowMs: check.windowMs, burst: check.burst };

@@ -51,7 +51,31 @@ export function counterTag(domain: string, entries: readonly DescriptorEntry[]):
 }
 
 export function counterKey(prefix: string, domain: string, entries: readonly DescriptorEntry[], algorithm: AlgorithmName, windowMs: number): string {
-  return `${prefix}{${counterTag(domain, entries)}}:${algorithm}:${windowMs}`;
+  return tagKey(prefix, counterTag(domain, entries), algorithm, windowMs);
+}
+
+/** counterKey from a tag already built (counterTag, overflowTag). */
+export function tagKey(prefix: string, tag: string, algorithm: AlgorithmName, windowMs: number): string {
+  return `${prefix}{${tag}}:${algorithm}:${windowMs}`;
+}
+
+/**
+ * The counter of a calendar limit (rules `calendar:`) under a tag: one key per calendar window, named by the
+ * period, the zone and the window's start (epoch ms). A native counter key ends in `:<algorithm>:<digits>`, this
+ * one in `:calendar:<period>:<zone>:<digits>`, so the forms cannot meet.
+ */
+export function calendarTagKey(prefix: string, tag: string, period: string, zone: string, startMs: number): string {
+  return `${prefix}{${tag}}:calendar:${period}:${escapeComponent(zone)}:${startMs}`;
+}
+
+/**
+ * The one counter every value past a limit's `max_values` shares in a window (on_max_values: overflow): one per
+ * rule and limit, like the elastic aggregate. `%overflow|` never starts a counterTag (escapes are `%<hex>.` and
+ * `o` is not a hex digit), so it cannot meet a client's counter.
+ */
+export function overflowTag(domain: string, ruleStatsKey: string): string {
+  const tag = `%overflow|${escapeComponent(domain)}|${escapeComponent(ruleStatsKey)}`;
+  return tag.length > MAX_TAG_LENGTH ? `#${createHash('sha256').update(tag).digest('base64url')}` : tag;
 }
 
 /**

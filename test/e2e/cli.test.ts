@@ -40,7 +40,7 @@ afterAll(async () => {
 
 describe('ratelimit check', () => {
   it('prints a summary and exits 0 for valid rules', async () => {
-    const dir = dirWith({ 'a.yaml': 'domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n', 'b.yml': 'domain: b\n' });
+    const dir = dirWith({ 'a.yaml': 'domain: a\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: {unit: second, requests_per_unit: 1}\n', 'b.yml': 'domain: b\n' });
     dirs.push(dir);
     const r = await run(['check', dir]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
@@ -48,12 +48,12 @@ describe('ratelimit check', () => {
   });
 
   it('warns about keys envoyproxy/ratelimit ignores, and still exits 0', async () => {
-    const dir = dirWith({ 'w.yaml': 'domain: w\ndescriptors:\n  - key: k\n    unit: second\n    rate_limit: {unit: minute, requests_per_unit: 1}\n' });
+    const dir = dirWith({ 'w.yaml': 'domain: w\ndescriptors:\n  - key: k\n    value: v\n    unit: second\n    rate_limit: {unit: minute, requests_per_unit: 1}\n' });
     dirs.push(dir);
     const r = await run(['check', dir]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe(
-      "warning: w.yaml:4:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)\n",
+      "warning: w.yaml:5:5: descriptors[0].unit: 'unit' has no effect here and is ignored, as envoyproxy/ratelimit ignores it ('unit' belongs in rate_limit)\n",
     );
     expect(r.stdout).toContain('OK — 1 file(s), 1 domain(s): w');
   });

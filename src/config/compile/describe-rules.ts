@@ -7,7 +7,7 @@ import { formatWindow } from '../duration.js';
 import { describeOnLimit } from '../on-limit-types.js';
 import type { RawDescriptor } from '../raw.js';
 import { describeThrottling, type DescribedThrottling } from './describe-throttling.js';
-import type { CompiledRule } from '../types.js';
+import type { CompiledRule, Validity } from '../types.js';
 import { runAtOnce, type Steps } from '../slices.js';
 
 export interface DescribedLimit {
@@ -23,6 +23,12 @@ export interface DescribedLimit {
   /** Quota leases: units claimed at a time and how long they are kept (ms). */
   readonly lease?: { readonly size: number; readonly ttl_ms: number };
   readonly count_every_hit?: true;
+  /** A calendar limit: its period and zone (the window is the calendar's, `window` its nominal length). */
+  readonly calendar?: string;
+  readonly time_zone?: string;
+  /** A bound on the distinct values counted per window, and what happens past it. */
+  readonly max_values?: number;
+  readonly on_max_values?: string;
   /** A capacity limit: the resource its share comes from and how it asks (docs/capacity-client.md). */
   readonly capacity?: {
     readonly resource: string;
@@ -54,6 +60,9 @@ export interface DescribedRule {
   readonly value_to_metric: boolean;
   readonly share_threshold: boolean;
   readonly metadata?: Readonly<Record<string, unknown>>;
+  /** When the rule exists (its file's and its descriptors' `valid_from`/`valid_until`), as RFC 3339 UTC; only when set. */
+  readonly valid_from?: string;
+  readonly valid_until?: string;
 }
 
 export interface DescribedDomain {
@@ -69,7 +78,7 @@ export type ConfigDescription = readonly DescribedDomain[];
 export interface DescribedInput {
   readonly name: string;
   readonly files: readonly string[];
-  readonly rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[] }[];
+  readonly rules: readonly { rule: CompiledRule; raw: RawDescriptor; chain: readonly RawDescriptor[]; validity?: Validity }[];
 }
 
 export function describeConfig(domains: readonly DescribedInput[]): ConfigDescription {
@@ -81,13 +90,20 @@ export function* describeSteps(domains: readonly DescribedInput[]): Steps<Config
   const out: DescribedDomain[] = [];
   for (const d of domains) {
     const rules: DescribedRule[] = [];
-    for (const { rule, raw, chain } of d.rules) {
-      rules.push(deepFreeze(describeRule(rule, raw, chain)));
+    for (const { rule, raw, chain, validity } of d.rules) {
+      rules.push(deepFreeze({ ...describeRule(rule, raw, chain), ...describeValidity(validity) }));
       yield;
     }
     out.push(Object.freeze({ name: d.name, files: Object.freeze([...d.files]), rules: Object.freeze(rules) }));
   }
   return Object.freeze(out);
+}
+
+function describeValidity(v: Validity | undefined): { valid_from?: string; valid_until?: string } {
+  return {
+    ...(v?.fromMs !== undefined ? { valid_from: new Date(v.fromMs).toISOString() } : {}),
+    ...(v?.untilMs !== undefined ? { valid_until: new Date(v.untilMs).toISOString() } : {}),
+  };
 }
 
 function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly RawDescriptor[]): DescribedRule {
@@ -112,6 +128,8 @@ function describeRule(rule: CompiledRule, raw: RawDescriptor, chain: readonly Ra
       ...(l.predictCost !== undefined
         ? { predict_cost: { initial: l.predictCost.initial, window: formatWindow(l.predictCost.windowMs), clip: l.predictCost.clip } }
         : {}),
+      ...(l.calendar !== undefined ? { calendar: l.calendar.period, time_zone: l.calendar.timeZone } : {}),
+      ...(l.maxValues !== undefined ? { max_values: l.maxValues.max, on_max_values: l.maxValues.onMax } : {}),
       ...(l.capacity !== undefined
         ? {
             capacity: {

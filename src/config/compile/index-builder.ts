@@ -8,7 +8,8 @@ import { compileGlob, isKeyPattern, isWildcard } from '../load/glob.js';
 import type { IndexLevel, IndexNode } from './lookup.js';
 import type { RawDescriptor, RawFile } from '../raw.js';
 import type { Steps } from '../slices.js';
-import type { CompiledLimit, CompiledRule } from '../types.js';
+import type { CompiledLimit, CompiledRule, Validity } from '../types.js';
+import { narrow } from '../validate/validate-validity.js';
 
 /** A level under construction; frozen into an IndexLevel at the end. */
 export interface LevelBuilder {
@@ -28,6 +29,8 @@ export interface LevelBuilder {
 interface NodeBuilder {
   raw: RawDescriptor;
   file: string;
+  /** The descriptor's `valid_from`/`valid_until`, narrowed by its file's at the top level. */
+  validity?: Validity;
   rule?: CompiledRule;
   /** Absent for a descriptor without children (most of them). */
   children?: LevelBuilder;
@@ -36,6 +39,8 @@ interface NodeBuilder {
 /** A rule as describe() lists it: with the descriptors from the domain root down to it. */
 export interface RuleEntry {
   readonly rule: CompiledRule;
+  /** When the rule exists: the intersection of the intervals of its file and of every descriptor on its path. */
+  readonly validity?: Validity;
   readonly raw: RawDescriptor;
   readonly chain: readonly RawDescriptor[];
   readonly file: string;
@@ -100,11 +105,12 @@ export function* addDescriptors(
       continue;
     }
     const chain = [...parents, raw];
-    const node: NodeBuilder = { raw, file: file.name };
+    const validity = parents.length === 0 ? narrow(file.validity, raw.validity) : raw.validity;
+    const node: NodeBuilder = { raw, file: file.name, ...(validity !== undefined ? { validity } : {}) };
     level.byRefName.set(name, node);
     if (raw.rule !== undefined) {
       node.rule = compileRule(raw, statsKey, `${file.name}:${raw.position.line}`);
-      budget.domain.rules.push({ rule: node.rule, raw, chain, file: file.name });
+      budget.domain.rules.push({ rule: node.rule, raw, chain, file: file.name, validity: chainValidity(file, chain) });
     }
     if (isKeyPattern(raw.key)) level.keyPatterns.push(node);
     else if (raw.value === '') level.keyOnly.set(raw.key, node);
@@ -120,6 +126,12 @@ export function* addDescriptors(
     yield;
     if (raw.descriptors.length > 0) yield* addDescriptors((node.children = newLevel()), file, raw.descriptors, statsKey, chain, errors, budget);
   }
+}
+
+function chainValidity(file: RawFile, chain: readonly RawDescriptor[]): Validity | undefined {
+  let validity = file.validity;
+  for (const d of chain) validity = narrow(validity, d.validity);
+  return validity;
 }
 
 function compileRule(raw: RawDescriptor, statsKey: string, source: string): CompiledRule {
@@ -141,6 +153,8 @@ function compileRule(raw: RawDescriptor, statsKey: string, source: string): Comp
       ...(l.countEveryHit === true ? { countEveryHit: true as const } : {}),
       ...(l.capacity !== undefined ? { capacity: Object.freeze({ ...l.capacity }) } : {}),
       ...(l.predictCost !== undefined ? { predictCost: Object.freeze({ ...l.predictCost }) } : {}),
+      ...(l.calendar !== undefined ? { calendar: l.calendar } : {}),
+      ...(l.maxValues !== undefined ? { maxValues: l.maxValues } : {}),
     }),
   );
   return Object.freeze({
@@ -169,6 +183,7 @@ function* freezeNode(b: NodeBuilder, sawValueToMetric: () => void): Steps<IndexN
     key: b.raw.key,
     value: b.raw.value,
     ...(isWildcard(b.raw.value) ? { glob: compileGlob(b.raw.value) } : {}),
+    ...(b.validity !== undefined ? { validity: b.validity } : {}),
     ...(b.rule !== undefined ? { rule: b.rule } : {}),
     shareThreshold: b.raw.shareThreshold,
     valueToMetric: b.raw.valueToMetric,

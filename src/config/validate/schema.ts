@@ -6,7 +6,7 @@
  * where a misplaced key belongs, which catches the same typos and the indentation mistakes too.
  */
 
-export const TOP_KEYS = ['domain', 'descriptors', 'defaults', 'authz'] as const;
+export const TOP_KEYS = ['domain', 'descriptors', 'defaults', 'authz', 'valid_from', 'valid_until'] as const;
 export const DEFAULTS_KEYS = ['algorithm', 'burst'] as const;
 export const DESCRIPTOR_KEYS = [
   'key',
@@ -20,6 +20,8 @@ export const DESCRIPTOR_KEYS = [
   'value_to_metric',
   'share_threshold',
   'metadata',
+  'valid_from',
+  'valid_until',
 ] as const;
 export const RATE_LIMIT_KEYS = [
   'unit',
@@ -40,6 +42,11 @@ export const RATE_LIMIT_KEYS = [
   'count_every_hit',
   'capacity',
   'predict_cost',
+  // rules-time.md
+  'calendar',
+  'time_zone',
+  'max_values',
+  'on_max_values',
 ] as const;
 export const REPLACES_KEYS = ['name'] as const;
 

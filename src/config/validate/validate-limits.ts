@@ -14,6 +14,8 @@ import { checkBesideLease, readLease } from './validate-lease.js';
 import { readCountEveryHit } from './validate-count.js';
 import { readCapacityRule } from './validate-capacity-rule.js';
 import { readPredictCost } from './validate-predict.js';
+import { hasCalendar, readCalendar } from './validate-calendar.js';
+import { readMaxValues } from './validate-max-values.js';
 import { join, readFields, readMap, readMapList, valueNode } from './fields.js';
 import type { Field, Fields } from './fields.js';
 import type { RawLimit, RawRule } from '../raw.js';
@@ -24,11 +26,18 @@ import type { FileContext } from './yaml-nodes.js';
 
 export const UINT32_MAX = 4_294_967_295;
 const BURST_ALGORITHMS: readonly AlgorithmName[] = ['token_bucket', 'leaky_bucket'];
+const UNLIMITED_CLASHES = ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const;
 
 /** The top-level `defaults:` block of a file. */
 export interface FileDefaults {
   readonly algorithm?: AlgorithmName;
   readonly burst?: number;
+}
+
+/** What the limits of one descriptor are read with: the file's defaults and what the descriptor's path says. */
+export interface LimitContext extends FileDefaults {
+  /** Some descriptor on the path takes the value from the request (no `value`, a wildcard): `max_values` applies. */
+  readonly perClientValue?: boolean;
 }
 
 export function readAlgorithm(ctx: FileContext, field: Field | undefined, path: string): AlgorithmName | undefined {
@@ -41,7 +50,7 @@ export function readAlgorithm(ctx: FileContext, field: Field | undefined, path: 
 }
 
 /** `rate_limit: {...}` or `rate_limits: [...]` of one descriptor; undefined when absent or invalid. */
-export function readRule(ctx: FileContext, fields: Fields, path: string, defaults: FileDefaults): RawRule | undefined {
+export function readRule(ctx: FileContext, fields: Fields, path: string, defaults: LimitContext): RawRule | undefined {
   const single = fields.get('rate_limit');
   const list = fields.get('rate_limits');
   if (single !== undefined && list !== undefined) {
@@ -63,7 +72,7 @@ export function readRule(ctx: FileContext, fields: Fields, path: string, default
   return undefined;
 }
 
-function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults): RawRule | undefined {
+function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: LimitContext): RawRule | undefined {
   const fields = readFields(ctx, map, path, RATE_LIMIT_KEYS);
   const unlimitedField = fields.get('unlimited');
   const unlimited = unlimitedField ? readBool(ctx, unlimitedField.value, join(path, 'unlimited')) : false;
@@ -84,7 +93,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
         );
       }
     }
-    for (const extension of ['window', 'algorithm', 'burst', 'on_limit', 'throttling', 'ban', 'shares', 'lease', 'count_every_hit', 'capacity'] as const) {
+    for (const extension of [...UNLIMITED_CLASHES, 'calendar', 'time_zone', 'max_values', 'on_max_values'] as const) {
       const f = fields.get(extension);
       if (f !== undefined) ctx.error(f.key, join(path, extension), `'${extension}' has no meaning when unlimited`);
     }
@@ -105,7 +114,7 @@ function readSingleRule(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   return { unlimited: false, limits: [limit], replaces: replaces.map((r) => r.name) };
 }
 
-function readRuleList(ctx: FileContext, field: Field, path: string, defaults: FileDefaults): RawRule | undefined {
+function readRuleList(ctx: FileContext, field: Field, path: string, defaults: LimitContext): RawRule | undefined {
   const errorsBefore = ctx.errors.length;
   const items = readMapList(ctx, field, path);
   if (items.length === 0 && ctx.errors.length === errorsBefore) {
@@ -150,7 +159,7 @@ function readName(ctx: FileContext, fields: Fields, path: string): string | unde
 }
 
 /** One limit (the body of `rate_limit`, or one item of `rate_limits`), with file defaults applied. */
-function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: FileDefaults, inList = false): RawLimit | undefined {
+function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string, defaults: LimitContext, inList = false): RawLimit | undefined {
   const errorsBefore = ctx.errors.length;
   const unitField = fields.get('unit');
   const windowField = fields.get('window');
@@ -172,6 +181,8 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
         ctx.error(valueNode(ctx, windowField), join(path, 'window'), parsed.reason);
       }
     }
+  } else if (hasCalendar(fields)) {
+    // validate-calendar.ts gives the window
   } else if (unitText === '' || unitField === undefined) {
     ctx.error(unitField ? valueNode(ctx, unitField) : map, join(path, 'unit'), `missing rate limit unit: set 'unit' (one of ${UNITS.join(', ')}) or 'window'`);
   } else if (unitText !== undefined) {
@@ -252,6 +263,9 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
       ...(fields.has('capacity') ? ['capacity'] : []),
     ],
   });
+  const calendar = readCalendar(ctx, fields, path, effective, throttling.throttling?.mode === 'elastic');
+  if (calendar !== undefined) ({ windowMs, unit } = calendar);
+  const maxValues = readMaxValues(ctx, fields, path, { perClientValue: defaults.perClientValue ?? true, elastic: throttling.throttling?.mode === 'elastic' });
   if (ctx.errors.length > errorsBefore || requestsPerUnit === undefined) return undefined;
   const fallbackBurst =
     effective === 'token_bucket' ? (defaults.burst ?? Math.max(1, requestsPerUnit)) : effective === 'leaky_bucket' ? (defaults.burst ?? 1) : requestsPerUnit;
@@ -279,6 +293,8 @@ function readLimit(ctx: FileContext, map: YAMLMap, fields: Fields, path: string,
     ...(countEveryHit === true ? { countEveryHit } : {}),
     ...(predictCost !== undefined ? { predictCost } : {}),
     ...(capacity !== undefined ? { capacity, algorithm: 'token_bucket' as const, burst: requestsPerUnit } : {}),
+    ...(calendar !== undefined ? { calendar: calendar.calendar } : {}),
+    ...(maxValues !== undefined ? { maxValues } : {}),
   };
 }
 

@@ -17,6 +17,7 @@ import type { RawDescriptor, RawFile } from '../raw.js';
 import { DEFAULTS_KEYS, DESCRIPTOR_KEYS, TOP_KEYS } from './schema.js';
 import { UINT32_MAX, readAlgorithm, readRule } from './validate-limits.js';
 import { readAuthz } from './validate-authz.js';
+import { readValidity } from './validate-validity.js';
 import type { FileDefaults } from './validate-limits.js';
 import { FileContext, describeNode, readBool, readInt, readJson, readString, scalarKind } from './yaml-nodes.js';
 import type { JsonValue } from './yaml-nodes.js';
@@ -109,8 +110,16 @@ function validateDocument(ctx: FileContext, doc: Document, later: readonly Docum
   const defaults = readDefaults(ctx, fields.get('defaults'));
   const descriptors = readDescriptorList(ctx, fields.get('descriptors'), 'descriptors', defaults, 1);
   const authz = readAuthz(ctx, fields.get('authz'));
+  const validity = readValidity(ctx, fields, '');
   return {
-    file: { name, ...(domain !== undefined ? { domain } : {}), domainPosition, descriptors, ...(authz !== undefined ? { authz } : {}) },
+    file: {
+      name,
+      ...(domain !== undefined ? { domain } : {}),
+      domainPosition,
+      descriptors,
+      ...(authz !== undefined ? { authz } : {}),
+      ...(validity !== undefined ? { validity } : {}),
+    },
     errors: ctx.errors,
     warnings: ctx.warnings,
   };
@@ -127,20 +136,28 @@ function readDefaults(ctx: FileContext, field: Field | undefined): FileDefaults 
   return { ...(algorithm !== undefined ? { algorithm } : {}), ...(burst !== undefined ? { burst } : {}) };
 }
 
-function readDescriptorList(ctx: FileContext, field: Field | undefined, path: string, defaults: FileDefaults, depth: number): RawDescriptor[] {
+/** `openAbove`: a descriptor above takes its value from the request (its counters are per client value). */
+function readDescriptorList(
+  ctx: FileContext,
+  field: Field | undefined,
+  path: string,
+  defaults: FileDefaults,
+  depth: number,
+  openAbove = false,
+): RawDescriptor[] {
   const out: RawDescriptor[] = [];
   if (field !== undefined && depth > ctx.limits.maxDescriptorDepth) {
     ctx.error(valueNode(ctx, field), path, `descriptors nested more than ${ctx.limits.maxDescriptorDepth} levels deep`);
     return out;
   }
   for (const item of readMapList(ctx, field, path)) {
-    const d = readDescriptor(ctx, item.map, item.path, defaults, depth);
+    const d = readDescriptor(ctx, item.map, item.path, defaults, depth, openAbove);
     if (d !== undefined) out.push(d);
   }
   return out;
 }
 
-function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults, depth: number): RawDescriptor | undefined {
+function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: FileDefaults, depth: number, openAbove: boolean): RawDescriptor | undefined {
   const fields = readFields(ctx, map, path, DESCRIPTOR_KEYS);
   const flag = (name: string): boolean => {
     const f = fields.get(name);
@@ -186,8 +203,11 @@ function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: 
   const detailedMetric = flag('detailed_metric');
   const valueToMetric = flag('value_to_metric');
   const metadata = readMetadata(ctx, fields.get('metadata'), join(path, 'metadata'));
-  const rule = readRule(ctx, fields, path, defaults);
-  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1);
+  // The request chooses the value: no `value`, a wildcard value (unless shared) or a key pattern.
+  const open = openAbove || value === '' || (value !== undefined && isWildcard(value) && !shareThreshold) || (key !== undefined && isKeyPattern(key));
+  const rule = readRule(ctx, fields, path, { ...defaults, perClientValue: open });
+  const validity = readValidity(ctx, fields, path);
+  const descriptors = readDescriptorList(ctx, fields.get('descriptors'), join(path, 'descriptors'), defaults, depth + 1, open);
   if (key === undefined || value === undefined) return undefined;
   return {
     key,
@@ -201,6 +221,7 @@ function readDescriptor(ctx: FileContext, map: YAMLMap, path: string, defaults: 
     valueToMetric,
     shareThreshold,
     ...(metadata !== undefined ? { metadata } : {}),
+    ...(validity !== undefined ? { validity } : {}),
     descriptors,
   };
 }

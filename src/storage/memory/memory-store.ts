@@ -131,7 +131,7 @@ export class MemoryStore implements CounterStore {
     const access = this.access(nowMs);
     for (const r of refunds) {
       const check: LimitCheck = { key: r.key, algorithm: r.algorithm, limit: r.limit, windowMs: r.windowMs, burst: 1, hits: 0, enforce: false };
-      const params = { limit: r.limit, windowMs: r.windowMs, burst: 1 };
+      const params = { limit: r.limit, windowMs: r.windowMs, burst: 1, ...(r.calendar ? { windowStartMs: r.windowStart } : {}) };
       const state = access.read(r.key, check);
       const { returned, next } = giveBackUnits(giveBackAlgorithm(r.algorithm), state, nowMs, params, r.units, r.windowStart);
       if (returned === 0) continue;

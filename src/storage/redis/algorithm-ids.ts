@@ -7,8 +7,14 @@ import { ALGORITHM_NAMES } from '../../vocab/algorithm-names.js';
 /** The fragment (lua/formats) for checks with keyFormat 'envoy' (REDIS_KEY_FORMAT=envoy): the reference's counters. */
 export const ENVOY_FIXED_WINDOW = 'envoy_fixed_window';
 
+/** The fragment (lua/formats) for fixed_window checks with a windowStartMs (calendar windows). */
+export const CALENDAR_WINDOW = 'calendar_window';
+
+/** The formats, each a fragment lua/formats/<name>.lua. */
+export const FORMATS: readonly string[] = [ENVOY_FIXED_WINDOW, CALENDAR_WINDOW];
+
 /** Id i + 1 is SCRIPT_ALGORITHMS[i]; 0 means none. */
-export const SCRIPT_ALGORITHMS: readonly string[] = [...ALGORITHM_NAMES, ENVOY_FIXED_WINDOW];
+export const SCRIPT_ALGORITHMS: readonly string[] = [...ALGORITHM_NAMES, ...FORMATS];
 
 const IDS = new Map(SCRIPT_ALGORITHMS.map((name, i) => [name, i + 1]));
 

@@ -13,7 +13,7 @@ import { ALGORITHM_NAMES, isAlgorithmName, type AlgorithmName } from '../../voca
 import type { LimitCheck, LimitOutcome } from '../counter-store.js';
 import { decodeOnLimitTail, onLimitFields } from './on-limit-args.js';
 import { decodeThrottlingFlags, KeyIndex, THROTTLING_FIELDS, throttlingFields } from './throttling-args.js';
-import { algorithmId, ENVOY_FIXED_WINDOW, luaAlgorithmNames } from './algorithm-ids.js';
+import { algorithmId, CALENDAR_WINDOW, ENVOY_FIXED_WINDOW, FORMATS, luaAlgorithmNames } from './algorithm-ids.js';
 import { packDoubles, readDoubles } from './packed.js';
 import type { RequestBatcher, ScriptRequest } from './request-batcher.js';
 import { stateKey } from './state-key.js';
@@ -59,7 +59,7 @@ export function loadBatchScript(options: LoadBatchScriptOptions = {}): BatchScri
   }
   parts.push(`-- on_limit.lua\n${readFileSync(join(LUA_DIR, 'on_limit.lua'), 'utf8')}`);
   parts.push(`-- throttling/step.lua\n${readFileSync(join(LUA_DIR, 'throttling', 'step.lua'), 'utf8')}`);
-  parts.push(`-- formats/${ENVOY_FIXED_WINDOW}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${ENVOY_FIXED_WINDOW}.lua`), 'utf8')}`);
+  for (const format of FORMATS) parts.push(`-- formats/${format}.lua\n${readFileSync(join(LUA_DIR, 'formats', `${format}.lua`), 'utf8')}`);
   const unknown = files.map((f) => f.slice(0, -'.lua'.length)).filter((n) => !isAlgorithmName(n));
   if (unknown.length > 0) throw new Error(`unknown algorithm fragment(s) in ${dir}: ${unknown.join(', ')}`);
   // batch.lua (after the marker) defines decide_request, which requests.lua calls once per request of a call
@@ -166,7 +166,7 @@ const HEADER_FIELDS = 3;
  */
 export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs = 0): ScriptRequest {
   const keys: string[] = [];
-  for (const c of checks) keys.push(c.keyFormat === 'envoy' ? c.key : stateKey(c.key, c.algorithm));
+  for (const c of checks) keys.push(c.keyFormat === 'envoy' || c.windowStartMs !== undefined ? c.key : stateKey(c.key, c.algorithm));
   const extra = new KeyIndex(keys);
   const fields = new Float64Array(HEADER_FIELDS + CHECK_FIELDS * checks.length);
   fields[0] = nowMs;
@@ -175,10 +175,11 @@ export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i]!;
     const at = HEADER_FIELDS + CHECK_FIELDS * i;
-    fields[at] = algorithmId(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.algorithm);
+    fields[at] = algorithmId(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.windowStartMs !== undefined ? CALENDAR_WINDOW : c.algorithm);
     fields[at + 1] = c.limit;
     fields[at + 2] = c.windowMs;
-    fields[at + 3] = c.burst;
+    // calendar_window.lua reads the window's start where the other fragments read the burst
+    fields[at + 3] = c.windowStartMs ?? c.burst;
     fields[at + 4] = c.hits;
     fields[at + 5] = checkMode(c);
     throttlingFields(c, extra, fields, at + 6);

@@ -4,6 +4,7 @@
  * NOSCRIPT) through BatchCommands. Each call names one key, so on Redis Cluster it goes to that key's node.
  * The TypeScript twin of the arithmetic is src/lease/arithmetic.ts.
  */
+import type { CALENDAR_WINDOW } from './algorithm-ids.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +40,8 @@ export interface ClaimArgs {
 
 export interface GiveBackArgs {
   readonly key: string;
-  readonly algorithm: LeaseAlgorithm;
+  /** calendar_window: the plain counter of a calendar window (lua/formats/calendar_window.lua). */
+  readonly algorithm: LeaseAlgorithm | typeof CALENDAR_WINDOW;
   readonly limit: number;
   readonly windowMs: number;
   readonly units: number;

@@ -12,6 +12,7 @@
  * consumes nothing, except when another replica's hits land between the phases (then a slot may commit
  * while another rejects): exact per limit, best effort across slots.
  */
+import { CALENDAR_WINDOW } from './algorithm-ids.js';
 import { Cluster } from 'ioredis';
 import type { Clock } from '../../vocab/clock.js';
 import { systemClock } from '../../vocab/clock.js';
@@ -143,7 +144,7 @@ export class RedisStore implements CounterStore {
   /** Refunds with the lease give-back script (lua/lease/give_back.lua), one call per key, pipelined. */
   async refund(refunds: readonly Refund[], nowMs: number): Promise<void> {
     const scripts = (this.giveBackScripts ??= new LeaseScripts(this.connection));
-    await Promise.all(refunds.map((r) => scripts.giveBack({ ...r, algorithm: giveBackAlgorithm(r.algorithm) }, nowMs)));
+    await Promise.all(refunds.map((r) => scripts.giveBack({ ...r, algorithm: r.calendar ? CALENDAR_WINDOW : giveBackAlgorithm(r.algorithm) }, nowMs)));
   }
 
   isReady(): boolean {

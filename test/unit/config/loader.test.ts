@@ -72,7 +72,7 @@ describe('loadConfigDir', () => {
     expect(messages).toHaveLength(3);
     expect(messages[0]).toMatch(/^dangling\.yaml:1:1: cannot read file: ENOENT/);
     expect(messages[1]).toMatch(/^loop\.yaml:1:1: cannot read file: ELOOP/);
-    expect(messages[2]).toBe("z.yaml:2:1: foo: unknown key 'foo'; valid keys here: domain, descriptors, defaults, authz");
+    expect(messages[2]).toBe("z.yaml:2:1: foo: unknown key 'foo'; valid keys here: domain, descriptors, defaults, authz, valid_from, valid_until");
   });
 
   it('reports a missing directory', async () => {

@@ -25,7 +25,8 @@ fields    one string of little-endian doubles (every value an integer below 2^53
   check i +1 algorithm: its index in ALGORITHM_NAMES (written by batch-script.ts from algorithm-ids.ts)
           +2 limit  L, requests per window (integer >= 0)
           +3 window W in milliseconds (integer > 0)
-          +4 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1)
+          +4 burst (token_bucket capacity / leaky_bucket tolerance; integer >= 1); formats/calendar_window.lua:
+             the window's start, epoch ms
           +5 hits to add (integer >= 0; 0 checks without counting)
           +6 mode: the sum of 1 = enforce (this check can veto the batch; without it: shadow mode, reported,
              never vetoes), 2 = counted past its limit when the batch is admitted, 4 = counted whatever the

@@ -14,14 +14,10 @@ Cost: GET; commit: INCRBY + EXPIRE (after a DEL of a value that is not an intege
 ]]
 ALGORITHMS['envoy_fixed_window'] = function(key, now, limit, window, burst, hits)
   local start = WINDOW_COUNT.start(now, window)
-  local raw = redis.call('GET', key)
-  local count = 0
-  local numeric = raw and string.match(raw, '^%d+$')
-  if numeric then count = tonumber(raw) end
+  local count, add = WINDOW_COUNT.plain(key)
   local allowed, if_committed, if_not, until_end = WINDOW_COUNT.decide(start, now, limit, window, count, hits)
   local commit = function()
-    if raw and not numeric then redis.call('DEL', key) end
-    redis.call('INCRBY', key, hits)
+    add(hits)
     -- as the reference: the unit in seconds from now (it adds a random jitter), so the key outlives its window
     redis.call('EXPIRE', key, string.format('%.0f', math.floor(window / 1000)))
   end

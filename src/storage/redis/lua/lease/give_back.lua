@@ -7,6 +7,7 @@ KEYS[1]   the state key of the limit
 ARGV[1]   now (epoch ms)     ARGV[2] algorithm     ARGV[3] limit L     ARGV[4] window W ms
 ARGV[5]   units to give back (>= 1)
 ARGV[6]   window start (epoch ms) the units were claimed in (window algorithms; ignored by token_bucket)
+          calendar_window (a refund to a calendar limit): the key is the window's plain counter, W its length
 
 State layouts are those of lua/algorithms/fixed_window.lua (two 64-bit integers), sliding_window_counter.lua
 (three) and lib/meter.lua ("TAT ms:numerator:L"). A count never goes below 0; a bucket
@@ -22,6 +23,16 @@ local limit, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local units, start = tonumber(ARGV[5]), tonumber(ARGV[6])
 local raw = redis.call('GET', key)
 if not raw then return { 0 } end
+if name == 'calendar_window' then
+  -- a calendar window's plain counter (formats/calendar_window.lua): its key names the window, which ends
+  -- with the key's TTL; DECRBY keeps the TTL
+  local c = tonumber(raw)
+  if not c or start + window <= now then return { 0 } end
+  local back = math.min(c, units)
+  if back <= 0 then return { 0 } end
+  redis.call('DECRBY', key, back)
+  return { back }
+end
 if name == 'fixed_window' then
   -- layout 2 (lua/algorithms/fixed_window.lua): start and count as two big-endian 64-bit integers
   if #raw ~= 16 then return { 0 } end
