@@ -40,7 +40,10 @@ afterAll(async () => {
 
 describe('ratelimit check', () => {
   it('prints a summary and exits 0 for valid rules', async () => {
-    const dir = dirWith({ 'a.yaml': 'domain: a\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: {unit: second, requests_per_unit: 1}\n', 'b.yml': 'domain: b\n' });
+    const dir = dirWith({
+      'a.yaml': 'domain: a\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: {unit: second, requests_per_unit: 1}\n',
+      'b.yml': 'domain: b\n',
+    });
     dirs.push(dir);
     const r = await run(['check', dir]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
@@ -48,7 +51,9 @@ describe('ratelimit check', () => {
   });
 
   it('warns about keys envoyproxy/ratelimit ignores, and still exits 0', async () => {
-    const dir = dirWith({ 'w.yaml': 'domain: w\ndescriptors:\n  - key: k\n    value: v\n    unit: second\n    rate_limit: {unit: minute, requests_per_unit: 1}\n' });
+    const dir = dirWith({
+      'w.yaml': 'domain: w\ndescriptors:\n  - key: k\n    value: v\n    unit: second\n    rate_limit: {unit: minute, requests_per_unit: 1}\n',
+    });
     dirs.push(dir);
     const r = await run(['check', dir]);
     expect(r.code).toBe(0);
