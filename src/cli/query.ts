@@ -19,6 +19,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from '../server/grpc/protos.js';
 import type { WireResponse, WireStatus } from '../server/rls/proto-objects.js';
+import { eachArg } from './args.js';
 
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 
@@ -82,13 +83,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   }
   const descriptors: { entries: { key: string; value: string }[] }[] = [];
   try {
-    for (let i = 0; i < argv.length; i++) {
-      const a = argv[i]!;
-      const value = () => {
-        const v = argv[++i];
-        if (v === undefined) throw new Error(`${a} needs a value`);
-        return v;
-      };
+    eachArg(argv, (a, value) => {
       if (a === '--server') server = value();
       else if (a === '--domain') domain = value();
       else if (a === '--admin') admin = value();
@@ -98,7 +93,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
       else if (a === '--spend') spend = true;
       else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
       else descriptors.push({ entries: parseDescriptor(a) });
-    }
+    });
     if (domain === undefined) throw new Error('--domain is required');
     if (descriptors.length === 0) throw new Error('give at least one descriptor (k=v[,k=v...])');
     if (!Number.isInteger(hits) || hits < 0) throw new Error('--hits must be a whole number');

@@ -1,6 +1,7 @@
 import type { ThrottlingCounts } from '../throttling/report.js';
 import type { OversizedField } from '../vocab/request-limits.js';
 import type { Criticality } from '../vocab/throttling.js';
+import type { DescriptorEntry } from '../vocab/types.js';
 
 /**
  * What the decision engine reports about each decision, so metrics and logs can be kept without the
@@ -23,6 +24,10 @@ export interface DescriptorReport {
   readonly shadowMode: boolean;
   /** Over limit, but not enforced (quota_mode). */
   readonly quotaMode: boolean;
+  /** The rule that decided (absent when none matched): its stats key as configured and where it is written. */
+  readonly rule?: { readonly statsKey: string; readonly source: string } | undefined;
+  /** The entries that identify the counter (request values: bound them before keeping them). */
+  readonly entries?: readonly DescriptorEntry[];
 }
 
 export interface DecisionObserver {

@@ -221,6 +221,8 @@ export class RateLimiter {
       nearLimit: !rejected && nearLimit,
       shadowMode: rejected && shadow,
       quotaMode: rejected && quota,
+      rule: r.rule,
+      entries: r.counterEntries,
     });
     // A quota-mode descriptor over its limit reads OVER_LIMIT while the request may still be admitted (the
     // overall code decides), as envoyproxy/ratelimit answers it.

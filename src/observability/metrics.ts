@@ -14,6 +14,7 @@ import { rlqsMetrics, type RlqsMetrics } from './metrics-rlqs.js';
 import { storeMetrics, type StoreMetrics } from './metrics-store.js';
 import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedGauge } from './metrics-scraped.js';
+import { ruleLimitGauge } from './metrics-limits.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 
 /** Default of METRICS_MAX_DETAILED_SERIES. */
@@ -85,6 +86,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     labelNames: ['version'] as const,
     registers,
   });
+  const setRuleLimits = ruleLimitGauge(registers);
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
   let currentVersion: string | undefined;
 
@@ -186,6 +188,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     },
     setRules(snapshot) {
       decisions.setRules(snapshot);
+      setRuleLimits(snapshot.limits ?? []);
       if (currentVersion !== undefined && currentVersion !== snapshot.version) configVersion.remove({ version: currentVersion });
       configVersion.set({ version: snapshot.version }, 1);
       currentVersion = snapshot.version;

@@ -438,6 +438,21 @@ export const SETTINGS = {
     5,
     86_400,
   ),
+  // Who is being limited: GET /top and the status page (src/top/top-keys.ts, docs/operations.md).
+  topKeys: int(
+    'TOP_KEYS',
+    10,
+    'Top limited keys kept per rule (rejected, and near the limit) over the last 5 minutes, for GET /top and the status page; 0 turns them off.',
+    0,
+    1000,
+  ),
+  topRules: int('TOP_RULES', 100, 'Rules whose top limited keys are kept at once; a new one evicts the rule least recently limited.', 1, 10_000),
+  topValues: oneOf(
+    'TOP_VALUES',
+    ['plain', 'hash', 'hide'] as const,
+    'plain',
+    'Descriptor values in GET /top and the status page: as sent (plain), as the first 16 hex digits of their SHA-256 (hash), or *** (hide: counts per rule only).',
+  ),
 } as const;
 
 /** LOG_LEVEL as either implementation spells it: ours, or logrus's (WARN, warning, trace, fatal, panic). */
