@@ -2,42 +2,50 @@
  * Space-Saving (Metwally, Agrawal, El Abbadi): the heaviest items of a stream in fixed memory. At most
  * `capacity` items are counted; a new item arriving when all slots are taken replaces the least counted one
  * and inherits its count as `error`. Every item whose true count exceeds total / capacity is present, and an
- * item's true count lies in [count − error, count].
+ * item's true count lies in [count − error, count]. The slots are one array, reused in place: a replacement
+ * scans `capacity` counts and allocates nothing.
  */
 export interface CountedItem<T> {
-  readonly id: string;
-  readonly payload: T;
+  id: string;
+  payload: T;
   count: number;
   error: number;
 }
 
 export class SpaceSaving<T> {
-  private readonly items = new Map<string, CountedItem<T>>();
+  private readonly slots: CountedItem<T>[] = [];
+  private readonly index = new Map<string, CountedItem<T>>();
 
   constructor(private readonly capacity: number) {}
 
-  /** Counts `n` for `id`; `payload` is kept with the item when it enters. O(1), or O(capacity) when an item is replaced. */
+  /** Counts `n` for `id`; `payload` is kept with the item when it enters. */
   add(id: string, n: number, payload: T): void {
-    const known = this.items.get(id);
+    const known = this.index.get(id);
     if (known !== undefined) {
       known.count += n;
       return;
     }
-    if (this.items.size < this.capacity) {
-      this.items.set(id, { id, payload, count: n, error: 0 });
+    if (this.slots.length < this.capacity) {
+      const item = { id, payload, count: n, error: 0 };
+      this.slots.push(item);
+      this.index.set(id, item);
       return;
     }
-    let least: CountedItem<T> | undefined;
-    for (const item of this.items.values()) if (least === undefined || item.count < least.count) least = item;
-    this.items.delete(least!.id);
-    this.items.set(id, { id, payload, count: least!.count + n, error: least!.count });
+    let least = this.slots[0]!;
+    for (let i = 1; i < this.slots.length; i++) if (this.slots[i]!.count < least.count) least = this.slots[i]!;
+    this.index.delete(least.id);
+    least.id = id;
+    least.payload = payload;
+    least.error = least.count;
+    least.count += n;
+    this.index.set(id, least);
   }
 
-  values(): IterableIterator<CountedItem<T>> {
-    return this.items.values();
+  values(): readonly CountedItem<T>[] {
+    return this.slots;
   }
 
   get size(): number {
-    return this.items.size;
+    return this.slots.length;
   }
 }

@@ -3,7 +3,8 @@
  * over the last few minutes, in fixed memory. Each rule keeps a ring of `slices` time slices (`sliceMs` each,
  * aligned on the injected clock); each slice holds two Space-Saving sketches (rejected, near the limit) of
  * 2 × `keysPerRule` items. A slice older than the ring is reused, so counts fade out minute by minute without
- * a timer. At most `maxRules` rules are tracked; a new one evicts the rule least recently limited.
+ * a timer. At most `maxRules` rules are tracked; a new one evicts the rule least recently limited (a scan of
+ * `maxRules`, only when a new rule arrives with the table full).
  *
  * Only descriptors that were rejected or near their limit reach `record`: an admitted request below the
  * limit costs one branch. Values are kept as `values` says: as sent, as a SHA-256 prefix, or not at all.
@@ -77,10 +78,13 @@ interface RuleState {
   readonly source: string;
   readonly ring: Slice[];
   shadow: boolean;
+  /** When it was last limited (clock ms): the least recent is evicted first. */
+  lastMs: number;
 }
 
 export class TopKeys {
-  private readonly rules = new Map<string, RuleState>();
+  private readonly rules = new Map<string, Map<string, RuleState>>();
+  private tracked = 0;
   private readonly sliceMs: number;
   private readonly slices: number;
   private evicted = 0;
@@ -92,20 +96,25 @@ export class TopKeys {
 
   record(d: LimitedDescriptor): void {
     if (d.rule === undefined || d.entries === undefined || (!d.overLimit && !d.nearLimit)) return;
-    const id = `${d.domain}\0${d.rule.statsKey}`;
-    let state = this.rules.get(id);
+    const nowMs = this.o.clock.nowMs();
+    // By domain, then by the rule's stats key (a string the compiled rule holds): no key is built per record.
+    let domain = this.rules.get(d.domain);
+    let state = domain?.get(d.rule.statsKey);
     if (state === undefined) {
-      if (this.rules.size >= this.o.maxRules) {
-        this.rules.delete(this.rules.keys().next().value!);
-        this.evicted++;
-      }
-      state = { domain: d.domain, rule: d.rule.statsKey, source: d.rule.source, ring: [], shadow: false };
-    } else this.rules.delete(id); // re-inserted below: the map's order is least recently limited first
-    this.rules.set(id, state);
+      if (this.tracked >= this.o.maxRules) this.evictLeastRecent();
+      if (domain === undefined) this.rules.set(d.domain, (domain = new Map<string, RuleState>()));
+      state = { domain: d.domain, rule: d.rule.statsKey, source: d.rule.source, ring: [], shadow: false, lastMs: nowMs };
+      domain.set(d.rule.statsKey, state);
+      this.tracked++;
+    }
+    state.lastMs = nowMs;
     if (d.overLimit && d.shadowMode) state.shadow = true;
-    const slice = this.slice(state);
-    const entries = this.shown(d.entries);
-    const key = entries.map((e) => `${e.key}=${e.value}`).join('\0');
+    const slice = this.slice(state, nowMs);
+    // The request's entries are kept as they are (immutable) when shown plain: nothing is copied per record.
+    const entries = this.o.values === 'plain' ? d.entries : this.shown(d.entries);
+    // Within one rule the entry keys follow the rule's path: the values alone tell the counters apart.
+    let key = entries[0]?.value ?? '';
+    for (let i = 1; i < entries.length; i++) key += `\0${entries[i]!.value}`;
     (d.overLimit ? slice.rejected : slice.near).add(key, 1, entries);
   }
 
@@ -113,7 +122,7 @@ export class TopKeys {
   snapshot(domain?: string): TopSnapshot {
     const current = Math.floor(this.o.clock.nowMs() / this.sliceMs);
     const rules: TopRule[] = [];
-    for (const s of this.rules.values()) {
+    for (const s of this.states()) {
       if (domain !== undefined && s.domain !== domain) continue;
       const live = s.ring.filter((slice) => slice.index > current - this.slices && slice.index <= current);
       const rejected = this.merge(live.map((l) => l.rejected));
@@ -126,15 +135,29 @@ export class TopKeys {
     return {
       window_seconds: (this.sliceMs * this.slices) / 1000,
       values: this.o.values,
-      rules_tracked: this.rules.size,
+      rules_tracked: this.tracked,
       max_rules: this.o.maxRules,
       rules_evicted: this.evicted,
       rules,
     };
   }
 
-  private slice(state: RuleState): Slice {
-    const index = Math.floor(this.o.clock.nowMs() / this.sliceMs);
+  private *states(): Generator<RuleState> {
+    for (const byKey of this.rules.values()) yield* byKey.values();
+  }
+
+  private evictLeastRecent(): void {
+    let oldest: RuleState | undefined;
+    for (const s of this.states()) if (oldest === undefined || s.lastMs < oldest.lastMs) oldest = s;
+    const byKey = this.rules.get(oldest!.domain)!;
+    byKey.delete(oldest!.rule);
+    if (byKey.size === 0) this.rules.delete(oldest!.domain);
+    this.tracked--;
+    this.evicted++;
+  }
+
+  private slice(state: RuleState, nowMs: number): Slice {
+    const index = Math.floor(nowMs / this.sliceMs);
     const at = index % this.slices;
     let slice = state.ring[at];
     if (slice === undefined || slice.index !== index) {
@@ -159,7 +182,7 @@ export class TopKeys {
     return [...sum.values()]
       .sort((a, b) => b.count - a.count || (a.id < b.id ? -1 : 1))
       .slice(0, this.o.keysPerRule)
-      .map((i) => ({ entries: i.payload, count: i.count, error: i.error }));
+      .map((i) => ({ entries: i.payload.map((e) => ({ key: e.key, value: e.value })), count: i.count, error: i.error }));
   }
 
   private shown(entries: readonly DescriptorEntry[]): readonly DescriptorEntry[] {

@@ -90,13 +90,21 @@ describe('TopKeys', () => {
   it('tracks at most maxRules rules, evicting the least recently limited, and at most 2 x keysPerRule keys a slice', () => {
     const clock = new FakeClock(0);
     const t = top(clock, 'plain', 2, 3);
-    for (let r = 0; r < 5; r++) t.record(limited('x', true, { statsKey: `edge.r${r}`, source: `f:${r}` }));
-    t.record(limited('x', true, { statsKey: 'edge.r2', source: 'f:2' })); // r2 is now the most recent
-    t.record(limited('x', true, { statsKey: 'edge.r5', source: 'f:5' }));
+    const at = (ms: number, rule: string) => {
+      clock.set(ms);
+      t.record(limited('x', true, { statsKey: `edge.${rule}`, source: `f:${rule}` }));
+    };
+    at(1, 'r0');
+    at(2, 'r1');
+    at(3, 'r2'); // full
+    at(4, 'r3'); // evicts r0
+    at(5, 'r1'); // r1 is now more recent than r2
+    at(6, 'r4'); // evicts r2
+    at(7, 'r5'); // evicts r3
     const snap = t.snapshot();
     expect(snap.rules_tracked).toBe(3);
     expect(snap.rules_evicted).toBe(3);
-    expect(snap.rules.map((r) => r.rule).sort()).toEqual(['edge.r2', 'edge.r4', 'edge.r5']);
+    expect(snap.rules.map((r) => r.rule).sort()).toEqual(['edge.r1', 'edge.r4', 'edge.r5']);
     for (let i = 0; i < 1000; i++) t.record(limited(`random-${i}`));
     const rule = t.snapshot().rules.find((r) => r.rule === 'edge.user')!;
     expect(rule.rejected).toHaveLength(2);
