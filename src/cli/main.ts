@@ -12,7 +12,7 @@ import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from '../app/worke
 import { setHeapGrowingPercent } from '../app/heap-growth.js';
 import { runQuery } from './query.js';
 import { runTop } from './top.js';
-import { SETTINGS, flagName, loadSettings, SettingsError } from '../settings/settings.js';
+import { SETTINGS, defaultText, flagName, loadSettings, SettingsError } from '../settings/settings.js';
 import { checkCombination, exposureNotices } from '../settings/settings-checks.js';
 import { redactUrl } from '../vocab/redact.js';
 import { VERSION } from '../app/version.js';
@@ -47,8 +47,7 @@ export function serveHelp(): string {
     '',
   ];
   for (const s of Object.values(SETTINGS)) {
-    const def = Array.isArray(s.default) ? s.default.join(',') : s.default === undefined ? '(off)' : String(s.default);
-    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${def === '' ? '""' : def})`, `      ${s.description}`);
+    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${defaultText(s)})`, `      ${s.description}`);
   }
   return `${lines.join('\n')}\n`;
 }

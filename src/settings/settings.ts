@@ -8,6 +8,8 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
 import { XDS_SETTINGS } from './xds-settings.js';
+import { misspeltEnvNotices } from './env-typos.js';
+import { REFERENCE_BY_NAME } from '../compat/reference-settings.js';
 
 export type { Notice };
 
@@ -20,6 +22,16 @@ export interface SettingSpec<T> {
   readonly parse: Parser<T>;
   /** Shown in the settings table: the accepted values. */
   readonly type: string;
+  /** The default as the docs write it, when not the parsed value (a duration: `3s`, not 3000). */
+  readonly shown?: string;
+}
+
+/** A setting's default as `serve --help` and the settings table show it: `(none)` when unset, `""` when empty. */
+export function defaultText(s: Pick<SettingSpec<unknown>, 'default' | 'shown'>): string {
+  if (s.shown !== undefined) return s.shown;
+  const d = s.default as string | number | boolean | readonly string[] | undefined;
+  const text = d === undefined ? '(none)' : Array.isArray(d) ? (d.length === 0 ? '(none)' : d.join(',')) : String(d);
+  return text === '' ? '""' : text;
 }
 
 function spec<T>(env: string, type: string, def: T, description: string, parse: Parser<T>): SettingSpec<T> {
@@ -560,7 +572,9 @@ export function loadSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices, given };
+  const known = new Set([...Object.values(SETTINGS).map((s) => s.env), ...REFERENCE_BY_NAME.keys()]);
+  const notices = [...reference.notices, ...misspeltEnvNotices(env, known)];
+  return { settings: Object.freeze(settings) as Settings, rest, notices, given };
 }
 
 /** Whether two raw values mean the same; undefined when one does not parse (loadSettings then reports it). */

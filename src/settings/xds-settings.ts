@@ -10,6 +10,8 @@ export interface Spec<T> {
   readonly description: string;
   readonly parse: (raw: string) => T;
   readonly type: string;
+  /** The default as the docs write it, when not the parsed value (a duration: `3s`, not 3000). */
+  readonly shown?: string;
 }
 
 function spec<T>(env: string, type: string, def: T, description: string, parse: (raw: string) => T): Spec<T> {
@@ -40,7 +42,10 @@ export function parseGoDuration(raw: string): number {
   return Math.round(ms);
 }
 
-const duration = (env: string, def: string, description: string) => spec(env, 'duration (500ms, 10s, 1m)', parseGoDuration(def), description, parseGoDuration);
+const duration = (env: string, def: string, description: string): Spec<number> => ({
+  ...spec(env, 'duration (500ms, 10s, 1m)', parseGoDuration(def), description, parseGoDuration),
+  shown: def,
+});
 
 /** `k1=v1,k2=v2` (CONFIG_GRPC_XDS_NODE_METADATA): as the reference, entries without `=` are skipped. */
 export function parseNodeMetadata(raw: string): ReadonlyMap<string, string> {
