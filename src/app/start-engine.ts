@@ -7,6 +7,7 @@ import type { RequestLimits } from '../vocab/request-limits.js';
 import { RateLimiter } from '../core/rate-limiter.js';
 import { withOversizedLog } from '../core/observer.js';
 import { withTopKeys } from '../top/observe-top.js';
+import { withDecisionLog } from '../observability/decision-log.js';
 import { TopKeys } from '../top/top-keys.js';
 import { clockTimer, type Timer } from '../vocab/timer.js';
 import { DeadlineMargin } from '../server/grpc/deadline-margin.js';
@@ -65,7 +66,10 @@ export function startEngine(
         : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
-    observer: withOversizedLog(withTopKeys(metrics.observer, top), throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })),
+    observer: withOversizedLog(
+      withDecisionLog(withTopKeys(metrics.observer, top), log, settings.logLevel === 'debug' || settings.logLevel === 'trace'),
+      throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 }),
+    ),
     shadowMode: settings.shadowMode,
     timer,
     criticalityKey: settings.criticalityKey,

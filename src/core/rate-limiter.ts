@@ -177,6 +177,7 @@ export class RateLimiter {
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
+    observer.onDecided?.(original, decision);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
     return owners === undefined
       ? decision
