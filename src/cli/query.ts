@@ -20,6 +20,7 @@ import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from '../server/grpc/protos.js';
 import type { WireResponse, WireStatus } from '../server/rls/proto-objects.js';
 import { eachArg } from './args.js';
+import { explainCallError } from '../server/grpc/call-errors.js';
 
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 
@@ -126,12 +127,11 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     if (json) out.write(`${JSON.stringify(responseToJson(shown), null, 2)}\n`);
     else
       out.write(
-        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`,
+        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request of ${wanted} hit(s) would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}${neverFits(shown, wanted)}`,
       );
     return over ? 3 : 0;
   } catch (e) {
-    const se = e as grpc.ServiceError;
-    err.write(`query: ${server}: ${se.code !== undefined ? grpc.status[se.code] : ''} ${se.details ?? se.message}\n`);
+    err.write(`query: ${explainCallError(e as grpc.ServiceError, server, 'the rate-limit service')}\n`);
     return 1;
   } finally {
     client.close();
@@ -166,9 +166,36 @@ async function domainWithoutRules(admin: string, domain: string): Promise<string
   return `domain '${domain}' has no rules on this server; domains with rules: ${names.join(', ') || '(none)'}`;
 }
 
-/** The answer a request of `hits` hits would get from a dry run's answer (admitted): each limit's remaining less the hits. */
+/**
+ * The answer a request of `hits` hits would get from a dry run's answer (admitted): each limit's remaining less
+ * the hits, in the statuses and in the headers that carry it (the IETF `ratelimit` header's `r=`, and a
+ * `...remaining` header such as x-ratelimit-remaining), so that every line printed tells the same quota.
+ */
 function afterRequest(r: WireResponse, hits: number): WireResponse {
-  return { ...r, statuses: r.statuses.map((s) => (s.current_limit ? { ...s, limit_remaining: Math.max(0, s.limit_remaining - hits) } : s)) };
+  const less = (n: string) => String(Math.max(0, Number(n) - hits));
+  const headers = r.response_headers_to_add.map((h) => {
+    if (h.key.toLowerCase() === 'ratelimit') return { ...h, value: h.value.replace(/;r=(\d+)/g, (_, n: string) => `;r=${less(n)}`) };
+    if (/remaining$/i.test(h.key) && /^\d+$/.test(h.value)) return { ...h, value: less(h.value) };
+    return h;
+  });
+  return {
+    ...r,
+    statuses: r.statuses.map((s) => (s.current_limit ? { ...s, limit_remaining: Math.max(0, s.limit_remaining - hits) } : s)),
+    response_headers_to_add: headers,
+  };
+}
+
+/** A line per limit the request is larger than: no wait makes it fit, whatever retry-after says. */
+function neverFits(r: WireResponse, hits: number): string {
+  const lines: string[] = [];
+  r.statuses.forEach((s, i) => {
+    const limit = s.current_limit;
+    if (limit && hits > limit.requests_per_unit)
+      lines.push(
+        `  [${i}] ${hits} hits can never fit a limit of ${limit.requests_per_unit}/${limit.unit.toLowerCase()}: no retry will be admitted (retry-after only says when the window turns); send fewer hits or raise the limit\n`,
+      );
+  });
+  return lines.join('');
 }
 
 /**
