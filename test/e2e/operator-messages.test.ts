@@ -3,9 +3,9 @@
  * per decision, gRPC failures said in words with what to check, durations in `serve --help` as the docs write
  * them, the xDS log when no rules ever arrived, and `query`'s lines agreeing with each other.
  */
-import { execFile } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { runRatelimit } from '../support/ratelimit-cli.js';
+import { freePort } from '../support/redis.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/settings/settings.js';
 import { RlsTestClient } from '../support/rls-client.js';
@@ -14,24 +14,7 @@ import { eventually } from '../support/eventually.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
-const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
 const RULES = 'domain: edge\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 100}\n';
-
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function logLines(p: ServiceProcess): { level: string; msg: string; [k: string]: unknown }[] {
   return p
@@ -105,36 +88,36 @@ describe('LOG_LEVEL=debug', () => {
 
 describe('ratelimit query', () => {
   it('a dry run: the headers it prints tell the same remaining as its status line', async () => {
-    const r = await run(['query', '--server', service.grpcAddress, '--admin', service.httpAddress, '--domain', 'edge', 'user=bea', '--hits', '5']);
+    const r = await runRatelimit(['query', '--server', service.grpcAddress, '--admin', service.httpAddress, '--domain', 'edge', 'user=bea', '--hits', '5']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\[0\] user=bea: OK, 100\/minute, remaining 95 after this request/);
     expect(r.stdout).toMatch(/header ratelimit: "edge\.user";r=95;t=\d+/);
   });
 
   it('--spend with more hits than the limit: says that no retry will fit, whatever retry-after says', async () => {
-    const r = await run(['query', '--server', service.grpcAddress, '--domain', 'edge', 'user=cy', '--spend', '--hits', '200']);
+    const r = await runRatelimit(['query', '--server', service.grpcAddress, '--domain', 'edge', 'user=cy', '--spend', '--hits', '200']);
     expect(r.code).toBe(3);
     expect(r.stdout).toContain('[0] 200 hits can never fit a limit of 100/minute: no retry will be admitted');
-    const fits = await run(['query', '--server', service.grpcAddress, '--domain', 'edge', 'user=cy', '--spend', '--hits', '100']);
+    const fits = await runRatelimit(['query', '--server', service.grpcAddress, '--domain', 'edge', 'user=cy', '--spend', '--hits', '100']);
     expect(fits.stdout).not.toContain('can never fit');
   });
 
   it('a server that is not there: what is wrong and what to check, not grpc-js text', async () => {
-    const port = await closedPort();
-    const r = await run(['query', '--server', `127.0.0.1:${port}`, '--domain', 'edge', 'user=dee']);
+    const port = await freePort();
+    const r = await runRatelimit(['query', '--server', `127.0.0.1:${port}`, '--domain', 'edge', 'user=dee']);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
       `query: cannot reach the rate-limit service at 127.0.0.1:${port}: connection refused (nothing listens there); check that it runs and the host:port\n`,
     );
     // The admin HTTP port is not the gRPC port: said so.
-    const http = await run(['query', '--server', service.httpAddress, '--domain', 'edge', 'user=dee']);
+    const http = await runRatelimit(['query', '--server', service.httpAddress, '--domain', 'edge', 'user=dee']);
     expect(http.stderr).toContain(`the peer does not speak gRPC (HTTP/2); check that the port is the gRPC port, not an HTTP one`);
   });
 });
 
 describe('serve --help', () => {
   it('shows durations as the docs write them', async () => {
-    const r = await run(['serve', '--help']);
+    const r = await runRatelimit(['serve', '--help']);
     expect(r.stdout).toContain(
       'CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL / --config-grpc-xds-server-connect-retry-interval  [duration (500ms, 10s, 1m)] (default: 3s)',
     );
@@ -146,7 +129,7 @@ describe('serve --help', () => {
 
 describe('rules over xDS, with no xDS server reachable and no rules ever received', () => {
   it('says that no limit applies until the first set arrives (not that rules in force stay in force), in words', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const p = await spawnService({
       CONFIG_TYPE: 'GRPC_XDS_SOTW',
       CONFIG_GRPC_XDS_SERVER_URL: `127.0.0.1:${port}`,

@@ -3,11 +3,11 @@
  * status page at / as a real headless Chromium renders it (a client's `<script>` value shows as text; a
  * screenshot is kept), and ratelimit_rule_limit, on the memory store and on a real Redis.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runRatelimit } from '../support/ratelimit-cli.js';
+import { freePort } from '../support/redis.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { rlsBootstrap } from '../support/envoy-bootstrap.js';
 import { describeEnvoy } from '../support/envoy.js';
@@ -22,25 +22,7 @@ descriptors:
   - key: tenant
     rate_limit: {unit: hour, requests_per_unit: 1000}
 `;
-const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
 const HOSTILE = '<script>alert(1)</script>';
-
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** A port that was free a moment ago and is closed now. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 for (const backend of ['memory', 'redis'] as Backend[]) {
   describeEnvoy(`who is being limited, through Envoy (${backend})`, () => {
@@ -110,14 +92,14 @@ for (const backend of ['memory', 'redis'] as Backend[]) {
 
     it('`ratelimit top --admin HOST:PORT --domain D` prints the same', async () => {
       const admin = stack.service.httpBase.replace('http://', '');
-      const out = await cli(['top', '--admin', admin, '--domain', 'ops']);
+      const out = await runRatelimit(['top', '--admin', admin, '--domain', 'ops']);
       expect(out.stderr).toBe('');
       expect(out.code).toBe(0);
       expect(out.stdout).toMatch(/^ops ops\.user {2}\[.*ops\.yaml:3\]$/m);
       expect(out.stdout).toMatch(/^ {2}rejected {9}7 {2}user=alice$/m);
       expect(out.stdout).toMatch(/^ {2}near {13}1 {2}user=carol$/m);
-      const closed = await closedPort();
-      const refused = await cli(['top', '--admin', `127.0.0.1:${closed}`]);
+      const closed = await freePort();
+      const refused = await runRatelimit(['top', '--admin', `127.0.0.1:${closed}`]);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toContain(`cannot read http://127.0.0.1:${closed}/top: nothing listens there`);
     });
