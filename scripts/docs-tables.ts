@@ -7,7 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createMetrics, type Metrics } from '../src/observability/metrics.js';
-import { SETTINGS, flagName } from '../src/settings/settings.js';
+import { SETTINGS, defaultText, flagName } from '../src/settings/settings.js';
 
 function cell(text: string): string {
   return text.replaceAll('|', '\\|');
@@ -15,8 +15,7 @@ function cell(text: string): string {
 
 export function settingsTable(): string {
   const rows = Object.values(SETTINGS).map((s) => {
-    const def = s.default === undefined ? '(none)' : Array.isArray(s.default) ? (s.default.length === 0 ? '(none)' : s.default.join(',')) : String(s.default);
-    return `| \`${s.env}\` | \`${flagName(s.env)}\` | ${cell(s.type)} | \`${def === '' ? '""' : def}\` | ${cell(s.description)} |`;
+    return `| \`${s.env}\` | \`${flagName(s.env)}\` | ${cell(s.type)} | \`${defaultText(s)}\` | ${cell(s.description)} |`;
   });
   return ['| Env var | Flag | Type | Default | Meaning |', '|---|---|---|---|---|', ...rows].join('\n');
 }

@@ -7,6 +7,9 @@ import type { RequestLimits } from '../vocab/request-limits.js';
 import { RateLimiter } from '../core/rate-limiter.js';
 import { withOversizedLog } from '../core/observer.js';
 import { withCostLog } from '../observability/metrics-cost.js';
+import { withTopKeys } from '../top/observe-top.js';
+import { withDecisionLog } from '../observability/decision-log.js';
+import { TopKeys } from '../top/top-keys.js';
 import { clockTimer, type Timer } from '../vocab/timer.js';
 import { DeadlineMargin } from '../server/grpc/deadline-margin.js';
 import { HealthState, STORE_HEALTH_SERVICE } from '../server/health/grpc-health.js';
@@ -23,6 +26,8 @@ export interface StartedEngine {
   readonly margin: DeadlineMargin;
   readonly model: ServiceHealth;
   readonly health: HealthState;
+  /** The top limited keys per rule (TOP_KEYS > 0), for GET /top and the status page. */
+  readonly top: TopKeys | undefined;
 }
 
 export function startEngine(
@@ -44,6 +49,8 @@ export function startEngine(
   const margin = new DeadlineMargin({ floorMs: settings.deadlineMarginMs }).start();
   teardown.defer('deadline margin', () => margin.stop());
   const { holder, xds } = rules;
+  const top =
+    settings.topKeys === 0 ? undefined : new TopKeys({ clock, keysPerRule: settings.topKeys, maxRules: settings.topRules, values: settings.topValues });
   const limiter = new RateLimiter({
     requestLimits,
     store,
@@ -60,8 +67,12 @@ export function startEngine(
         : {}),
     },
     nearLimitRatio: settings.nearLimitRatio,
-    observer: withCostLog(withOversizedLog(metrics.observer, throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 })), (message) =>
-      log.warn(message),
+    observer: withCostLog(
+      withOversizedLog(
+        withDecisionLog(withTopKeys(metrics.observer, top), log, settings.logLevel === 'debug' || settings.logLevel === 'trace'),
+        throttledLog({ log: (message) => log.warn(message), clock, intervalMs: 10_000 }),
+      ),
+      (message) => log.warn(message),
     ),
     shadowMode: settings.shadowMode,
     quotaMode: settings.quotaMode,
@@ -80,5 +91,5 @@ export function startEngine(
   const health = new HealthState(() => model.rlsServing(), { [STORE_HEALTH_SERVICE]: () => model.storeHealthy() });
   // Read when asked (probes, Check, scrapes); Watch calls are polled while open. Nothing ticks at rest.
   metrics.watchStoreReady(() => model.storeHealthy());
-  return { requestLimits, limiter, margin, model, health };
+  return { requestLimits, limiter, margin, model, health, top };
 }

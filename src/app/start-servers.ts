@@ -4,6 +4,8 @@
  * grace `graceMs()` gives when its turn comes (0 when the start failed).
  */
 import { startAdminServer } from '../server/http/admin-http.js';
+import { renderStatusPage, type StatusPageData } from '../server/http/status-page.js';
+import { VERSION } from './version.js';
 import type { Listener } from '../server/http/debug-http.js';
 import { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
 import { LoopClock } from '../server/grpc/loop-clock.js';
@@ -36,7 +38,7 @@ export async function startServers(
 ): Promise<StartedServers> {
   const { settings, log, metrics, teardown } = ctx;
   const { holder } = rules;
-  const { model, health, margin } = engine;
+  const { model, health, margin, top } = engine;
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
   const rlqs = setUpRlqs({
@@ -86,6 +88,19 @@ export async function startServers(
     ready: () => model.ready(),
     canAnswer: () => model.canAnswer(),
     rules: () => holder.describe(),
+    ...(top === undefined ? {} : { top: (domain: string | undefined) => top.snapshot(domain) }),
+    statusPage: () =>
+      renderStatusPage({
+        version: VERSION,
+        now: new Date(ctx.clock.nowMs()),
+        refreshSeconds: 10,
+        store: { backend: settings.backend, healthy: model.storeHealthy(), problem: model.storeProblem() },
+        readiness: model.ready(),
+        rules: holder.describe() as StatusPageData['rules'],
+        top: top?.snapshot(),
+        ...(rlqsInUse(rlqs.describe()) ? { rlqs: rlqs.describe() } : {}),
+        ...(capacity === undefined ? {} : { capacity: capacity.describe() }),
+      }),
     ...(capacity === undefined ? {} : { capacity: capacity.describe.bind(capacity) }),
     rlqs: () => rlqs.describe(),
     jsonApi: settings.jsonApi,
@@ -101,4 +116,10 @@ export async function startServers(
     await closeGrpc();
   };
   return { ...services, grpc, adminPort: admin.port, extra, stopGrpc };
+}
+
+/** The quota service shows on the status page once an Envoy opened a stream or a bucket is tracked. */
+function rlqsInUse(described: object): boolean {
+  const d = described as { streams?: number; tracked?: number };
+  return (d.streams ?? 0) > 0 || (d.tracked ?? 0) > 0;
 }

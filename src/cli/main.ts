@@ -1,5 +1,5 @@
 /**
- * `ratelimit serve | check DIR | query ... | help | --version` — the command-line face of the service.
+ * `ratelimit serve | check DIR | query ... | top ... | capacity ... | help | --version` — the command-line face of the service.
  * Exit codes: 0 success (query: OK), 1 error (bad settings, invalid rules, failed call), 2 usage,
  * 3 query answered OVER_LIMIT.
  */
@@ -14,7 +14,8 @@ import { startService, StartupError } from '../app/start-service.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from '../app/workers.js';
 import { setHeapGrowingPercent } from '../app/heap-growth.js';
 import { runQuery } from './query.js';
-import { SETTINGS, flagName, loadSettings, SettingsError } from '../settings/settings.js';
+import { runTop } from './top.js';
+import { SETTINGS, defaultText, flagName, loadSettings, SettingsError } from '../settings/settings.js';
 import { checkCombination, exposureNotices } from '../settings/settings-checks.js';
 import { redactUrl } from '../vocab/redact.js';
 import { VERSION } from '../app/version.js';
@@ -25,6 +26,7 @@ commands:
   serve                 run the service (gRPC ${'RateLimitService'} + Health, HTTP admin); \`serve --help\` lists every setting
   check [DIR]           validate the rule files in DIR (default CONFIG_DIR) and, with --capacity-config FILE, the capacity resource file; prints every error (file:line:col: field: message) and exits 1, or a summary
   query ...             ask a running server over gRPC what it would decide (a dry run unless --spend); \`query --help\` lists its options
+  top ...               who is being limited: the keys most rejected and near the limit per rule (GET /top); \`top --help\` lists its options
   capacity ...          ask a capacity server (ours or Doorman) for capacity, as Doorman's shell does; \`capacity --help\` lists its commands
   help                  this text
 
@@ -49,8 +51,7 @@ export function serveHelp(): string {
     '',
   ];
   for (const s of Object.values(SETTINGS)) {
-    const def = Array.isArray(s.default) ? s.default.join(',') : s.default === undefined ? '(off)' : String(s.default);
-    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${def === '' ? '""' : def})`, `      ${s.description}`);
+    lines.push(`  ${s.env} / ${flagName(s.env)}  [${s.type.replaceAll('\\|', '|')}] (default: ${defaultText(s)})`, `      ${s.description}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -173,6 +174,8 @@ export async function main(argv: string[]): Promise<number> {
         return await check(rest);
       case 'query':
         return await runQuery(rest, process.stdout, process.stderr);
+      case 'top':
+        return await runTop(rest, process.stdout, process.stderr);
       case 'capacity':
         return await runCapacityCli(rest, process.stdout, process.stderr);
       case '--version':

@@ -19,6 +19,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { clientFor, loadProtos } from '../server/grpc/protos.js';
 import type { WireResponse, WireStatus } from '../server/rls/proto-objects.js';
+import { eachArg } from './args.js';
+import { explainCallError } from '../server/grpc/call-errors.js';
 
 export const QUERY_USAGE = `usage: ratelimit query [options] --domain D k=v[,k=v...] ...
 
@@ -83,13 +85,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
   }
   const descriptors: { entries: { key: string; value: string }[] }[] = [];
   try {
-    for (let i = 0; i < argv.length; i++) {
-      const a = argv[i]!;
-      const value = () => {
-        const v = argv[++i];
-        if (v === undefined) throw new Error(`${a} needs a value`);
-        return v;
-      };
+    eachArg(argv, (a, value) => {
       if (a === '--server') server = value();
       else if (a === '--domain') domain = value();
       else if (a === '--admin') admin = value();
@@ -99,7 +95,7 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
       else if (a === '--spend') spend = true;
       else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
       else descriptors.push({ entries: parseDescriptor(a) });
-    }
+    });
     if (domain === undefined) throw new Error('--domain is required');
     if (descriptors.length === 0) throw new Error('give at least one descriptor (k=v[,k=v...])');
     if (!Number.isInteger(hits) || hits < 0) throw new Error('--hits must be a whole number');
@@ -134,12 +130,11 @@ export async function runQuery(argv: readonly string[], out: Writable, err: Writ
     if (json) out.write(`${JSON.stringify(responseToJson(shown), null, 2)}\n`);
     else
       out.write(
-        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request ${predicted !== undefined ? `charged its predicted cost ${predicted}` : `of ${wanted} hit(s)`} would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}`,
+        `${spend ? '' : `dry run, nothing counted (--spend sends the real request): a request ${predicted !== undefined ? `charged its predicted cost ${predicted}` : `of ${wanted} hit(s)`} would be ${over ? 'REJECTED' : 'admitted'}\n`}${formatResponse(shown, descriptors)}${neverFits(shown, wanted)}`,
       );
     return over ? 3 : 0;
   } catch (e) {
-    const se = e as grpc.ServiceError;
-    err.write(`query: ${server}: ${se.code !== undefined ? grpc.status[se.code] : ''} ${se.details ?? se.message}\n`);
+    err.write(`query: ${explainCallError(e as grpc.ServiceError, server, 'the rate-limit service')}\n`);
     return 1;
   } finally {
     client.close();
@@ -174,9 +169,36 @@ async function domainWithoutRules(admin: string, domain: string): Promise<string
   return `domain '${domain}' has no rules on this server; domains with rules: ${names.join(', ') || '(none)'}`;
 }
 
-/** The answer a request of `hits` hits would get from a dry run's answer (admitted): each limit's remaining less the hits. */
+/**
+ * The answer a request of `hits` hits would get from a dry run's answer (admitted): each limit's remaining less
+ * the hits, in the statuses and in the headers that carry it (the IETF `ratelimit` header's `r=`, and a
+ * `...remaining` header such as x-ratelimit-remaining), so that every line printed tells the same quota.
+ */
 function afterRequest(r: WireResponse, hits: number): WireResponse {
-  return { ...r, statuses: r.statuses.map((s) => (s.current_limit ? { ...s, limit_remaining: Math.max(0, s.limit_remaining - hits) } : s)) };
+  const less = (n: string) => String(Math.max(0, Number(n) - hits));
+  const headers = r.response_headers_to_add.map((h) => {
+    if (h.key.toLowerCase() === 'ratelimit') return { ...h, value: h.value.replace(/;r=(\d+)/g, (_, n: string) => `;r=${less(n)}`) };
+    if (/remaining$/i.test(h.key) && /^\d+$/.test(h.value)) return { ...h, value: less(h.value) };
+    return h;
+  });
+  return {
+    ...r,
+    statuses: r.statuses.map((s) => (s.current_limit ? { ...s, limit_remaining: Math.max(0, s.limit_remaining - hits) } : s)),
+    response_headers_to_add: headers,
+  };
+}
+
+/** A line per limit the request is larger than: no wait makes it fit, whatever retry-after says. */
+function neverFits(r: WireResponse, hits: number): string {
+  const lines: string[] = [];
+  r.statuses.forEach((s, i) => {
+    const limit = s.current_limit;
+    if (limit && hits > limit.requests_per_unit)
+      lines.push(
+        `  [${i}] ${hits} hits can never fit a limit of ${limit.requests_per_unit}/${limit.unit.toLowerCase()}: no retry will be admitted (retry-after only says when the window turns); send fewer hits or raise the limit\n`,
+      );
+  });
+  return lines.join('');
 }
 
 /**

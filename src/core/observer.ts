@@ -1,6 +1,7 @@
 import type { ThrottlingCounts } from '../throttling/report.js';
 import type { OversizedField } from '../vocab/request-limits.js';
 import type { Criticality } from '../vocab/throttling.js';
+import type { DescriptorEntry, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 
 /**
  * What the decision engine reports about each decision, so metrics and logs can be kept without the
@@ -23,6 +24,10 @@ export interface DescriptorReport {
   readonly shadowMode: boolean;
   /** Over limit, but not enforced (quota_mode). */
   readonly quotaMode: boolean;
+  /** The rule that decided (absent when none matched): its stats key as configured and where it is written. */
+  readonly rule?: { readonly statsKey: string; readonly source: string } | undefined;
+  /** The entries that identify the counter (request values: bound them before keeping them). */
+  readonly entries?: readonly DescriptorEntry[];
 }
 
 export interface DecisionObserver {
@@ -31,6 +36,11 @@ export interface DecisionObserver {
   onThrottling?(domain: string, criticality: Criticality, counts: ThrottlingCounts): void;
   /** `domain` is the request's, configured or not (bound it before using it as a label). */
   onDecision(domain: string, overallOverLimit: boolean, durationMs: number): void;
+  /**
+   * Every decision with the request as it arrived, for a debug line per decision (LOG_LEVEL=debug). Set only
+   * when such a line is wanted: the engine then calls it after onDecision; otherwise it costs one check.
+   */
+  onDecided?(request: RateLimitRequest, decision: RateLimitDecision): void;
   /** on_limit: an admitted request was delayed by `delayMs` for its reserved slot, or admitted degraded. */
   onAtLimit?(domain: string, action: 'delayed' | 'degraded', delayMs: number): void;
   /** on_limit delay: a delayed request's call ended before its slot came; its reserved hits were given back (or the store failed to take them). */

@@ -205,6 +205,7 @@ export class RateLimiter {
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
+    observer.onDecided?.(original, decision);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
     return owners === undefined
       ? decision
@@ -264,6 +265,8 @@ export class RateLimiter {
       nearLimit: !rejected && nearLimit,
       shadowMode: rejected && shadow,
       quotaMode: rejected && quota,
+      rule: r.rule,
+      entries: r.counterEntries,
     });
     // A quota-mode descriptor over its limit reads OVER_LIMIT while the request may still be admitted (the
     // overall code decides), as envoyproxy/ratelimit answers it.

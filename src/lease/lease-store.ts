@@ -14,6 +14,7 @@
  * Under a lease, `remaining` is the limit's remaining at the last claim less this replica's use since.
  */
 import type { Clock } from '../vocab/clock.js';
+import { timerDelay } from '../vocab/timer.js';
 import { healthOf, type ApplyOptions, type CounterStore, type LimitCheck, type LimitOutcome, type Refund, type StoreHealth } from '../storage/counter-store.js';
 import { applyRest } from '../storage/split-batch.js';
 import { LeaseManager, type LeaseStats, type Reservation } from './lease-manager.js';
@@ -142,7 +143,7 @@ class DeadlineSignal {
     if (this.deadlineMs === undefined) return undefined;
     return (this.made ??= new Promise<void>((resolve) => {
       // 2 ms early: the store behind still answers by the failure mode within the deadline.
-      this.timer = setTimeout(resolve, Math.max(0, this.deadlineMs! - 2 - this.clock.nowMs()));
+      this.timer = setTimeout(resolve, timerDelay(this.deadlineMs! - 2 - this.clock.nowMs()));
     }));
   }
 

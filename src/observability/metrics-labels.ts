@@ -9,6 +9,7 @@
  */
 import type { ConfigDescription } from '../config/compile/describe-rules.js';
 import type { CompiledConfig } from '../config/types.js';
+import type { ConfiguredLimit } from './metrics-limits.js';
 
 export const UNKNOWN_DOMAIN = 'unknown';
 export const OTHER_KEY = 'other';
@@ -17,6 +18,8 @@ export const OTHER_KEY = 'other';
 export interface RulesSnapshot {
   readonly version: string;
   readonly domains: readonly { readonly name: string; readonly statsKeys: readonly string[]; readonly boundedKeys?: readonly string[] }[];
+  /** Every limit of the rules that count hits (ratelimit_rule_limit). */
+  readonly limits?: readonly ConfiguredLimit[];
 }
 
 export function rulesSnapshot(config: CompiledConfig): RulesSnapshot {
@@ -30,6 +33,9 @@ export function rulesSnapshot(config: CompiledConfig): RulesSnapshot {
       // Rules with a `max_values` bound: their past-the-bound series.
       boundedKeys: [...new Set(d.rules.filter((r) => r.limits.some((l) => l.max_values !== undefined)).map((r) => r.stats_key))],
     })),
+    limits: description.flatMap((d) =>
+      d.rules.flatMap((r) => r.limits.map((l) => ({ domain: d.name, key: r.stats_key, window: l.window, requestsPerUnit: l.requests_per_unit }))),
+    ),
   };
 }
 

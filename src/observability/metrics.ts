@@ -14,6 +14,7 @@ import { rlqsMetrics, type RlqsMetrics } from './metrics-rlqs.js';
 import { storeMetrics, type StoreMetrics } from './metrics-store.js';
 import { NEVER_MS, replaceEventLoopLagGauges } from './event-loop-lag.js';
 import { scrapedGauge } from './metrics-scraped.js';
+import { ruleLimitGauge } from './metrics-limits.js';
 import { xdsMetrics, type XdsMetricsStatus } from './metrics-xds.js';
 import { processMetrics } from './process-metrics.js';
 import type { ReferenceStats } from './reference-stats/reference-stats.js';
@@ -93,6 +94,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     labelNames: ['version'] as const,
     registers,
   });
+  const setRuleLimits = ruleLimitGauge(registers);
   const configDomains = new Gauge({ name: 'ratelimit_config_domains', help: 'Domains in the rules in use.', registers });
   let currentVersion: string | undefined;
 
@@ -207,6 +209,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; maxDetailedSe
     },
     setRules(snapshot) {
       decisions.setRules(snapshot);
+      setRuleLimits(snapshot.limits ?? []);
       if (currentVersion !== undefined && currentVersion !== snapshot.version) configVersion.remove({ version: currentVersion });
       configVersion.set({ version: snapshot.version }, 1);
       currentVersion = snapshot.version;

@@ -71,11 +71,13 @@ export function isLoopback(host: string): boolean {
 export function exposureNotices(settings: Settings): Notice[] {
   if (isLoopback(settings.httpHost)) return [];
   const json = settings.jsonApi === 'off' ? '' : ` and POST /json (JSON_API=${settings.jsonApi}${settings.jsonApi === 'on' ? ', spends quota' : ''})`;
+  // The top limited keys name clients (descriptor values) unless TOP_VALUES hashes or hides them.
+  const top = settings.topKeys === 0 ? '' : `, the clients being limited (GET /top and the status page at /, TOP_VALUES=${settings.topValues})`;
   return [
     {
       level: 'warn',
       setting: 'HTTP_HOST',
-      message: `the admin port listens on ${settings.httpHost}:${settings.httpPort}, beyond loopback: anyone who reaches it reads GET /rules${json}; set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")`,
+      message: `the admin port listens on ${settings.httpHost}:${settings.httpPort}, beyond loopback: anyone who reaches it reads GET /rules${top}${json}; set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")`,
     },
   ];
 }

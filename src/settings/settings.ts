@@ -9,6 +9,8 @@ import { rereads, translateReferenceEnv, type Notice } from '../compat/translate
 import type { LogLevel } from '../observability/log.js';
 import { STATS_SETTINGS } from './stats-settings.js';
 import { parseGoDuration, XDS_SETTINGS } from './xds-settings.js';
+import { misspeltEnvNotices } from './env-typos.js';
+import { REFERENCE_BY_NAME } from '../compat/reference-settings.js';
 
 export type { Notice };
 
@@ -21,6 +23,16 @@ export interface SettingSpec<T> {
   readonly parse: Parser<T>;
   /** Shown in the settings table: the accepted values. */
   readonly type: string;
+  /** The default as the docs write it, when not the parsed value (a duration: `3s`, not 3000). */
+  readonly shown?: string;
+}
+
+/** A setting's default as `serve --help` and the settings table show it: `(none)` when unset, `""` when empty. */
+export function defaultText(s: Pick<SettingSpec<unknown>, 'default' | 'shown'>): string {
+  if (s.shown !== undefined) return s.shown;
+  const d = s.default as string | number | boolean | readonly string[] | undefined;
+  const text = d === undefined ? '(none)' : Array.isArray(d) ? (d.length === 0 ? '(none)' : d.join(',')) : String(d);
+  return text === '' ? '""' : text;
 }
 
 function spec<T>(env: string, type: string, def: T, description: string, parse: Parser<T>): SettingSpec<T> {
@@ -470,6 +482,21 @@ export const SETTINGS = {
     5,
     86_400,
   ),
+  // Who is being limited: GET /top and the status page (src/top/top-keys.ts, docs/operations.md).
+  topKeys: int(
+    'TOP_KEYS',
+    10,
+    'Top limited keys kept per rule (rejected, and near the limit) over the last 5 minutes, for GET /top and the status page; 0 turns them off.',
+    0,
+    1000,
+  ),
+  topRules: int('TOP_RULES', 100, 'Rules whose top limited keys are kept at once; a new one evicts the rule least recently limited.', 1, 10_000),
+  topValues: oneOf(
+    'TOP_VALUES',
+    ['plain', 'hash', 'hide'] as const,
+    'plain',
+    'Descriptor values in GET /top and the status page: as sent (plain), as the first 16 hex digits of their SHA-256 (hash), or *** (hide: counts per rule only).',
+  ),
 } as const;
 
 /** LOG_LEVEL as either implementation spells it: ours, or logrus's (WARN, warning, trace, fatal, panic). */
@@ -577,7 +604,9 @@ export function loadSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  return { settings: Object.freeze(settings) as Settings, rest, notices: reference.notices, given };
+  const known = new Set([...Object.values(SETTINGS).map((s) => s.env), ...REFERENCE_BY_NAME.keys()]);
+  const notices = [...reference.notices, ...misspeltEnvNotices(env, known)];
+  return { settings: Object.freeze(settings) as Settings, rest, notices, given };
 }
 
 /** Whether two raw values mean the same; undefined when one does not parse (loadSettings then reports it). */

@@ -12,6 +12,8 @@ export interface Spec<T> {
   readonly description: string;
   readonly parse: (raw: string) => T;
   readonly type: string;
+  /** The default as the docs write it, when not the parsed value (a duration: `3s`, not 3000). */
+  readonly shown?: string;
 }
 
 export function spec<T>(env: string, type: string, def: T, description: string, parse: (raw: string) => T): Spec<T> {
@@ -31,7 +33,10 @@ export function bool(env: string, def: boolean, description: string) {
 
 export { parseGoDuration };
 
-const duration = (env: string, def: string, description: string) => spec(env, 'duration (500ms, 10s, 1m)', parseGoDuration(def), description, parseGoDuration);
+const duration = (env: string, def: string, description: string): Spec<number> => ({
+  ...spec(env, 'duration (500ms, 10s, 1m)', parseGoDuration(def), description, parseGoDuration),
+  shown: def,
+});
 
 /** `k1=v1,k2=v2` (CONFIG_GRPC_XDS_NODE_METADATA): as the reference, entries without `=` are skipped. */
 export function parseNodeMetadata(raw: string): ReadonlyMap<string, string> {

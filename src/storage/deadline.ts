@@ -3,6 +3,7 @@
  */
 import type { Clock } from '../vocab/clock.js';
 import { StoreError } from '../vocab/errors.js';
+import { timerDelay } from '../vocab/timer.js';
 
 /**
  * Start `work` and settle by the absolute deadline, else reject with STORE_TIMEOUT (the late result is
@@ -17,7 +18,7 @@ export function withDeadline<T>(start: () => Promise<T>, deadlineMs: number | un
     const timer = setTimeout(() => {
       onGiveUp?.();
       reject(new StoreError('STORE_TIMEOUT', `store did not answer within ${left} ms (request deadline)`));
-    }, left);
+    }, timerDelay(left));
     work.then(
       (value) => {
         clearTimeout(timer);

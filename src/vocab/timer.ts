@@ -9,6 +9,14 @@
 import type { Clock } from './clock.js';
 import { FakeClock } from './clock.js';
 
+/** Longest delay setTimeout takes (2^31 − 1 ms, about 24.8 days); a longer one fires after 1 ms, with a TimeoutOverflowWarning. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A delay setTimeout honours: at least 0, at most MAX_TIMER_MS (a deadline further away is re-checked by whoever waits, if ever). */
+export function timerDelay(ms: number): number {
+  return ms <= 0 ? 0 : Math.min(ms, MAX_TIMER_MS);
+}
+
 export interface Timer {
   /** Resolves once the clock reads `clockMs` or later (at once if it already does); rejects when `signal` aborts first. */
   waitUntil(clockMs: number, signal?: AbortSignal): Promise<void>;
@@ -53,7 +61,7 @@ export function clockTimer(clock: Clock): Timer {
         const t = setTimeout(() => {
           pending--;
           done();
-        }, ms);
+        }, timerDelay(ms));
         return () => {
           pending--;
           clearTimeout(t);

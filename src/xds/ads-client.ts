@@ -29,6 +29,7 @@ import {
 } from './discovery-messages.js';
 import { RefusalRun } from './refusals.js';
 import { resourcesToFilesInSlices, type ResourceFile } from './resources.js';
+import { explainCallError } from '../server/grpc/call-errors.js';
 
 export type ApplyResult = { ok: true } | { ok: false; errors: readonly string[] };
 
@@ -197,11 +198,11 @@ export class XdsClient {
       this.backoff.reset();
       this.enqueue(call, bytes);
     });
-    call.on('error', (err: Error) => end(err.message));
+    call.on('error', (err: Error) => end(explainCallError(err, this.o.serverUrl, 'the xDS server')));
     call.on('end', () => end('the server ended the stream'));
     call.on('status', (st: GrpcJs.StatusObject) => {
       if (st.code === grpc.status.RESOURCE_EXHAUSTED && /bandwidth exhausted|too_many_pings/i.test(st.details)) this.slowPings();
-      end(`stream closed: ${st.details || st.code}`);
+      end(st.code === grpc.status.OK ? 'the server closed the stream' : explainCallError(st, this.o.serverUrl, 'the xDS server'));
     });
     this.send(call, { versionInfo: '', responseNonce: '' });
   }
@@ -234,7 +235,13 @@ export class XdsClient {
     this.s.lastError = reason;
     const waitMs = this.backoff.next();
     const fields = { server: this.o.serverUrl, reason, retryInMs: waitMs };
-    if (wasConnected) this.o.log.warn('xDS stream down; the rules in force stay in force', fields);
+    if (this.s.version === '')
+      // Nothing was ever received: there are no rules in force to keep, and no limit applies until the first set.
+      this.o.log.warn(
+        `xDS server ${wasConnected ? 'stream down' : 'not reached'}; no rules received from it yet, so no limit applies until the first set arrives`,
+        fields,
+      );
+    else if (wasConnected) this.o.log.warn('xDS stream down; the rules in force stay in force', fields);
     else this.o.log.info('xDS server not reached; the rules in force stay in force', fields);
     this.retryTimer = setTimeout(() => this.connect(), waitMs);
     this.retryTimer.unref();

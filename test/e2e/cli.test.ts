@@ -220,7 +220,7 @@ describe('ratelimit serve', () => {
       level: 'warn',
       setting: 'HTTP_HOST',
       msg: expect.stringMatching(
-        /^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /,
+        /^the admin port listens on 0\.0\.0\.0:0, beyond loopback: anyone who reaches it reads GET \/rules, the clients being limited \(GET \/top and the status page at \/, TOP_VALUES=plain\) and POST \/json \(JSON_API=check\); set HTTP_HOST=127\.0\.0\.1 /,
       ) as unknown,
     });
     const closed = await spawnService({ CONFIG_DIR: rules, HTTP_HOST: '127.0.0.1' });

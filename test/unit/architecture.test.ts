@@ -27,8 +27,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['throttling', 'cost'],
   // The engine: resolve descriptors to rules, decide, build the answer.
   ['core'],
-  // ext_authz decisions over the engine; leases over the stores.
-  ['authz', 'lease'],
+  // ext_authz decisions over the engine; leases over the stores; the top limited keys the engine reports.
+  ['authz', 'lease', 'top'],
   // The gRPC and admin HTTP ports, transports and codecs.
   ['server'],
   // Logs and metrics name what the engine, the rules and the connection guard decide; envoyproxy/ratelimit's names.

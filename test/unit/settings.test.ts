@@ -107,11 +107,12 @@ describe('the admin port beyond loopback (exposureNotices)', () => {
         level: 'warn',
         setting: 'HTTP_HOST',
         message:
-          'the admin port listens on 0.0.0.0:8080, beyond loopback: anyone who reaches it reads GET /rules and POST /json (JSON_API=check); set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")',
+          'the admin port listens on 0.0.0.0:8080, beyond loopback: anyone who reaches it reads GET /rules, the clients being limited (GET /top and the status page at /, TOP_VALUES=plain) and POST /json (JSON_API=check); set HTTP_HOST=127.0.0.1 to keep it inside this host (docs/security.md, "Closing the admin port")',
       },
     ]);
-    expect(notices({ HTTP_HOST: '10.0.0.5', JSON_API: 'on' })[0]!.message).toContain('GET /rules and POST /json (JSON_API=on, spends quota)');
-    expect(notices({ HTTP_HOST: '::', JSON_API: 'off' })[0]!.message).toContain('reads GET /rules; set HTTP_HOST');
+    expect(notices({ HTTP_HOST: '10.0.0.5', JSON_API: 'on' })[0]!.message).toContain('TOP_VALUES=plain) and POST /json (JSON_API=on, spends quota)');
+    expect(notices({ HTTP_HOST: '::', JSON_API: 'off', TOP_KEYS: '0' })[0]!.message).toContain('reads GET /rules; set HTTP_HOST');
+    expect(notices({ TOP_VALUES: 'hash' })[0]!.message).toContain('(GET /top and the status page at /, TOP_VALUES=hash)');
     for (const host of ['127.0.0.1', '127.1.2.3', '::1', '[::1]', 'localhost', '::ffff:127.0.0.1']) expect(notices({ HTTP_HOST: host })).toEqual([]);
     expect(isLoopback('127.0.0.1.example.com')).toBe(false);
   });

@@ -1,7 +1,8 @@
 /**
  * The HTTP admin server: GET /healthz (alive), GET /readyz (can answer and the store decides; 503 with the
  * reason otherwise, see server/health/service-health.ts),
- * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), POST /json.
+ * GET /metrics (Prometheus), GET /rules (rules in use, files, version, last reload), GET /top (the keys most
+ * limited per rule, ?domain= to narrow), GET / (the status page, status-page.ts), POST /json.
  * POST /json follows `jsonApi`: 'on' decides like ShouldRateLimit (consumes quota), 'check' answers what
  * ShouldRateLimit would without consuming (the default: whoever reaches the admin port cannot spend a
  * client's quota), 'off' has no such route (404).
@@ -14,6 +15,7 @@ import type { RateLimiter } from '../../core/rate-limiter.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
 import type { Registry } from 'prom-client';
 import { decisionToJson, requestFromJson } from './json-api.js';
+import { STATUS_PAGE_CSP } from './status-page.js';
 
 export interface AdminServerOptions {
   readonly host: string;
@@ -27,6 +29,10 @@ export interface AdminServerOptions {
   /** /healthcheck: whether this replica can answer now (rules loaded, gRPC serving, not draining). */
   readonly canAnswer: () => boolean;
   readonly rules: () => unknown;
+  /** GET /top: the top limited keys per rule, of one domain when given (absent = TOP_KEYS=0: 404). */
+  readonly top?: (domain: string | undefined) => unknown;
+  /** GET /: the status page's HTML (absent = 404). */
+  readonly statusPage?: () => string;
   /** GET /capacity: the capacity service's resources and clients (absent = 404). */
   readonly capacity?: () => unknown;
   /** GET /rlqs: the Rate Limit Quota Service's buckets and each Envoy's current share (absent = 404). */
@@ -100,7 +106,7 @@ function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Body> {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 async function handle(options: AdminServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const path = (req.url ?? '/').split('?')[0];
+  const [path, query] = (req.url ?? '/').split('?', 2);
   const jsonApi = options.jsonApi ?? 'check';
   const route = jsonApi === 'off' && path === '/json' ? 'off' : `${req.method ?? 'GET'} ${path}`;
   switch (route) {
@@ -116,6 +122,14 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       return send(res, 200, await options.registry.metrics(), options.registry.contentType);
     case 'GET /rules':
       return send(res, 200, options.rules());
+    case 'GET /top':
+      if (options.top !== undefined) return send(res, 200, options.top(new URLSearchParams(query ?? '').get('domain') ?? undefined));
+      return send(res, 404, { error: 'the top limited keys are off (TOP_KEYS=0)' });
+    case 'GET /':
+      if (options.statusPage === undefined) return send(res, 404, { error: 'no status page' });
+      res.setHeader('cache-control', 'no-store');
+      res.setHeader('content-security-policy', STATUS_PAGE_CSP);
+      return send(res, 200, options.statusPage(), 'text/html; charset=utf-8');
     case 'GET /capacity':
       if (options.capacity !== undefined) return send(res, 200, options.capacity());
       return send(res, 404, { error: 'the capacity service is off (CAPACITY_CONFIG unset)' });
@@ -157,6 +171,8 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
         'GET /healthcheck',
         'GET /metrics',
         'GET /rules',
+        ...(options.top === undefined ? [] : ['GET /top']),
+        ...(options.statusPage === undefined ? [] : ['GET /']),
         ...(options.capacity === undefined ? [] : ['GET /capacity']),
         ...(options.rlqs === undefined ? [] : ['GET /rlqs']),
         ...(jsonApi === 'off' ? [] : ['POST /json']),

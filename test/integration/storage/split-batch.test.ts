@@ -73,7 +73,7 @@ describe('a batch whose local part rejects', () => {
     expect(admitted).toEqual([true, true, true, true, false, false]);
     await plain.stopRedis();
     try {
-      const [fromLease, fromStore] = await leaseStore.apply([l, p], clock.nowMs(), { deadlineMs: Date.now() + 300 });
+      const [fromLease, fromStore] = await leaseStore.apply([l, p], clock.nowMs(), { deadlineMs: clock.nowMs() + 300 });
       expect(fromLease!.allowed).toBe(false);
       expect(fromLease!.storeFailure).toBeUndefined();
       expect(fromStore).toMatchObject({ allowed: false, storeFailure: true });
@@ -96,7 +96,7 @@ describe('a batch whose local part rejects', () => {
     const p = check('plain-2');
     await plain.stopRedis();
     try {
-      const [local, fromStore] = await capacityStore.apply([c, p], clock.nowMs(), { deadlineMs: Date.now() + 300 });
+      const [local, fromStore] = await capacityStore.apply([c, p], clock.nowMs(), { deadlineMs: clock.nowMs() + 300 });
       expect(local!.allowed).toBe(false);
       expect(fromStore).toMatchObject({ allowed: false, storeFailure: true });
     } finally {
