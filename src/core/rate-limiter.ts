@@ -28,6 +28,7 @@ import { hasThrottling, reportedRemaining } from '../throttling/plan.js';
 import { applyReplaces, enforced, planChecks, policyName, resolve, type Resolved } from './resolve.js';
 import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
+import { traceStore, type DecisionTrace } from './decision-trace.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 
 export const MAX_UINT32 = 4_294_967_295;
@@ -71,6 +72,8 @@ export interface DecideOptions {
    * waits for a delayed slot (on_limit delay), which then ends at once and gives the slot back.
    */
   readonly call?: { readonly signal: AbortSignal };
+  /** The call's trace span (tracing on and the call sampled or not); absent when tracing is off. */
+  readonly trace?: DecisionTrace;
 }
 
 export class RateLimiter {
@@ -94,6 +97,8 @@ export class RateLimiter {
     const config = this.options.config();
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
+    const trace = decideOptions.trace;
+    trace?.request(request.domain, request.descriptors.length);
 
     const resolved = request.descriptors.map((d) => resolve(request.domain, domain, d, requestHits));
     applyReplaces(resolved);
@@ -113,8 +118,10 @@ export class RateLimiter {
 
     // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
     if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
-    const observed =
-      checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const storeStarted = trace === undefined ? 0 : performance.now();
+    const pending =
+      checks.length === 0 ? undefined : this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const observed = pending === undefined ? [] : await (trace === undefined ? pending : traceStore(trace, checks.length, storeStarted, pending));
     const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
     // A copy only when some check ran above its configured limit (a soft or share ceiling).
     let reported = stored;
@@ -139,6 +146,7 @@ export class RateLimiter {
       const status = this.describe(request.domain, r, outcomes, applied, observer);
       if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode)) overLimit = true;
+      if (trace !== undefined && status.code === 'OVER_LIMIT') trace.overLimit(r.statsKey, enforced(r, this.options.shadowMode));
       if (r.rule?.quotaMode === true && r.limits.length > 0) {
         quotaDescriptors.push(index);
         if (r.limits.some((_, j) => outcomes[r.firstCheck + j]?.allowed === false)) quotaViolations.push(index);
@@ -177,6 +185,7 @@ export class RateLimiter {
       ...(anyStoreFailure(outcomes) ? { storeFailure: true } : {}),
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
+    trace?.decided(decision.overallCode, decision.storeFailure === true);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
     return owners === undefined
       ? decision

@@ -8,6 +8,7 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
 import { XDS_SETTINGS } from './xds-settings.js';
+import { TRACING_SETTINGS } from './tracing-settings.js';
 
 export type { Notice };
 
@@ -178,6 +179,7 @@ export const SETTINGS = {
   configPollIntervalMs: int('CONFIG_POLL_INTERVAL_MS', 30_000, 'Also re-read the directory this often, in case an event was missed; 0 disables.'),
   configMaxFileBytes: int('CONFIG_MAX_FILE_BYTES', 1024 * 1024, 'Largest rules file read, in bytes; a larger one is refused unread.', 1),
   ...XDS_SETTINGS,
+  ...TRACING_SETTINGS,
   configLoadTimeoutMs: int(
     'CONFIG_LOAD_TIMEOUT_MS',
     30_000,
