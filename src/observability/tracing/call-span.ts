@@ -1,8 +1,9 @@
 /**
  * The span of one decision call (core/decision-trace.ts CallTrace) on an OpenTelemetry span. Names and attributes
  * follow envoyproxy/ratelimit where they fit: the call's span is named by its gRPC method (as otelgrpc names it),
- * `domain` is the request's domain, and the counter store's call is a child span named `Redis Pipeline Execution`
- * with `pipeline length`. An unsampled span records nothing: every method returns at once.
+ * `domain` is the request's domain, and the counter store's call is a child span named `Redis Pipeline Execution`.
+ * Its `ratelimit.checks` counts the limits checked in that one call (the reference's `pipeline length` counts its
+ * Redis commands, two per limit). An unsampled span records nothing: every method returns at once.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import type { CallTrace, TracedCall } from '../../core/decision-trace.js';
@@ -54,7 +55,7 @@ export class CallSpan implements CallTrace {
       {
         kind: redis ? SpanKind.CLIENT : SpanKind.INTERNAL,
         startTime: startedMs,
-        attributes: redis ? { 'pipeline length': checks, 'db.system.name': 'redis' } : { 'ratelimit.checks': checks },
+        attributes: redis ? { 'ratelimit.checks': checks, 'db.system.name': 'redis' } : { 'ratelimit.checks': checks },
       },
       trace.setSpan(ROOT_CONTEXT, this.span),
     );

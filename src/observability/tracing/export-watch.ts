@@ -53,15 +53,33 @@ export class WatchedExporter implements SpanExporter {
 }
 
 const QUIET_MS = 60_000;
+const MAX_KINDS = 32;
 
-/** The SDK's diagnostics as log lines: warnings and errors only, at most one a minute. */
+/** The text of an SDK diagnostic: an exception comes as its JSON (the global error handler's), keep its message. */
+function textOf(message: string): string {
+  if (!message.startsWith('{')) return message;
+  try {
+    const inner = (JSON.parse(message) as { message?: unknown }).message;
+    return typeof inner === 'string' ? inner : message;
+  } catch {
+    return message;
+  }
+}
+
+/**
+ * The SDK's diagnostics as log lines: warnings and errors only, each kind (its text without numbers) at most once
+ * a minute, so a collector away or a full queue gives a line, not one per batch.
+ */
 export function onceLog(log: TracingLog, now: () => number = Date.now): DiagLogger {
-  let last = -Infinity;
+  const last = new Map<string, number>();
   const write = (message: string, ...args: unknown[]) => {
+    const text = textOf(message);
+    const kind = text.replace(/\d+/g, 'N').slice(0, 80);
     const t = now();
-    if (t - last < QUIET_MS) return;
-    last = t;
-    log.warn(`tracing: ${message}`, args.length > 0 ? { detail: args.map(String).join(' ') } : undefined);
+    if (t - (last.get(kind) ?? -Infinity) < QUIET_MS) return;
+    if (!last.has(kind) && last.size >= MAX_KINDS) last.delete(last.keys().next().value!);
+    last.set(kind, t);
+    log.warn(`tracing: ${text}`, args.length > 0 ? { detail: args.map(String).join(' ') } : undefined);
   };
   const ignore = () => {};
   return { error: write, warn: write, info: ignore, debug: ignore, verbose: ignore };
