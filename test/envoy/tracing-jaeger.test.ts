@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthzTestClient, envoyCheckRequest } from '../support/authz-client.js';
 import { describeEnvoy } from '../support/envoy.js';
 import { parentOf, startJaeger, tag, type Jaeger, type JaegerSpan, type JaegerTrace } from '../support/jaeger.js';
 import { newTraceparent, startOursTraced, startReferenceTraced, startTracedPath, type TracedPath, type TracedSubject } from '../support/traced-stack.js';
@@ -95,6 +96,29 @@ describeEnvoy('tracing: the service span under Envoy in a real Jaeger', () => {
         const { server } = rlsSpans(await jaeger.trace(traceId, 4), name);
         expect(tag(server!, 'ratelimit.overall_code')).toBe('OVER_LIMIT');
         expect(tag(server!, 'ratelimit.over_limit.rules')).toMatch(/traced\.generic_key_slow/);
+      }, 60_000);
+
+      it('traces ext_authz Check under a W3C parent and POST /json under a B3 parent', async () => {
+        const [traceparent, checkTrace, checkParent] = newTraceparent();
+        const client = new AuthzTestClient(subject.grpcAddress);
+        try {
+          await client.send(envoyCheckRequest({ contextExtensions: { ratelimit_domain: 'traced' } }), 5000, { traceparent });
+        } finally {
+          client.close();
+        }
+        const check = (await jaeger.trace(checkTrace, 1)).spans.find((s) => s.operationName === 'envoy.service.auth.v3.Authorization/Check')!;
+        expect(parentOf(check)).toBe(checkParent);
+        expect(tag(check, 'ratelimit.authz.result')).toBe('no_descriptors');
+
+        const [, jsonTrace, jsonParent] = newTraceparent();
+        const b3 = { 'x-b3-traceid': jsonTrace, 'x-b3-spanid': jsonParent, 'x-b3-sampled': '1' };
+        const body = JSON.stringify({ domain: 'traced', descriptors: [{ entries: [{ key: 'generic_key', value: 'slow' }] }] });
+        const res = await fetch(`http://${subject.httpAddress}/json`, { method: 'POST', headers: b3, body });
+        await res.arrayBuffer();
+        const json = (await jaeger.trace(jsonTrace, 2)).spans.find((s) => s.operationName === 'POST /json')!;
+        expect(parentOf(json)).toBe(jsonParent);
+        expect(tag(json, 'http.response.status_code')).toBe(res.status);
+        expect(tag(json, 'domain')).toBe('traced');
       }, 60_000);
     });
   }

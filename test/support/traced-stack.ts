@@ -27,6 +27,8 @@ descriptors:
 
 export interface TracedSubject {
   readonly grpcAddress: string;
+  /** host:port of the HTTP port (POST /json). */
+  readonly httpAddress: string;
   readonly log: () => string;
   stop(): Promise<void>;
 }
@@ -42,6 +44,7 @@ export async function startOursTraced(env: Record<string, string>): Promise<Trac
   });
   return {
     grpcAddress: svc.grpcAddress,
+    httpAddress: svc.httpAddress,
     log: () => svc.stderr(),
     stop: async () => {
       await svc.stop();
@@ -90,7 +93,7 @@ export async function startReferenceTraced(env: Record<string, string>): Promise
     await stop();
     throw new Error(`${(err as Error).message}\n${out}`);
   }
-  return { grpcAddress: `127.0.0.1:${grpc}`, log: () => out, stop };
+  return { grpcAddress: `127.0.0.1:${grpc}`, httpAddress: `127.0.0.1:${http}`, log: () => out, stop };
 }
 
 /** rlsBootstrap's Envoy with its OpenTelemetry tracer (every request sampled) sending to `collector` over OTLP/gRPC. */
