@@ -58,11 +58,25 @@ const relocate: Plugin = {
 
 /**
  * Packages that only some configurations use (grpc-js for TLS credentials and the clients, proto-loader,
- * re2js for regex matchers, maxmind for GeoIP, ioredis for BACKEND=redis): our modules import a stand-in with
+ * re2js for regex matchers, maxmind for GeoIP, ioredis for BACKEND=redis, OpenTelemetry for TRACING_ENABLED): our modules import a stand-in with
  * the same export names, whose properties load the package on first use. Nothing changes but when the package
  * is evaluated: the first `grpc.status`, `new Redis(...)` or `RE2JS.compile(...)`.
  */
-const LAZY = ['@grpc/grpc-js', '@grpc/proto-loader', 're2js', 'maxmind', 'ioredis'];
+const LAZY = [
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
+  're2js',
+  'maxmind',
+  'ioredis',
+  // OpenTelemetry (TRACING_ENABLED): its tracer module is imported only when tracing is on, and these with it.
+  '@opentelemetry/api',
+  '@opentelemetry/core',
+  '@opentelemetry/propagator-b3',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/exporter-trace-otlp-proto',
+  '@opentelemetry/exporter-trace-otlp-grpc',
+];
 const require = createRequire(import.meta.url);
 const lazy: Plugin = {
   name: 'lazy',

@@ -2,6 +2,7 @@
  * The gRPC port: RateLimitService, ext_authz, health, RLQS's stream and (with CAPACITY_CONFIG) the capacity
  * service, on the transport GRPC_TRANSPORT names. A port that cannot be bound is a StartupError naming it.
  */
+import type { DecisionTracer } from '../core/decision-trace.js';
 import type { RlqsSetup } from '../rlqs/rlqs-setup.js';
 import type { ConnectionGuard } from '../server/grpc/guard/connection-guard.js';
 import type { LoopClock } from '../server/grpc/loop-clock.js';
@@ -17,6 +18,7 @@ export interface GrpcParts {
   readonly guard: ConnectionGuard;
   readonly rlqs: RlqsSetup;
   readonly onError: (protocol: string) => (err: unknown, status: string) => void;
+  readonly tracer?: DecisionTracer;
 }
 
 /** A refused client certificate, once per 10 s per reason (a client that reconnects at once would flood the log). */
@@ -30,7 +32,7 @@ export function startGrpc(
   { extAuthz, capacity, credentials }: StartedServices,
   parts: GrpcParts,
 ): Promise<RunningTransport> {
-  const { loopClock, guard, rlqs, onError } = parts;
+  const { loopClock, guard, rlqs, onError, tracer } = parts;
   return startTransport({
     host: settings.grpcHost,
     port: settings.grpcPort,
@@ -46,6 +48,7 @@ export function startGrpc(
       onError: onError('ext_authz'),
     },
     health,
+    ...(tracer === undefined ? {} : { tracer }),
     ...(capacity === undefined ? {} : { extraUnary: capacity.routes, extraOnError: onError('capacity') }),
     bidi: new Map([[rlqs.path, rlqs.route]]),
     requestLimits:

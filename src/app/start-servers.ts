@@ -16,6 +16,7 @@ import { startExtraListeners } from './listeners.js';
 import type { StartContext } from './start-context.js';
 import type { StartedEngine } from './start-engine.js';
 import { startGrpc } from './start-grpc.js';
+import { startTracing } from './start-tracing.js';
 import type { StartedRules } from './start-rules.js';
 import { startServices, type StartedServices } from './start-services.js';
 import type { StartedStore } from './start-store.js';
@@ -39,6 +40,7 @@ export async function startServers(
   const { settings, log, metrics, teardown } = ctx;
   const { holder } = rules;
   const { model, health, margin, top } = engine;
+  const tracer = await startTracing(ctx);
   // The Rate Limit Quota Service (src/rlqs/), served beside RateLimitService on the gRPC port.
   const rlqsLog = componentLogger(log, 'rlqs');
   const rlqs = setUpRlqs({
@@ -76,7 +78,7 @@ export async function startServers(
   metrics.watchGrpcConnections(() => ({ connections: guard.connections, watches: health.watches }));
 
   const services = await startServices(ctx, rules, engine);
-  const grpc = await startGrpc(ctx, engine, services, { loopClock, guard, rlqs, onError: grpcErrorsOf });
+  const grpc = await startGrpc(ctx, engine, services, { loopClock, guard, rlqs, onError: grpcErrorsOf, ...(tracer === undefined ? {} : { tracer }) });
   const closeGrpc = teardown.defer('gRPC server', () => grpc.close(graceMs()));
   const { capacity } = services;
   const admin = await startAdminServer({
@@ -104,6 +106,7 @@ export async function startServers(
     ...(capacity === undefined ? {} : { capacity: capacity.describe.bind(capacity) }),
     rlqs: () => rlqs.describe(),
     jsonApi: settings.jsonApi,
+    ...(tracer === undefined ? {} : { tracer }),
     onError,
   }).catch((err: unknown) => {
     throw new StartupError(`cannot listen for HTTP on ${settings.httpHost}:${settings.httpPort}: ${(err as Error).message}`);

@@ -11,6 +11,7 @@
 import type { CompiledConfig } from '../config/types.js';
 import { StoreError } from '../vocab/errors.js';
 import type { RateLimiter } from '../core/rate-limiter.js';
+import type { CallTrace } from '../core/decision-trace.js';
 import { ALLOW_EMPTY, GRPC_OK, GRPC_UNAVAILABLE, answerFor, storeFailureAnswer } from './answer.js';
 import { buildDescriptors, type DescriptorOptions } from './descriptors.js';
 import type { CheckAnswer, CheckAttributes } from './types.js';
@@ -35,18 +36,18 @@ export class Authorizer {
   constructor(private readonly options: AuthorizerOptions) {}
 
   /** `call.signal` aborts when the call ends (read only while a delayed request waits; rate-limiter.ts DecideOptions). */
-  async check(attrs: CheckAttributes, deadlineMs?: number, call?: { readonly signal: AbortSignal }): Promise<CheckAnswer> {
+  async check(attrs: CheckAttributes, deadlineMs?: number, call?: { readonly signal: AbortSignal }, trace?: CallTrace): Promise<CheckAnswer> {
     const domain = attrs.contextExtensions.get(DOMAIN_EXTENSION) ?? this.options.defaultDomain;
     const config = this.options.config();
-    if (domain === '' || !config.domains.has(domain)) return this.done('unknown_domain', domain, ALLOW_EMPTY);
+    if (domain === '' || !config.domains.has(domain)) return this.done('unknown_domain', domain, ALLOW_EMPTY, trace);
     const authz = config.authz?.get(domain);
     const descriptors = authz === undefined ? [] : buildDescriptors(authz, attrs, this.options.descriptors);
-    if (descriptors.length === 0) return this.done('no_descriptors', domain, ALLOW_EMPTY);
+    if (descriptors.length === 0) return this.done('no_descriptors', domain, ALLOW_EMPTY, trace);
     let answer: CheckAnswer;
     try {
       const decision = await this.options.limiter.decide(
         { domain, descriptors, hitsAddend: 0 },
-        { ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(call === undefined ? {} : { call }) },
+        { ...(deadlineMs === undefined ? {} : { deadlineMs }), ...(call === undefined ? {} : { call }), ...(trace === undefined ? {} : { trace }) },
       );
       answer = answerFor(decision);
     } catch (err) {
@@ -54,11 +55,12 @@ export class Authorizer {
       answer = storeFailureAnswer();
     }
     const result: AuthzResult = answer.code === GRPC_OK ? 'allowed' : answer.code === GRPC_UNAVAILABLE ? 'store_failure' : 'over_limit';
-    return this.done(result, domain, answer);
+    return this.done(result, domain, answer, trace);
   }
 
-  private done(result: AuthzResult, domain: string, answer: CheckAnswer): CheckAnswer {
+  private done(result: AuthzResult, domain: string, answer: CheckAnswer, trace: CallTrace | undefined): CheckAnswer {
     this.options.onResult?.(result, domain);
+    trace?.result(result);
     return answer;
   }
 }

@@ -40,7 +40,6 @@ function row(name: string, def: string, status: ReferenceStatus, here: string, e
 }
 
 const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
-const TRACING = 'no OpenTelemetry tracing yet; unset it';
 const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
 
 export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
@@ -250,13 +249,18 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('MEMCACHE_TLS_CLIENT_CERT', '', 'unsupported', MEMCACHE),
   row('MEMCACHE_TLS_CLIENT_KEY', '', 'unsupported', MEMCACHE),
   row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', MEMCACHE),
-  // tracing
-  row('TRACING_ENABLED', 'false', 'unsupported', TRACING, { accepts: off }),
-  row('TRACING_SERVICE_NAME', 'RateLimit', 'unsupported', TRACING),
-  row('TRACING_SERVICE_NAMESPACE', '', 'unsupported', TRACING),
-  row('TRACING_SERVICE_INSTANCE_ID', '', 'unsupported', TRACING),
-  row('TRACING_EXPORTER_PROTOCOL', 'http', 'unsupported', TRACING),
-  row('TRACING_SAMPLING_RATE', '1', 'unsupported', TRACING),
+  // tracing (docs/tracing.md): the same names; set, each wins over its standard OTEL_* counterpart
+  row('TRACING_ENABLED', 'false', 'same', "TRACING_ENABLED: a span per ShouldRateLimit, ext_authz Check and POST /json call, under the caller's trace"),
+  row('TRACING_SERVICE_NAME', 'RateLimit', 'same', 'TRACING_SERVICE_NAME (unset: OTEL_SERVICE_NAME, then `RateLimit`)'),
+  row('TRACING_SERVICE_NAMESPACE', '', 'same', 'TRACING_SERVICE_NAMESPACE (empty: no `service.namespace` attribute)'),
+  row('TRACING_SERVICE_INSTANCE_ID', '', 'same', 'TRACING_SERVICE_INSTANCE_ID (empty: a random UUID per process)'),
+  row(
+    'TRACING_EXPORTER_PROTOCOL',
+    'http',
+    'same',
+    'TRACING_EXPORTER_PROTOCOL: http (OTLP/HTTP protobuf) or grpc; the collector from OTEL_EXPORTER_OTLP_ENDPOINT',
+  ),
+  row('TRACING_SAMPLING_RATE', '1', 'same', "TRACING_SAMPLING_RATE, parent-based: Envoy's sampling decision is followed"),
 ];
 
 export const REFERENCE_BY_NAME: ReadonlyMap<string, ReferenceSetting> = new Map(REFERENCE_SETTINGS.map((s) => [s.name, s]));

@@ -30,6 +30,7 @@ import { throttlingSignals, type CheckReport } from '../throttling/report.js';
 import { responseMetadata } from './response-metadata.js';
 import { CostEstimator } from '../cost/estimator.js';
 import { hasCost, reportCosts, withPrediction } from './cost-report.js';
+import { traceStore, type DecisionTrace } from './decision-trace.js';
 import type { DescriptorStatus, RateLimitDecision, RateLimitRequest } from '../vocab/types.js';
 import { ValueGuards, type ValueGuardState } from './windows/value-guard.js';
 
@@ -78,6 +79,8 @@ export interface DecideOptions {
    * waits for a delayed slot (on_limit delay), which then ends at once and gives the slot back.
    */
   readonly call?: { readonly signal: AbortSignal };
+  /** The call's trace span (tracing on and the call sampled or not); absent when tracing is off. */
+  readonly trace?: DecisionTrace;
 }
 
 export class RateLimiter {
@@ -105,6 +108,8 @@ export class RateLimiter {
     this.valueGuards.use(config);
     const domain = config.domains.get(request.domain);
     const requestHits = request.hitsAddend > 0 ? request.hitsAddend : 1;
+    const trace = decideOptions.trace;
+    trace?.request(request.domain, request.descriptors.length);
 
     // One instant for the whole decision: which rules are in force (valid_from / valid_until), the counting and
     // the cost predictions.
@@ -130,8 +135,10 @@ export class RateLimiter {
 
     // Refunds first, so the answer's remaining includes them; a dry run gives nothing back.
     if (refunds.length > 0 && !checkOnly) await this.options.store.refund?.(refunds, nowMs);
-    const observed =
-      checks.length === 0 ? [] : await this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const storeStarted = trace === undefined ? 0 : performance.now();
+    const pending =
+      checks.length === 0 ? undefined : this.options.store.apply(checkOnly ? readOnlyChecks(checks) : checks, nowMs, { deadlineMs: decideOptions.deadlineMs });
+    const observed = pending === undefined ? [] : await (trace === undefined ? pending : traceStore(trace, checks.length, storeStarted, pending));
     const stored = checkOnly ? previewOutcomes(checks, observed, nowMs) : observed;
     // A copy only when some check ran above its configured limit (a soft or share ceiling).
     let reported = stored;
@@ -157,6 +164,7 @@ export class RateLimiter {
       const status = this.describe(request.domain, r, { outcomes, checks }, applied, observer);
       if (r.metadata !== undefined && passes(r, outcomes)) passedMetadata.push(r.metadata);
       if (status.code === 'OVER_LIMIT' && enforced(r, this.options.shadowMode, quotaAll)) overLimit = true;
+      if (trace !== undefined && status.code === 'OVER_LIMIT') trace.overLimit(r.statsKey, enforced(r, this.options.shadowMode, quotaAll));
       // QUOTA_MODE counts descriptors without a limit too (they pass), as the reference does
       if (inQuotaMode(r, quotaAll) && (quotaAll || r.limits.length > 0)) {
         quotaDescriptors.push(index);
@@ -206,6 +214,7 @@ export class RateLimiter {
     };
     observer.onDecision(request.domain, overLimit, performance.now() - started);
     observer.onDecided?.(original, decision);
+    trace?.decided(decision.overallCode, decision.storeFailure === true);
     // on_limit: the rejection's message, degraded request headers, or the wait for a reserved slot.
     return owners === undefined
       ? decision

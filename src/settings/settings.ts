@@ -11,6 +11,7 @@ import { STATS_SETTINGS } from './stats-settings.js';
 import { parseGoDuration, XDS_SETTINGS } from './xds-settings.js';
 import { misspeltEnvNotices } from './env-typos.js';
 import { REFERENCE_BY_NAME } from '../compat/reference-settings.js';
+import { TRACING_SETTINGS } from './tracing-settings.js';
 
 export type { Notice };
 
@@ -69,7 +70,7 @@ function oneOf<const T extends string>(env: string, values: readonly T[], def: T
 
 /** A Go duration (`24h`, `1m30s`, `500ms`), in ms, as envoyproxy/ratelimit reads its durations. */
 function duration(env: string, def: string, description: string) {
-  return spec(env, 'duration (500ms, 10s, 1h)', parseGoDuration(def), description, parseGoDuration);
+  return { ...spec(env, 'duration (500ms, 10s, 1h)', parseGoDuration(def), description, parseGoDuration), shown: def };
 }
 
 function port(env: string, def: number, description: string) {
@@ -212,6 +213,7 @@ export const SETTINGS = {
   configMaxFileBytes: int('CONFIG_MAX_FILE_BYTES', 1024 * 1024, 'Largest rules file read, in bytes; a larger one is refused unread.', 1),
   ...XDS_SETTINGS,
   ...STATS_SETTINGS,
+  ...TRACING_SETTINGS,
   configLoadTimeoutMs: int(
     'CONFIG_LOAD_TIMEOUT_MS',
     30_000,

@@ -57,17 +57,14 @@ export const STATS_SETTINGS = {
     'Tags added to every statsd stat (in the name for statsd, as tags for DogStatsD).',
     parseTagMap,
   ),
-  statsFlushIntervalMs: spec(
-    'STATS_FLUSH_INTERVAL',
-    'duration (500ms, 10s, 1m)',
-    10_000,
-    'USE_STATSD / USE_DOG_STATSD: how often the counters are sent.',
-    (s) => {
+  statsFlushIntervalMs: {
+    ...spec('STATS_FLUSH_INTERVAL', 'duration (500ms, 10s, 1m)', 10_000, 'USE_STATSD / USE_DOG_STATSD: how often the counters are sent.', (s) => {
       const ms = parseGoDuration(s);
       if (ms < 100) throw new Error(`'${s}' is shorter than 100ms`);
       return ms;
-    },
-  ),
+    }),
+    shown: '10s',
+  },
   prometheusMapperYaml: spec(
     'PROMETHEUS_MAPPER_YAML',
     'path',

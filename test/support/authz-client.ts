@@ -89,7 +89,7 @@ export interface WireCheckResponse {
 
 export class AuthzTestClient {
   private readonly client: grpc.Client & {
-    Check: (req: unknown, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: WireCheckResponse) => void) => void;
+    Check: (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: WireCheckResponse) => void) => void;
   };
 
   constructor(address: string) {
@@ -100,9 +100,12 @@ export class AuthzTestClient {
     return this.send(envoyCheckRequest(spec), timeoutMs);
   }
 
-  send(request: unknown, timeoutMs = 5000): Promise<WireCheckResponse> {
+  /** `headers`: request metadata sent with the call (e.g. a `traceparent`). */
+  send(request: unknown, timeoutMs = 5000, headers: Record<string, string> = {}): Promise<WireCheckResponse> {
+    const metadata = new grpc.Metadata();
+    for (const [k, v] of Object.entries(headers)) metadata.set(k, v);
     return new Promise((resolve, reject) => {
-      this.client.Check(request, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
+      this.client.Check(request, metadata, { deadline: Date.now() + timeoutMs }, (e, r) => (e ? reject(e) : resolve(r)));
     });
   }
 

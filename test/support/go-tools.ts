@@ -4,8 +4,8 @@
  * names a binary built elsewhere. `.ci/run` builds them all before the suite
  * (`npx tsx test/support/go-tools.ts --build`).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cachePath } from '../../scripts/cache-dir.mjs';
@@ -13,26 +13,51 @@ import { cachePath } from '../../scripts/cache-dir.mjs';
 interface GoTool {
   /** The package to install, without version. */
   readonly pkg: string;
-  /**
-   * Set when the module's go.mod has replace directives (`go install pkg@version` refuses those): the module is
-   * downloaded and `pkg`, relative to it, built inside it with its own go.mod.
-   */
-  readonly module?: string;
   readonly version: string;
   /** The installed binary's name (the package's last path element). */
   readonly bin: string;
   /** The env var that names a binary built elsewhere. */
   readonly env: string;
+  /**
+   * The module `pkg` lies in, when `go install` refuses it (a go.mod with replace directives, as Jaeger's): the
+   * module's source is downloaded from the proxy and `pkg` built inside it, as its own main module.
+   */
+  readonly module?: string;
 }
 
 export const GO_TOOLS = {
   'statsd-exporter': { pkg: 'github.com/prometheus/statsd_exporter', version: 'v0.31.0', bin: 'statsd_exporter', env: 'STATSD_EXPORTER_BIN' },
-  jaeger: { module: 'github.com/jaegertracing/jaeger', pkg: './cmd/jaeger', version: 'v1.76.0', bin: 'jaeger', env: 'JAEGER_BIN' },
+  jaeger: {
+    pkg: 'github.com/jaegertracing/jaeger/cmd/jaeger',
+    version: 'v1.76.0',
+    bin: 'jaeger',
+    env: 'JAEGER_BIN',
+    module: 'github.com/jaegertracing/jaeger',
+  },
 } as const satisfies Record<string, GoTool>;
 
 export type GoToolName = keyof typeof GO_TOOLS;
 
-const BUILD_TIMEOUT_MS = 900_000;
+// Jaeger, built as a main module of its own, takes about 25 minutes on two loaded cores.
+const BUILD_TIMEOUT_MS = 2_700_000;
+
+const GO_ENV = { ...process.env, CGO_ENABLED: '0', GOFLAGS: '-mod=mod' };
+
+function goInstall(tool: GoTool, tmp: string): SpawnSyncReturns<string> {
+  return spawnSync('go', ['install', `${tool.pkg}@${tool.version}`], { encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env: { ...GO_ENV, GOBIN: tmp } });
+}
+
+function buildInModule(tool: GoTool, module: string, tmp: string): SpawnSyncReturns<string> {
+  const download = spawnSync('go', ['mod', 'download', '-json', `${module}@${tool.version}`], { encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env: GO_ENV });
+  if (download.status !== 0) return download;
+  const src = join(tmp, 'src');
+  cpSync((JSON.parse(download.stdout) as { Dir: string }).Dir, src, { recursive: true });
+  spawnSync('chmod', ['-R', 'u+w', src]); // the module cache is read-only; the build may tidy go.sum
+  const pkg = `.${tool.pkg.slice(module.length)}`;
+  const built = spawnSync('go', ['build', '-trimpath', '-o', join(tmp, tool.bin), pkg], { cwd: src, encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env: GO_ENV });
+  rmSync(src, { recursive: true, force: true });
+  return built;
+}
 
 /** The binary's path, built first when this version has not been built yet. */
 export function goTool(name: GoToolName): string {
@@ -44,19 +69,10 @@ export function goTool(name: GoToolName): string {
   if (existsSync(bin)) return bin;
   const tmp = `${dir}.${process.pid}.tmp`;
   mkdirSync(tmp, { recursive: true });
-  const env = { ...process.env, GOBIN: tmp, CGO_ENABLED: '0', GOFLAGS: '-mod=mod' };
-  const go = (args: string[], cwd?: string) => {
-    const out = spawnSync('go', args, { encoding: 'utf8', timeout: BUILD_TIMEOUT_MS, env, ...(cwd === undefined ? {} : { cwd }) });
-    if (out.status !== 0) {
-      rmSync(tmp, { recursive: true, force: true });
-      throw new Error(`go ${args.join(' ')} failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
-    }
-    return out.stdout;
-  };
-  if (tool.module === undefined) go(['install', `${tool.pkg}@${tool.version}`]);
-  else {
-    const { Dir } = JSON.parse(go(['mod', 'download', '-json', `${tool.module}@${tool.version}`])) as { Dir: string };
-    go(['build', '-o', join(tmp, tool.bin), tool.pkg], Dir);
+  const out = tool.module === undefined ? goInstall(tool, tmp) : buildInModule(tool, tool.module, tmp);
+  if (out.status !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw new Error(`building ${tool.pkg}@${tool.version} failed (${out.error?.message ?? `exit ${out.status}`}):\n${out.stderr}`);
   }
   if (existsSync(bin))
     rmSync(tmp, { recursive: true, force: true }); // built meanwhile by another process

@@ -23,27 +23,34 @@ export async function startOursOverXds(env: Record<string, string>): Promise<Xds
   return { grpcAddress: svc.grpcAddress, httpBase: `http://${svc.httpAddress}`, log: () => svc.stderr(), stop: () => svc.stop() };
 }
 
+/** The reference's environment for a test: Redis at 127.0.0.1:`redisPort`, its three ports, no statsd, no tracing. */
+export function referenceEnv(redisPort: number, grpc: number, http: number, debug: number): Record<string, string> {
+  return {
+    PATH: '/usr/bin:/bin',
+    USE_STATSD: 'false',
+    USE_PROMETHEUS: 'false',
+    TRACING_ENABLED: 'false',
+    BACKEND_TYPE: 'redis',
+    REDIS_SOCKET_TYPE: 'tcp',
+    REDIS_TYPE: 'single',
+    REDIS_URL: `127.0.0.1:${redisPort}`,
+    HOST: '127.0.0.1',
+    PORT: String(http),
+    GRPC_HOST: '127.0.0.1',
+    GRPC_PORT: String(grpc),
+    DEBUG_HOST: '127.0.0.1',
+    DEBUG_PORT: String(debug),
+    LOG_LEVEL: 'info',
+  };
+}
+
 export async function startReferenceOverXds(env: Record<string, string>): Promise<XdsSubject> {
   const redis = await startRedis();
   const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
   let out = '';
   const child = spawn(REFERENCE_BIN, [], {
     env: {
-      PATH: '/usr/bin:/bin',
-      USE_STATSD: 'false',
-      USE_PROMETHEUS: 'false',
-      TRACING_ENABLED: 'false',
-      BACKEND_TYPE: 'redis',
-      REDIS_SOCKET_TYPE: 'tcp',
-      REDIS_TYPE: 'single',
-      REDIS_URL: `127.0.0.1:${redis.port}`,
-      HOST: '127.0.0.1',
-      PORT: String(http),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(grpc),
-      DEBUG_HOST: '127.0.0.1',
-      DEBUG_PORT: String(debug),
-      LOG_LEVEL: 'info',
+      ...referenceEnv(redis.port, grpc, http, debug),
       ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -9,6 +9,9 @@ import type { Clock } from '../../vocab/clock.js';
 import { decodeCheckRequest, DEFAULT_CHECK_LIMITS, type CheckRequestLimits } from './ext-authz-decode.js';
 import { encodeCheckResponse } from './ext-authz-encode.js';
 import { decisionDeadline } from '../rls/rls-service.js';
+import type { CallSignal } from '../grpc/lean/routes.js';
+import { tracedCall } from '../grpc/traced-call.js';
+import type { DecisionTracer } from '../../core/decision-trace.js';
 
 export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 
@@ -22,6 +25,8 @@ export interface ExtAuthzServiceOptions {
   readonly limits?: CheckRequestLimits;
   /** Every call answered with a gRPC error: the cause and the status name. */
   readonly onError?: (err: unknown, status: string) => void;
+  /** Tracing on: each call is a span under the trace context of its headers. */
+  readonly tracer?: DecisionTracer;
 }
 
 /**
@@ -29,11 +34,18 @@ export interface ExtAuthzServiceOptions {
  * (throws synchronously for a malformed request), decide, encode. `call.signal` (read only by a request that
  * waits for a delayed slot) aborts when the call ends.
  */
-export function checkCall(
-  options: ExtAuthzServiceOptions,
-): (request: Uint8Array, deadlineMs: number | undefined, call?: { readonly signal: AbortSignal }) => Promise<Buffer> {
+export function checkCall(options: ExtAuthzServiceOptions): (request: Uint8Array, deadlineMs: number | undefined, call?: CallSignal) => Promise<Buffer> {
   const limits = options.limits ?? DEFAULT_CHECK_LIMITS;
-  const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs, maxWaitMs } = options;
+  const { authorizer, clock, defaultTimeoutMs, deadlineMarginMs, maxWaitMs, tracer } = options;
+  if (tracer !== undefined) {
+    return (request, deadlineMs, call) => {
+      const trace = tracer.start('Check', call?.headers);
+      return tracedCall(trace, () => {
+        const attrs = decodeCheckRequest(request, limits);
+        return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock, maxWaitMs), call, trace);
+      }).then(encodeCheckResponse);
+    };
+  }
   return (request, deadlineMs, call) => {
     const attrs = decodeCheckRequest(request, limits);
     return authorizer.check(attrs, decisionDeadline(deadlineMs, deadlineMarginMs, defaultTimeoutMs, clock, maxWaitMs), call).then(encodeCheckResponse);

@@ -20,6 +20,7 @@ import { startLeanServer } from './lean/lean-server.js';
 import type { ConnectionAgeOptions } from './lean/connection-age.js';
 import { leanRlsRoute, RLS_PATH } from '../rls/rls-route.js';
 import { routeTable } from './lean/routes.js';
+import type { DecisionTracer } from '../../core/decision-trace.js';
 import type { BidiRoute } from './bidi/bidi-route.js';
 
 const CHECK_NAME = metricMethodName(CHECK_PATH);
@@ -54,6 +55,8 @@ export interface TransportOptions {
   };
   /** envoy.service.auth.v3.Authorization/Check; absent = not served. Its errors go to its own onError. */
   readonly authz?: ExtAuthzServiceOptions;
+  /** Tracing on: ShouldRateLimit and Check calls are spans under the trace context of their headers. */
+  readonly tracer?: DecisionTracer;
   /** More unary methods by path, bytes → bytes (doorman.Capacity, src/capacity/rpc.ts); errors go to onError. */
   readonly extraUnary?: ReadonlyMap<string, (request: Buffer) => Promise<Uint8Array>>;
   /** Where the extraUnary methods' errors go (default onError). */
@@ -84,11 +87,12 @@ export function startTransport(o: TransportOptions): Promise<RunningTransport> {
     requestLimits: o.requestLimits,
     defaultTimeoutMs: o.defaultTimeoutMs,
     ...(o.maxWaitMs === undefined ? {} : { maxWaitMs: o.maxWaitMs }),
+    ...(o.tracer === undefined ? {} : { tracer: o.tracer }),
   };
   const routes = routeTable();
   routes.unary.set(RLS_PATH, leanRlsRoute(rls));
   addHealthRoutes(routes, o.health);
-  if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.authz));
+  if (o.authz !== undefined) routes.unary.set(CHECK_PATH, checkCall(o.tracer === undefined ? o.authz : { ...o.authz, tracer: o.tracer }));
   for (const [path, route] of o.extraUnary ?? []) routes.unary.set(path, (bytes) => route(bytes));
   for (const [path, route] of o.bidi ?? []) routes.bidi.set(path, route);
   const extraNames = new Set([...(o.extraUnary?.keys() ?? [])].map(metricMethodName));

@@ -12,6 +12,7 @@ import * as http from 'node:http';
 import { listenHttp } from './http-listen.js';
 import { RateLimitError } from '../../vocab/errors.js';
 import type { RateLimiter } from '../../core/rate-limiter.js';
+import type { DecisionTracer } from '../../core/decision-trace.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../../vocab/request-limits.js';
 import type { Registry } from 'prom-client';
 import { decisionToJson, requestFromJson } from './json-api.js';
@@ -39,6 +40,8 @@ export interface AdminServerOptions {
   readonly rlqs?: () => unknown;
   /** POST /json: 'off' (404), 'check' (read-only, the default) or 'on' (consumes quota). */
   readonly jsonApi?: JsonApiMode;
+  /** Tracing on: each POST /json is a span under the trace context of its headers. */
+  readonly tracer?: DecisionTracer;
   readonly onError?: (err: unknown) => void;
 }
 
@@ -105,6 +108,12 @@ function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Body> {
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/** The HTTP status POST /json answers an error with: bad input 400, too large 413, store 503, else 500. */
+function jsonErrorStatus(err: unknown): number {
+  if (!(err instanceof RateLimitError)) return 500;
+  return err.code === 'INVALID_REQUEST' ? 400 : err.code === 'REQUEST_TOO_LARGE' ? 413 : 503;
+}
+
 async function handle(options: AdminServerOptions, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const [path, query] = (req.url ?? '/').split('?', 2);
   const jsonApi = options.jsonApi ?? 'check';
@@ -150,16 +159,23 @@ async function handle(options: AdminServerOptions, req: http.IncomingMessage, re
       } catch {
         return send(res, 400, { error: 'body is not valid UTF-8 (raw bytes in a value: write each as \\udc80..\\udcff, see docs/limits.md)' });
       }
+      const trace = options.tracer?.start('json', req.headers);
       try {
-        const decision = await options.limiter.decide(requestFromJson(text, limits), { checkOnly: jsonApi === 'check', call: closeSignal(res) });
-        return send(res, decision.overallCode === 'OVER_LIMIT' ? 429 : 200, decisionToJson(decision));
+        const decision = await options.limiter.decide(requestFromJson(text, limits), {
+          checkOnly: jsonApi === 'check',
+          call: closeSignal(res),
+          ...(trace === undefined ? {} : { trace }),
+        });
+        const status = decision.overallCode === 'OVER_LIMIT' ? 429 : 200;
+        trace?.end(status);
+        return send(res, status, decisionToJson(decision));
       } catch (err) {
+        const status = jsonErrorStatus(err);
+        trace?.fail(status, err);
         // The client went away while a delayed request waited (its slot was given back): no one to answer.
         if (res.destroyed && !res.writableFinished) return;
-        if (err instanceof RateLimitError && err.code === 'INVALID_REQUEST') return send(res, 400, { error: err.message });
-        if (err instanceof RateLimitError && err.code === 'REQUEST_TOO_LARGE') return send(res, 413, { error: err.message });
-        options.onError?.(err);
-        return send(res, err instanceof RateLimitError ? 503 : 500, { error: err instanceof Error ? err.message : String(err) });
+        if (status === 500 || status === 503) options.onError?.(err);
+        return send(res, status, { error: err instanceof Error ? err.message : String(err) });
       }
     }
     case 'off':

@@ -10,6 +10,8 @@ import { decodeRateLimitRequest } from './decode-request.js';
 import { encodeRateLimitResponse } from './encode-response.js';
 import { decisionDeadline } from './rls-service.js';
 import { framedRoute, type UnaryRoute } from '../grpc/lean/routes.js';
+import { tracedCall } from '../grpc/traced-call.js';
+import type { DecisionTracer } from '../../core/decision-trace.js';
 
 export const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
@@ -20,6 +22,8 @@ export interface LeanRlsOptions {
   readonly requestLimits?: RequestLimits;
   readonly defaultTimeoutMs: number;
   readonly maxWaitMs?: number;
+  /** Tracing on: each call is a span under the trace context of its headers. */
+  readonly tracer?: DecisionTracer;
 }
 
 /** The answer with its gRPC message header written in place (no framing copy in the call). */
@@ -30,7 +34,16 @@ function encodeFramed(decision: Parameters<typeof encodeRateLimitResponse>[0]): 
 export function leanRlsRoute(options: LeanRlsOptions): UnaryRoute {
   const limits = options.requestLimits ?? DEFAULT_REQUEST_LIMITS;
   const margin = options.deadlineMarginMs;
-  const { limiter, clock, defaultTimeoutMs, maxWaitMs } = options;
+  const { limiter, clock, defaultTimeoutMs, maxWaitMs, tracer } = options;
+  if (tracer !== undefined) {
+    return framedRoute((bytes, deadlineMs, call) => {
+      const trace = tracer.start('ShouldRateLimit', call.headers);
+      return tracedCall(trace, () => {
+        const request = decodeRateLimitRequest(bytes, limits);
+        return limiter.decide(request, { deadlineMs: decisionDeadline(deadlineMs, margin, defaultTimeoutMs, clock, maxWaitMs), call, trace });
+      }).then(encodeFramed);
+    });
+  }
   return framedRoute((bytes, deadlineMs, call) => {
     const request = decodeRateLimitRequest(bytes, limits); // throws synchronously: answered as a status
     // `call` itself, not call.signal: the signal is made only if the request waits for a delayed slot.

@@ -82,6 +82,7 @@ export class LeanCall implements CallSignal {
     private readonly streaming: boolean,
     private readonly deadlineMs: number | undefined,
     private readonly hooks: CallHooks,
+    readonly headers?: http2.IncomingHttpHeaders,
   ) {
     (stream as CallStream)[kCall] = this;
     stream.on('data', onStreamData);

@@ -92,7 +92,7 @@ function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHe
     return;
   }
   const method = metricMethodName(path);
-  new LeanCall(stream, method, unary ?? streaming!, unary === undefined, timeout === undefined ? undefined : Date.now() + timeout, hooks);
+  new LeanCall(stream, method, unary ?? streaming!, unary === undefined, timeout === undefined ? undefined : Date.now() + timeout, hooks, headers);
 }
 
 export async function startLeanServer(options: LeanServerOptions): Promise<RunningLeanServer> {

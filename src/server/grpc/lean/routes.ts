@@ -8,11 +8,14 @@
  *
  *   routes.unary.set('/envoy.service.auth.v3.Authorization/Check', (bytes, deadline, call) => check(bytes, deadline, call.signal));
  */
+import type * as http2 from 'node:http2';
 import type { BidiRoute } from '../bidi/bidi-route.js';
 
 /** What a route may ask of its call. */
 export interface CallSignal {
   readonly signal: AbortSignal;
+  /** The call's request headers (read by tracing for the caller's trace context). */
+  readonly headers?: http2.IncomingHttpHeaders;
 }
 
 export type UnaryRoute = ((request: Buffer, deadlineMs: number | undefined, call: CallSignal) => Promise<Uint8Array>) & {
