@@ -1,10 +1,10 @@
 /** The top limited keys: Space-Saving's bounds, the sliding window on a fake clock, the bound on rules, and the value modes. */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/vocab/clock.js';
-import { SpaceSaving } from '../../src/top/space-saving.js';
-import { TopKeys, type TopValues } from '../../src/top/top-keys.js';
-import { prng } from '../support/prng.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { SpaceSaving } from '../../../src/top/space-saving.js';
+import { TopKeys, type TopValues } from '../../../src/top/top-keys.js';
+import { prng } from '../../support/prng.js';
 
 const RULE = { statsKey: 'edge.user', source: 'edge.yaml:3' };
 

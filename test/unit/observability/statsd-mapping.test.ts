@@ -1,10 +1,10 @@
 /** The statsd_exporter mapping file: what a wrong file is told, and the built-in mapping's response-time unit. */
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { defaultMappingYaml } from '../../src/observability/reference-stats/default-mapping.js';
-import { parseMappingFile } from '../../src/observability/reference-stats/mapping-file.js';
-import { PromMappingSink } from '../../src/observability/reference-stats/prom-sink.js';
-import { parseSeries } from '../support/statsd-exporter.js';
+import { defaultMappingYaml } from '../../../src/observability/reference-stats/default-mapping.js';
+import { parseMappingFile } from '../../../src/observability/reference-stats/mapping-file.js';
+import { PromMappingSink } from '../../../src/observability/reference-stats/prom-sink.js';
+import { parseSeries } from '../../support/statsd-exporter.js';
 
 describe('a mapping file that cannot be used', () => {
   it.each([

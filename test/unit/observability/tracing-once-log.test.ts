@@ -3,7 +3,7 @@
  * clock: a collector away or a full queue gives a line, not one per batch.
  */
 import { expect, it } from 'vitest';
-import { onceLog } from '../../src/observability/tracing/export-watch.js';
+import { onceLog } from '../../../src/observability/tracing/export-watch.js';
 
 it('writes each kind of warning once a minute, an exception by its message', () => {
   const lines: string[] = [];

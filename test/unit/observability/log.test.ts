@@ -1,6 +1,6 @@
 /** The pino logger behind the Logger interface: JSON lines, redaction, stacks, children, text format, levels. */
 import { describe, expect, it } from 'vitest';
-import { componentLogger, createLogger, type LogLevel } from '../../src/observability/log.js';
+import { componentLogger, createLogger, type LogLevel } from '../../../src/observability/log.js';
 
 function capture(level: LogLevel = 'debug', format: 'json' | 'text' = 'json') {
   const lines: string[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { SETTINGS, SettingsError, flagName, loadSettings } from '../../src/settings/settings.js';
-import { checkCombination, exposureNotices, isLoopback } from '../../src/settings/settings-checks.js';
+import { SETTINGS, SettingsError, flagName, loadSettings } from '../../../src/settings/settings.js';
+import { checkCombination, exposureNotices, isLoopback } from '../../../src/settings/settings-checks.js';
 
 describe('settings', () => {
   it('uses the documented defaults (docs/settings.md)', () => {

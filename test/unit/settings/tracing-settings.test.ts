@@ -3,9 +3,9 @@
  * counterpart, then the reference's default; and bad values named by their variable.
  */
 import { describe, expect, it } from 'vitest';
-import type { SettingsError } from '../../src/settings/settings.js';
-import { loadSettings } from '../../src/settings/settings.js';
-import { tracingOptions } from '../../src/settings/tracing-settings.js';
+import type { SettingsError } from '../../../src/settings/settings.js';
+import { loadSettings } from '../../../src/settings/settings.js';
+import { tracingOptions } from '../../../src/settings/tracing-settings.js';
 
 const options = (env: Record<string, string>) => tracingOptions(loadSettings(env).settings, 'redis');
 

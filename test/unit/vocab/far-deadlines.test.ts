@@ -3,9 +3,9 @@
  * fires an overflowing delay after 1 ms (with a TimeoutOverflowWarning), which would time a store call out at once.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { withDeadline } from '../../src/storage/deadline.js';
-import { FakeClock } from '../../src/vocab/clock.js';
-import { clockTimer, timerDelay, MAX_TIMER_MS } from '../../src/vocab/timer.js';
+import { withDeadline } from '../../../src/storage/deadline.js';
+import { FakeClock } from '../../../src/vocab/clock.js';
+import { clockTimer, timerDelay, MAX_TIMER_MS } from '../../../src/vocab/timer.js';
 
 let warnings: string[] = [];
 const onWarning = (w: Error) => void warnings.push(`${w.name}: ${w.message}`);

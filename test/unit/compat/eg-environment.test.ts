@@ -4,8 +4,8 @@
  * each name with the reference's meaning. test/envoy/eg-environment.test.ts starts the service with it.
  */
 import { describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings/settings.js';
-import { EG_VERSION, egEnvironment } from '../support/eg-environment.js';
+import { loadSettings } from '../../../src/settings/settings.js';
+import { EG_VERSION, egEnvironment } from '../../support/eg-environment.js';
 
 const EG_ENV = egEnvironment();
 const TRACING_ENV = {
