@@ -42,6 +42,7 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
     ...(settings.redisClusterNodes.length > 0 ? { clusterNodes: parseHostPorts(settings.redisClusterNodes.join(',')) } : {}),
     ...(Object.keys(tls).length > 0 ? { tls } : {}),
     connectTimeoutMs: settings.redisConnectTimeoutMs,
+    expiryJitterMaxS: settings.expirationJitterMaxSeconds,
     // The client's command timeout is only a backstop for a reply that never comes: every decision has its
     // own deadline (the caller's, up to DECISION_MAX_WAIT_MS, or REDIS_COMMAND_TIMEOUT_MS without one), enforced
     // by the stores with expiry in Redis. A command timeout below a caller's deadline would drop healthy

@@ -163,7 +163,12 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   // counters and caches
   row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis; memcache is not supported and stops the start)'),
   row('CACHE_KEY_PREFIX', '', 'same', 'CACHE_KEY_PREFIX; our default is `rl:`'),
-  row('EXPIRATION_JITTER_MAX_SECONDS', '300', 'unsupported', 'keys expire exactly at the window end; unset it'),
+  row(
+    'EXPIRATION_JITTER_MAX_SECONDS',
+    '300',
+    'same',
+    "EXPIRATION_JITTER_MAX_SECONDS on the reference's counters (REDIS_KEY_FORMAT=envoy); our own keys hold their window and expire at its end",
+  ),
   row('LOCAL_CACHE_SIZE_IN_BYTES', '0', 'mapped', 'LOCAL_CACHE_SIZE = bytes ÷ 100 entries (0 = off); our default is 100000 entries'),
   row('NEAR_LIMIT_RATIO', '0.8', 'same', 'NEAR_LIMIT_RATIO'),
   row(

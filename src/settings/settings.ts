@@ -234,6 +234,11 @@ export const SETTINGS = {
     'native',
     "envoy: fixed_window limits with a unit use envoyproxy/ratelimit's counter keys and integer counters, so a rolling update from it keeps the counts (docs/switching-counters.md).",
   ),
+  expirationJitterMaxSeconds: int(
+    'EXPIRATION_JITTER_MAX_SECONDS',
+    300,
+    "REDIS_KEY_FORMAT=envoy: each of envoyproxy/ratelimit's counters expires after its unit plus a random 0 to this many seconds, as the reference sets them, so that a window's keys do not all expire at once. 0 = exactly the unit.",
+  ),
   cacheKeyPrefix: str('CACHE_KEY_PREFIX', 'rl:', 'Prefix of every counter key (share one Redis between deployments safely).'),
   redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis URL: redis:// or rediss:// (TLS), optional user:password@ (ACL) and /db.'),
   redisType: oneOf('REDIS_TYPE', ['single', 'sentinel', 'cluster'] as const, 'single', 'Redis topology.'),

@@ -47,6 +47,12 @@ export interface LimitCheck {
    * ignore it (the key names one window, so the ordinary fixed_window state is equivalent).
    */
   readonly keyFormat?: 'envoy';
+  /**
+   * keyFormat 'envoy' on Redis: seconds added to the counter's expiry (the unit), as the reference adds a random
+   * jitter up to EXPIRATION_JITTER_MAX_SECONDS so that a window's keys do not all expire at once. The Redis store
+   * draws it per check when configured; absent = 0.
+   */
+  readonly expiryJitterS?: number;
   /** The store-side part of the limit's `on_limit` (storage/on-limit-batch.ts); absent for plain rejection. */
   readonly onLimit?: StoreOnLimit;
   /**

@@ -178,8 +178,9 @@ export function encodeBatch(checks: readonly LimitCheck[], nowMs: number, commit
     fields[at] = algorithmId(c.keyFormat === 'envoy' ? ENVOY_FIXED_WINDOW : c.windowStartMs !== undefined ? CALENDAR_WINDOW : c.algorithm);
     fields[at + 1] = c.limit;
     fields[at + 2] = c.windowMs;
-    // calendar_window.lua reads the window's start where the other fragments read the burst
-    fields[at + 3] = c.windowStartMs ?? c.burst;
+    // calendar_window.lua reads the window's start where the other fragments read the burst, envoy_fixed_window
+    // its expiry jitter (it has no burst)
+    fields[at + 3] = c.windowStartMs ?? (c.keyFormat === 'envoy' ? (c.expiryJitterS ?? 0) : c.burst);
     fields[at + 4] = c.hits;
     fields[at + 5] = checkMode(c);
     throttlingFields(c, extra, fields, at + 6);

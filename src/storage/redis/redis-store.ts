@@ -73,6 +73,8 @@ export interface RedisStoreInit {
   readonly probeTimeoutMs?: number;
   /** Told (throttle it) while the store cannot decide, naming the cause. */
   readonly logProblem?: LogFn;
+  /** The reference's counters (keyFormat 'envoy') expire after their unit plus a random 0 .. this − 1 seconds; default 0. */
+  readonly expiryJitterMaxS?: number;
 }
 
 export class RedisStore implements CounterStore {
@@ -81,6 +83,7 @@ export class RedisStore implements CounterStore {
   private readonly clock: Clock;
   private readonly cluster: boolean;
   private readonly batcher: RequestBatcher;
+  private readonly expiryJitterMaxS: number;
   private readonly monitor: RedisHealth;
   private counters = { requests: 0, scriptCalls: 0, roundTrips: 0, crossSlotRequests: 0, failures: 0, expiredCalls: 0, lateCommits: 0 };
 
@@ -91,6 +94,7 @@ export class RedisStore implements CounterStore {
   ) {
     this.clock = init.clock ?? systemClock;
     this.cluster = client instanceof Cluster;
+    this.expiryJitterMaxS = Math.max(0, Math.floor(init.expiryJitterMaxS ?? 0));
     this.batcher = new RequestBatcher(new BatchCommands(client, init.script ?? loadBatchScript(), () => this.counters.roundTrips++));
     this.countPipelines();
     const probeKey = init.probeKey ?? 'ratelimit-health-probe';
@@ -268,7 +272,8 @@ export class RedisStore implements CounterStore {
   /** One script call; an expired one (Redis past the caller's give-up time) rejects with STORE_TIMEOUT. */
   private async call(checks: readonly LimitCheck[], nowMs: number, commit: boolean, expiresRedisMs: number): Promise<BatchReply> {
     this.counters.scriptCalls++;
-    const reply = await runBatch(this.batcher, this.slotOf(checks[0]!), checks, nowMs, commit, expiresRedisMs);
+    const sent = this.expiryJitterMaxS > 0 ? withExpiryJitter(checks, this.expiryJitterMaxS) : checks;
+    const reply = await runBatch(this.batcher, this.slotOf(checks[0]!), sent, nowMs, commit, expiresRedisMs);
     if (reply.expired) {
       this.counters.expiredCalls++;
       throw new StoreError('STORE_TIMEOUT', 'the script reached Redis after the request deadline and did nothing');
@@ -316,6 +321,8 @@ function toStoreError(error: unknown): StoreError {
 }
 
 export interface RedisStoreOptions extends RedisConnectionOptions {
+  /** The reference's counters (REDIS_KEY_FORMAT=envoy) expire after their unit plus up to this − 1 random seconds. */
+  readonly expiryJitterMaxS?: number;
   /** Reports connection problems, at most once per `logIntervalMs` per message. */
   readonly log?: LogFn;
   /** Default 10 000 ms. */
@@ -354,5 +361,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     ...(options.probeKey === undefined ? {} : { probeKey: options.probeKey }),
     ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
     ...(logProblem === undefined ? {} : { logProblem }),
+    ...(options.expiryJitterMaxS === undefined ? {} : { expiryJitterMaxS: options.expiryJitterMaxS }),
   });
+}
+
+/** Each of the reference's counters gets its own random expiry jitter in [0, max) seconds, as the reference draws one per key. */
+function withExpiryJitter(checks: readonly LimitCheck[], maxS: number): readonly LimitCheck[] {
+  return checks.map((c) => (c.keyFormat === 'envoy' ? { ...c, expiryJitterS: Math.floor(Math.random() * maxS) } : c));
 }

@@ -63,3 +63,32 @@ describe('REDIS_KEY_FORMAT=envoy on Redis', () => {
     expect(await raw.get(key)).toBe('1');
   });
 });
+
+describe('EXPIRATION_JITTER_MAX_SECONDS on the reference counters', () => {
+  let jittered: RedisStoreHandle;
+  let rawJ: Redis;
+  beforeAll(async () => {
+    jittered = await startRedisStore('single', { expiryJitterMaxS: 300 });
+    rawJ = new Redis(jittered.options.url, { maxRetriesPerRequest: 1 });
+  }, 30_000);
+  afterAll(async () => {
+    rawJ?.disconnect();
+    await jittered?.store.close();
+    await jittered?.stop();
+  });
+
+  it('expires each counter after its unit plus its own random 0..299 s, as the reference does; native keys keep their window end', async () => {
+    const keys = Array.from({ length: 40 }, freshKey);
+    for (const key of keys) await jittered.store.apply([envoyCheck(key, 5)], T0);
+    const ttls = await Promise.all(keys.map((k) => rawJ.ttl(k)));
+    for (const ttl of ttls) expect(ttl, `TTL ${ttl}`).toBeGreaterThanOrEqual(60);
+    for (const ttl of ttls) expect(ttl, `TTL ${ttl}`).toBeLessThan(60 + 300);
+    // 40 draws from 300 values: all alike has a chance of 300^-39
+    expect(new Set(ttls).size).toBeGreaterThan(1);
+    const native = `native-${process.pid}-${++serial}`;
+    await jittered.store.apply([{ ...envoyCheck(native, 5), keyFormat: undefined }], T0 + 1_000);
+    const nativeKeys = await rawJ.keys(`*${native}*`);
+    expect(nativeKeys).toHaveLength(1);
+    expect(await rawJ.pttl(nativeKeys[0]!)).toBeLessThanOrEqual(MINUTE - 1_000);
+  });
+});

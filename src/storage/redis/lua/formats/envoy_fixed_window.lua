@@ -12,14 +12,15 @@ the reference and we agree on windows as long as the clocks agree on the second.
 A value that is not an integer (not a counter of either service) counts as 0 and is overwritten on commit.
 Cost: GET; commit: INCRBY + EXPIRE (after a DEL of a value that is not an integer).
 ]]
-ALGORITHMS['envoy_fixed_window'] = function(key, now, limit, window, burst, hits)
+-- `jitter` (where the other fragments read the burst): seconds added to the expiry (EXPIRATION_JITTER_MAX_SECONDS).
+ALGORITHMS['envoy_fixed_window'] = function(key, now, limit, window, jitter, hits)
   local start = WINDOW_COUNT.start(now, window)
   local count, add = WINDOW_COUNT.plain(key)
   local allowed, if_committed, if_not, until_end = WINDOW_COUNT.decide(start, now, limit, window, count, hits)
   local commit = function()
     add(hits)
-    -- as the reference: the unit in seconds from now (it adds a random jitter), so the key outlives its window
-    redis.call('EXPIRE', key, string.format('%.0f', math.floor(window / 1000)))
+    -- as the reference: the unit in seconds from now plus the random jitter, so the key outlives its window
+    redis.call('EXPIRE', key, string.format('%.0f', math.floor(window / 1000) + jitter))
   end
   return allowed and 1 or 0, if_committed, if_not, until_end, commit
 end
