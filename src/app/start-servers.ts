@@ -21,6 +21,8 @@ import type { StartedRules } from './start-rules.js';
 import { startServices, type StartedServices } from './start-services.js';
 import type { StartedStore } from './start-store.js';
 import { StartupError } from '../vocab/startup-error.js';
+import type { RateLimiter } from '../core/rate-limiter.js';
+import type { BoundedLimit } from '../top/top-keys.js';
 
 export interface StartedServers extends StartedServices {
   readonly grpc: RunningTransport;
@@ -90,7 +92,7 @@ export async function startServers(
     ready: () => model.ready(),
     canAnswer: () => model.canAnswer(),
     rules: () => holder.describe(),
-    ...(top === undefined ? {} : { top: (domain: string | undefined) => top.snapshot(domain) }),
+    ...(top === undefined ? {} : { top: (domain: string | undefined) => ({ ...top.snapshot(domain), max_values: boundedLimits(engine.limiter, domain) }) }),
     statusPage: () =>
       renderStatusPage({
         version: VERSION,
@@ -99,7 +101,7 @@ export async function startServers(
         store: { backend: settings.backend, healthy: model.storeHealthy(), problem: model.storeProblem() },
         readiness: model.ready(),
         rules: holder.describe() as StatusPageData['rules'],
-        top: top?.snapshot(),
+        top: top === undefined ? undefined : { ...top.snapshot(), max_values: boundedLimits(engine.limiter, undefined) },
         ...(rlqsInUse(rlqs.describe()) ? { rlqs: rlqs.describe() } : {}),
         ...(capacity === undefined ? {} : { capacity: capacity.describe() }),
       }),
@@ -125,4 +127,20 @@ export async function startServers(
 function rlqsInUse(described: object): boolean {
   const d = described as { streams?: number; tracked?: number };
   return (d.streams ?? 0) > 0 || (d.tracked ?? 0) > 0;
+}
+
+/** The limits with `max_values` and their current window, as /top shows them (snake_case, as the rest of /top). */
+function boundedLimits(limiter: RateLimiter, domain: string | undefined): BoundedLimit[] {
+  return limiter
+    .valueGuardStates()
+    .filter((g) => domain === undefined || g.domain === domain)
+    .map((g) => ({
+      domain: g.domain,
+      rule: g.rule,
+      max_values: g.maxValues,
+      on_max_values: g.onMaxValues,
+      tracked: g.tracked,
+      past_bound: g.pastBound,
+      window_start: new Date(g.windowStartMs).toISOString(),
+    }));
 }

@@ -78,5 +78,9 @@ export function formatTop(t: TopSnapshot, domain: string | undefined): string {
     for (const k of r.rejected) lines.push(line('rejected', k));
     for (const k of r.near_limit) lines.push(line('near', k));
   }
+  for (const b of t.max_values ?? []) {
+    lines.push('', `${b.domain} ${b.rule}  max_values ${b.max_values} (${b.on_max_values})`);
+    lines.push(`  ${b.tracked} value(s) tracked in the window from ${b.window_start}; ${b.past_bound} request(s) past the bound`);
+  }
   return `${lines.join('\n')}\n`;
 }

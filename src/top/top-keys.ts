@@ -64,6 +64,19 @@ export interface TopSnapshot {
   /** Rules dropped to make room for another since start. */
   readonly rules_evicted: number;
   readonly rules: readonly TopRule[];
+  /** Limits with `max_values`: the distinct values tracked in the current window and how many came past the bound. */
+  readonly max_values?: readonly BoundedLimit[];
+}
+
+/** One limit with `max_values`, in /top's JSON. */
+export interface BoundedLimit {
+  readonly domain: string;
+  readonly rule: string;
+  readonly max_values: number;
+  readonly on_max_values: 'overflow' | 'reject';
+  readonly tracked: number;
+  readonly past_bound: number;
+  readonly window_start: string;
 }
 
 interface Slice {

@@ -88,6 +88,29 @@ describe('requests past max_values', () => {
   });
 });
 
+describe('max_values in /top, on the status page and in ratelimit top', () => {
+  it('show each bounded limit: values tracked in the window against the bound, and the requests past it', async () => {
+    // the same window as the test above: user tracked 2 of 2 (3 past, to the overflow counter), device 1 of 1 (2 rejected)
+    const top = (await (await fetch(`${t.httpBase}/top?domain=api`)).json()) as { max_values: unknown[] };
+    expect(top.max_values).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ domain: 'api', rule: 'api.user', max_values: 2, on_max_values: 'overflow', tracked: 2, past_bound: 3 }),
+        expect.objectContaining({ domain: 'api', rule: 'api.device', max_values: 1, on_max_values: 'reject', tracked: 1, past_bound: 2 }),
+      ]),
+    );
+    const page = await (await fetch(`${t.httpBase}/`)).text();
+    expect(page).toContain('Values per window (max_values)');
+    expect(page).toMatch(/api <code>api\.device<\/code><\/td><td>1 of 1<\/td><td>reject<\/td><td>2<\/td>/);
+    const cli = await new Promise<string>((resolve) =>
+      execFile(process.execPath, [BIN, 'top', '--admin', t.httpBase.replace('http://', ''), '--domain', 'api'], { timeout: 20_000 }, (_err, stdout) =>
+        resolve(stdout),
+      ),
+    );
+    expect(cli).toContain('api api.user  max_values 2 (overflow)');
+    expect(cli).toMatch(/2 value\(s\) tracked in the window from \S+; 3 request\(s\) past the bound/);
+  });
+});
+
 const BIN = join(import.meta.dirname, '../../bin/ratelimit.mjs');
 
 describe('ratelimit query on a calendar quota', () => {

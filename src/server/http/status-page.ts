@@ -104,7 +104,21 @@ function top(t: TopSnapshot | undefined): string {
     for (const k of r.near_limit) rows.push([rule, 'near limit', keyText(k), count(k)]);
   }
   const intro = `<p>Per rule, the keys most often rejected or near the limit over the last ${t.window_seconds / 60} minutes (values: ${esc(t.values)}).</p>`;
-  return section('Top limited keys', intro + (rows.length === 0 ? '<p>No key was limited in this window.</p>' : table(['rule', 'kind', 'key', 'count'], rows)));
+  const bounded = (t.max_values ?? []).map((b) => [
+    `${esc(b.domain)} <code>${esc(b.rule)}</code>`,
+    `${b.tracked} of ${b.max_values}`,
+    esc(b.on_max_values),
+    String(b.past_bound),
+    esc(b.window_start),
+  ]);
+  const guards =
+    bounded.length === 0
+      ? ''
+      : `<h3>Values per window (max_values)</h3>${table(['rule', 'values tracked', 'past the bound', 'requests past it', 'window from'], bounded)}`;
+  return section(
+    'Top limited keys',
+    intro + (rows.length === 0 ? '<p>No key was limited in this window.</p>' : table(['rule', 'kind', 'key', 'count'], rows)) + guards,
+  );
 }
 
 function rules(r: StatusPageData['rules']): string {
