@@ -32,6 +32,8 @@ export class RulesHolder {
     private readonly load: () => Promise<LoadResult>,
     private readonly report: (status: ReloadStatus, changed: boolean) => void,
     initialWarnings: readonly { toString(): string }[] = [],
+    /** What the store cannot run (app/memcached-rules.ts): a set with problems is refused like an invalid one. */
+    private readonly vet: (config: CompiledConfig) => readonly string[] = () => [],
   ) {
     this.last = { at: new Date().toISOString(), ok: true, version: current.version, errors: [], warnings: initialWarnings.map(String) };
   }
@@ -72,7 +74,9 @@ export class RulesHolder {
   }
 
   /** Swaps in a set loaded elsewhere (rules over xDS), or keeps the rules in force when it failed; as reload(). */
-  apply(result: LoadResult, at = new Date().toISOString()): ReloadStatus {
+  apply(loaded: LoadResult, at = new Date().toISOString()): ReloadStatus {
+    const refused = loaded.ok && loaded.config ? this.vet(loaded.config) : [];
+    const result: LoadResult = refused.length > 0 ? { ok: false, errors: refused } : loaded;
     if (result.ok && result.config) {
       const changed = result.config.version !== this.current.version;
       this.current = result.config;

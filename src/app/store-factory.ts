@@ -2,6 +2,7 @@
  * Builds the counter store the settings ask for. Part of the composition root: the only place that
  * knows which concrete stores exist.
  *  - memory: the embedded MemoryStore.
+ *  - memcached: MemcachedStore (app/memcached-factory.ts), behind the same over-limit cache and failure-mode guard.
  *  - redis:  RedisStore, behind the local over-limit cache (LOCAL_CACHE_SIZE > 0), behind the failure-mode
  *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS),
  *            behind the quota leases (src/lease/: limits with `lease:` decide from units leased to this replica).
@@ -23,6 +24,8 @@ import { LeaseStore } from '../lease/lease-store.js';
 import { RedisLeaseBackend } from '../lease/redis-backend.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { throttledLog } from '../storage/throttled-log.js';
+import type { SrvResolver } from '../storage/memcached/srv.js';
+import { buildMemcachedStore } from './memcached-factory.js';
 
 export function redisOptions(settings: Settings, clock: Clock, log: Logger): RedisStoreOptions {
   const tls = {
@@ -60,13 +63,22 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
 /** `onRedis`: told the RedisStore under the counter store (BACKEND=redis), whose connection others may share. */
 export async function buildStore(
   settings: Settings,
-  deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void },
+  deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void; resolveSrv?: SrvResolver },
 ): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
   if (settings.backend === 'memory') {
     const memory = new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
     metrics.watchMemory(() => memory.stats());
     return memory;
+  }
+
+  if (settings.backend === 'memcached') {
+    return guarded(
+      await buildMemcachedStore(settings, { clock, log, ...(deps.resolveSrv ? { resolveSrv: deps.resolveSrv } : {}) }),
+      'memcached',
+      settings,
+      deps,
+    );
   }
 
   let redis;
@@ -93,32 +105,43 @@ export async function buildStore(
     log.error(`Redis cannot decide yet; answering by FAILURE_MODE=${settings.failureMode} until it can`, { ...where, error: cause });
   }
 
-  let primary: CounterStore = redis;
-  if (settings.localCacheSize > 0) {
-    const cache = new OverLimitCache(redis, { maxEntries: settings.localCacheSize });
-    metrics.watchOverLimitCache(() => cache.stats());
-    primary = cache;
-  }
-  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
-  const resilient = new ResilientStore(primary, {
-    mode: settings.failureMode,
-    expectedReplicas: settings.expectedReplicas,
-    clock,
-    timeoutMarginMs: 1,
-    noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
-    primaryKeepsDeadline: true, // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given
-    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
-    onFallback: (mode, reason, error) => {
-      metrics.storeFallbacks.inc({ mode });
-      fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
-    },
-  });
+  const resilient = guarded(redis, 'Redis', settings, deps);
   // Quota leases (rules with `lease:`) sit outside the failure-mode guard: a valid lease keeps deciding
   // while Redis is unreachable; the checks it cannot decide take the ordinary path above.
   const leaseLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
   const manager = new LeaseManager({ backend: new RedisLeaseBackend(redis), clock, log: leaseLog });
   metrics.watchLeases(() => manager.stats());
   return new LeaseStore(resilient, manager, { clock });
+}
+
+/**
+ * A remote store behind the local over-limit cache (LOCAL_CACHE_SIZE > 0) and the failure-mode guard
+ * (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
+ */
+function guarded(store: CounterStore, name: string, settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): CounterStore {
+  const { clock, log, metrics } = deps;
+  let primary: CounterStore = store;
+  if (settings.localCacheSize > 0) {
+    const cache = new OverLimitCache(store, { maxEntries: settings.localCacheSize });
+    metrics.watchOverLimitCache(() => cache.stats());
+    primary = cache;
+  }
+  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
+  return new ResilientStore(primary, {
+    mode: settings.failureMode,
+    expectedReplicas: settings.expectedReplicas,
+    clock,
+    timeoutMarginMs: 1,
+    noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
+    // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given; the memcached
+    // store is raced here.
+    primaryKeepsDeadline: name === 'Redis',
+    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
+    onFallback: (mode, reason, error) => {
+      metrics.storeFallbacks.inc({ mode });
+      fallbackLog(`${name} could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
+    },
+  });
 }
 
 function describeError(error: unknown): string {

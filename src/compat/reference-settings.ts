@@ -40,7 +40,6 @@ function row(name: string, def: string, status: ReferenceStatus, here: string, e
 }
 
 const STATS = 'we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd';
-const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
 const TRACING = 'no OpenTelemetry tracing yet; unset it';
 const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
 
@@ -152,7 +151,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('PROMETHEUS_MAPPER_YAML', '', 'unsupported', 'our metric names are fixed (see the metrics table); relabel in Prometheus instead', { accepts: empty }),
   row('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'false', 'unsupported', '`ratelimit_decision_duration_seconds` is in seconds', { accepts: off }),
   // counters and caches
-  row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis; memcache is not supported and stops the start)'),
+  row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis, or memcached for memcache: docs/memcached.md)'),
   row('CACHE_KEY_PREFIX', '', 'same', 'CACHE_KEY_PREFIX; our default is `rl:`'),
   row('EXPIRATION_JITTER_MAX_SECONDS', '300', 'unsupported', 'keys expire exactly at the window end; unset it'),
   row('LOCAL_CACHE_SIZE_IN_BYTES', '0', 'mapped', 'LOCAL_CACHE_SIZE = bytes ÷ 100 entries (0 = off); our default is 100000 entries'),
@@ -232,15 +231,15 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'unsupported', PERSECOND),
   row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'unsupported', PERSECOND),
   // memcache
-  row('MEMCACHE_HOST_PORT', '', 'unsupported', MEMCACHE, { accepts: empty }),
-  row('MEMCACHE_MAX_IDLE_CONNS', '2', 'unsupported', MEMCACHE),
-  row('MEMCACHE_SRV', '', 'unsupported', MEMCACHE, { accepts: empty }),
-  row('MEMCACHE_SRV_REFRESH', '0', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS', 'false', 'unsupported', MEMCACHE, { accepts: off }),
-  row('MEMCACHE_TLS_CACERT', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_CLIENT_CERT', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_CLIENT_KEY', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', MEMCACHE),
+  row('MEMCACHE_HOST_PORT', '', 'same', 'MEMCACHE_HOST_PORT (BACKEND=memcached; a key on the server its CRC-32 picks, in list order, as there)'),
+  row('MEMCACHE_MAX_IDLE_CONNS', '2', 'same', 'MEMCACHE_MAX_IDLE_CONNS: pipelined connections kept open to each server'),
+  row('MEMCACHE_SRV', '', 'same', 'MEMCACHE_SRV (targets sorted as there)'),
+  row('MEMCACHE_SRV_REFRESH', '0', 'same', 'MEMCACHE_SRV_REFRESH'),
+  row('MEMCACHE_TLS', 'false', 'same', 'MEMCACHE_TLS'),
+  row('MEMCACHE_TLS_CACERT', '', 'same', 'MEMCACHE_TLS_CACERT'),
+  row('MEMCACHE_TLS_CLIENT_CERT', '', 'same', 'MEMCACHE_TLS_CLIENT_CERT'),
+  row('MEMCACHE_TLS_CLIENT_KEY', '', 'same', 'MEMCACHE_TLS_CLIENT_KEY'),
+  row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'same', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION (the chain is still verified)'),
   // tracing
   row('TRACING_ENABLED', 'false', 'unsupported', TRACING, { accepts: off }),
   row('TRACING_SERVICE_NAME', 'RateLimit', 'unsupported', TRACING),

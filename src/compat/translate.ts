@@ -82,7 +82,7 @@ export function translateReferenceEnv(env: Env): Translation {
   if (env.BACKEND_TYPE !== undefined) {
     const b = env.BACKEND_TYPE.trim().toLowerCase();
     if (b === 'redis') set('BACKEND', 'redis', 'BACKEND_TYPE');
-    else if (b === 'memcache') problems.push(`BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis`);
+    else if (b === 'memcache') set('BACKEND', 'memcached', 'BACKEND_TYPE');
     else problems.push(`BACKEND_TYPE: '${env.BACKEND_TYPE}' is not one of redis, memcache`);
   }
 

@@ -8,6 +8,7 @@ import { DEFAULT_REQUEST_LIMITS as LIMITS } from '../vocab/request-limits.js';
 import { rereads, translateReferenceEnv, type Notice } from '../compat/translate.js';
 import type { LogLevel } from '../observability/log.js';
 import { XDS_SETTINGS } from './xds-settings.js';
+import { MEMCACHED_SETTINGS } from './memcached-settings.js';
 
 export type { Notice };
 
@@ -184,7 +185,13 @@ export const SETTINGS = {
     'A reload (read, parse, validate, in a worker thread) taking longer is abandoned and the worker killed.',
     1,
   ),
-  backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
+  backend: oneOf(
+    'BACKEND',
+    ['memory', 'redis', 'memcached'] as const,
+    'memory',
+    'Where counters live: the embedded in-memory store, Redis or memcached (fixed_window limits only, docs/memcached.md).',
+  ),
+  ...MEMCACHED_SETTINGS,
   memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds (a second bound beside MEMORY_MAX_BYTES).', 1),
   memoryMaxBytes: int(
     'MEMORY_MAX_BYTES',
@@ -238,7 +245,7 @@ export const SETTINGS = {
     'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.',
   ),
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
-  localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
+  localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis and memcached backends); 0 disables it.'),
   deadlineMarginMs: int(
     'DEADLINE_MARGIN_MS',
     2,

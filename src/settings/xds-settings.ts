@@ -12,13 +12,13 @@ export interface Spec<T> {
   readonly type: string;
 }
 
-function spec<T>(env: string, type: string, def: T, description: string, parse: (raw: string) => T): Spec<T> {
+export function spec<T>(env: string, type: string, def: T, description: string, parse: (raw: string) => T): Spec<T> {
   return { env, type, default: def, description, parse };
 }
 
 const str = (env: string, def: string, description: string) => spec(env, 'string', def, description, (s) => s.trim());
 
-function bool(env: string, def: boolean, description: string) {
+export function bool(env: string, def: boolean, description: string) {
   return spec(env, 'true | false', def, description, (s) => {
     const v = s.trim().toLowerCase();
     if (['true', '1', 'yes', 'on', 't'].includes(v)) return true;
