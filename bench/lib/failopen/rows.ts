@@ -26,8 +26,8 @@ export interface RowContext {
 export interface AuditRow {
   readonly id: string;
   readonly event: string;
-  /** This service's counters in this row (the reference is on Redis in every row). */
-  readonly store: 'memory' | 'redis' | 'sentinel';
+  /** The counters in this row (the reference is on Redis where this service is on memory). */
+  readonly store: 'memory' | 'redis' | 'sentinel' | 'memcached';
   readonly replicas?: 2;
   /** This service's settings for the row (quick runs shorten the drain). */
   env?(quick: boolean): Record<string, string>;
@@ -167,6 +167,32 @@ export const ROWS: readonly AuditRow[] = [
     store: 'redis',
     async run(ctx) {
       await rawCommand(ctx.stack.redis!.port, ['CLIENT', 'PAUSE', '300', 'ALL']);
+      await sleep(ctx.quick ? 700 : 2000);
+    },
+  },
+  {
+    id: 'memcached-restart',
+    event: 'memcached restarted (5 probe keys while it is down)',
+    store: 'memcached',
+    async run(ctx) {
+      const memcached = ctx.stack.memcached!;
+      await ctx.probe.pause();
+      await memcached.stop();
+      await ctx.probe.burst(5);
+      await memcached.start();
+      ctx.probe.resume();
+      await sleep(1000);
+    },
+  },
+  {
+    id: 'memcached-pause',
+    event: 'memcached paused 300 ms (SIGSTOP)',
+    store: 'memcached',
+    async run(ctx) {
+      const memcached = ctx.stack.memcached!;
+      await memcached.pause();
+      await sleep(300);
+      memcached.resume();
       await sleep(ctx.quick ? 700 : 2000);
     },
   },
