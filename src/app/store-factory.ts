@@ -26,6 +26,8 @@ import { StartupError } from '../vocab/startup-error.js';
 import { throttledLog } from '../storage/throttled-log.js';
 import type { SrvResolver } from '../storage/memcached/srv.js';
 import { buildMemcachedStore } from './memcached-factory.js';
+import { perSecondRedisOptions } from './per-second-redis.js';
+import { PerSecondSplitStore } from '../storage/per-second/per-second-store.js';
 
 export function redisOptions(settings: Settings, clock: Clock, log: Logger): RedisStoreOptions {
   const tls = {
@@ -111,7 +113,29 @@ export async function buildStore(
   const leaseLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
   const manager = new LeaseManager({ backend: new RedisLeaseBackend(redis), clock, log: leaseLog });
   metrics.watchLeases(() => manager.stats());
-  return new LeaseStore(resilient, manager, { clock });
+  const main = new LeaseStore(resilient, manager, { clock });
+  if (!settings.redisPerSecond) return main;
+  // REDIS_PERSECOND: one-second limits in a Redis of their own, behind a guard of its own, so that either
+  // Redis failing leaves the limits of the other deciding.
+  let perSecond: RedisStore;
+  let perSecondUrl: string;
+  try {
+    const options = perSecondRedisOptions(settings, redisOptions(settings, clock, log));
+    perSecondUrl = options.url;
+    perSecond = createRedisStore(options);
+  } catch (err) {
+    if (err instanceof StartupError) throw err;
+    throw new StartupError(`per-second Redis settings are invalid: ${(err as Error).message}`);
+  }
+  try {
+    await perSecond.waitUntilReady(settings.redisConnectTimeoutMs);
+    log.info('connected to the per-second Redis', { url: redactUrl(perSecondUrl), type: settings.redisPerSecondType });
+  } catch (err) {
+    log.error(`the per-second Redis cannot decide yet; its limits answered by FAILURE_MODE=${settings.failureMode} until it can`, {
+      error: describeError(err),
+    });
+  }
+  return new PerSecondSplitStore(main, guarded(perSecond, 'per-second Redis', settings, deps));
 }
 
 /**
@@ -135,7 +159,7 @@ function guarded(store: CounterStore, name: string, settings: Settings, deps: { 
     noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
     // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given; the memcached
     // store is raced here.
-    primaryKeepsDeadline: name === 'Redis',
+    primaryKeepsDeadline: name !== 'memcached',
     ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
     onFallback: (mode, reason, error) => {
       metrics.storeFallbacks.inc({ mode });

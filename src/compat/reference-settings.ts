@@ -41,7 +41,6 @@ function row(name: string, def: string, status: ReferenceStatus, here: string, e
 
 const STATS = 'we export Prometheus metrics (HTTP `/metrics`, or USE_PROMETHEUS); scrape those instead of statsd';
 const TRACING = 'no OpenTelemetry tracing yet; unset it';
-const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
 
 export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   // listeners
@@ -217,19 +216,19 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   ),
   row('REDIS_STARTUP_MAX_INTERVAL', '30s', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_STARTUP_MAX_ELAPSED_TIME', '0', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
-  row('REDIS_PERSECOND', 'false', 'unsupported', PERSECOND, { accepts: off }),
-  row('REDIS_PERSECOND_SOCKET_TYPE', 'unix', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TYPE', 'SINGLE', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_POOL_SIZE', '10', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_AUTH', '', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_SENTINEL_AUTH', '', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TLS', 'false', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TIMEOUT', '10s', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_PIPELINE_WINDOW', '0', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND', 'false', 'same', 'REDIS_PERSECOND: limits whose window is one second (unit: second) in a Redis of their own (docs/redis.md)'),
+  row('REDIS_PERSECOND_SOCKET_TYPE', 'unix', 'same', 'REDIS_PERSECOND_SOCKET_TYPE: tcp (unix sockets are not supported and stop the start)'),
+  row('REDIS_PERSECOND_TYPE', 'SINGLE', 'same', 'REDIS_PERSECOND_TYPE (single, sentinel, cluster; any case)'),
+  row('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock', 'same', 'REDIS_PERSECOND_URL, in the forms REDIS_URL takes (no unix sockets)'),
+  row('REDIS_PERSECOND_POOL_SIZE', '10', 'no-op', 'one multiplexed, pipelined connection per Redis node; nothing to size'),
+  row('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'no-op', 'no pool; see REDIS_PERSECOND_POOL_SIZE'),
+  row('REDIS_PERSECOND_AUTH', '', 'same', 'REDIS_PERSECOND_AUTH (password, or user:password)'),
+  row('REDIS_PERSECOND_SENTINEL_AUTH', '', 'same', 'REDIS_PERSECOND_SENTINEL_AUTH'),
+  row('REDIS_PERSECOND_TLS', 'false', 'same', 'REDIS_PERSECOND_TLS, with the REDIS_TLS_* files (as the reference shares its REDIS_TLS_* files)'),
+  row('REDIS_PERSECOND_TIMEOUT', '10s', 'no-op', "the per-second Redis has the main one's REDIS_CONNECT_TIMEOUT_MS, and every decision its deadline"),
+  row('REDIS_PERSECOND_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
   // memcache
   row('MEMCACHE_HOST_PORT', '', 'same', 'MEMCACHE_HOST_PORT (BACKEND=memcached; a key on the server its CRC-32 picks, in list order, as there)'),
   row('MEMCACHE_MAX_IDLE_CONNS', '2', 'same', 'MEMCACHE_MAX_IDLE_CONNS: pipelined connections kept open to each server'),

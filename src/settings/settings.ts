@@ -9,6 +9,7 @@ import { rereads, translateReferenceEnv, type Notice } from '../compat/translate
 import type { LogLevel } from '../observability/log.js';
 import { XDS_SETTINGS } from './xds-settings.js';
 import { MEMCACHED_SETTINGS } from './memcached-settings.js';
+import { REDIS_PERSECOND_SETTINGS } from './redis-persecond-settings.js';
 
 export type { Notice };
 
@@ -217,6 +218,7 @@ export const SETTINGS = {
   redisTlsKey: str('REDIS_TLS_KEY', '', 'TLS: client key file (mutual TLS).'),
   redisTlsServername: str('REDIS_TLS_SERVERNAME', '', 'TLS: server name to verify (SNI), if not the host.'),
   redisTlsInsecure: bool('REDIS_TLS_INSECURE', false, 'TLS: skip certificate verification (never in production).'),
+  ...REDIS_PERSECOND_SETTINGS,
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int(
     'REDIS_COMMAND_TIMEOUT_MS',
