@@ -138,6 +138,9 @@ export async function buildStore(
   return new PerSecondSplitStore(main, guarded(perSecond, 'per-second Redis', settings, deps));
 }
 
+/** The over-limit caches whose metrics a Metrics registry already exports. */
+const overLimitCaches = new WeakMap<Metrics, OverLimitCache[]>();
+
 /**
  * A remote store behind the local over-limit cache (LOCAL_CACHE_SIZE > 0) and the failure-mode guard
  * (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
@@ -147,7 +150,17 @@ function guarded(store: CounterStore, name: string, settings: Settings, deps: { 
   let primary: CounterStore = store;
   if (settings.localCacheSize > 0) {
     const cache = new OverLimitCache(store, { maxEntries: settings.localCacheSize });
-    metrics.watchOverLimitCache(() => cache.stats());
+    // One set of cache metrics for every cache of this process (two with REDIS_PERSECOND): the sums.
+    let caches = overLimitCaches.get(metrics);
+    if (caches === undefined) {
+      const all: OverLimitCache[] = [];
+      caches = all;
+      overLimitCaches.set(metrics, all);
+      metrics.watchOverLimitCache(() =>
+        all.reduce((sum, c) => ({ hits: sum.hits + c.stats().hits, entries: sum.entries + c.stats().entries }), { hits: 0, entries: 0 }),
+      );
+    }
+    caches.push(cache);
     primary = cache;
   }
   const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
