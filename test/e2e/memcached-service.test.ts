@@ -34,7 +34,17 @@ afterAll(async () => {
 async function withService(mode: 'open' | 'closed', run: (client: RlsTestClient, service: TestService) => Promise<void>, rules = RULES): Promise<void> {
   const service = await startTestService(
     { 'edge.yaml': rules },
-    { backend: 'memcached', memcacheHostPort: [memcached.address], failureMode: mode, localCacheSize: 0, configWatch: true, configDebounceMs: 10 },
+    {
+      backend: 'memcached',
+      memcacheHostPort: [memcached.address],
+      failureMode: mode,
+      localCacheSize: 0,
+      configWatch: true,
+      configDebounceMs: 10,
+      // The fake clock keeps the measured deadline margin at its floor (2 ms), less than a loaded test machine
+      // needs to send an answer made at the deadline: give the answers of a paused memcached 50 ms.
+      deadlineMarginMs: 50,
+    },
   );
   const client = new RlsTestClient(service.grpcAddress);
   try {
@@ -107,9 +117,9 @@ describe('BACKEND=memcached service', () => {
         await memcached.pause();
         try {
           t = Date.now();
-          const late = await client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: user() }] }] }, 400);
+          const late = await client.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'user', value: user() }] }] }, 1000);
           expect(late.overall_code).toBe(fallback);
-          expect(Date.now() - t).toBeLessThan(400);
+          expect(Date.now() - t).toBeLessThan(1000);
         } finally {
           memcached.resume();
         }
