@@ -174,6 +174,9 @@ describe('conflicts and unsupported settings', () => {
     });
     expect(settings).toMatchObject({ backend: 'memcached', memcacheHostPort: ['mc-0:11211', 'mc-1:11211'], memcacheSrvRefreshMs: 30_000, memcacheTls: true });
     expect(problems({ BACKEND_TYPE: 'memcache' })).toEqual([]);
+    const notices = (env: Record<string, string>) => loadSettings(env).notices.filter((n) => n.setting === 'BACKEND_TYPE');
+    expect(notices({ BACKEND_TYPE: 'memcache' })[0]?.message).toMatch(/set MEMCACHE_KEY_FORMAT=envoy \(and CACHE_KEY_PREFIX/);
+    expect(notices({ BACKEND_TYPE: 'memcache', MEMCACHE_KEY_FORMAT: 'envoy' })).toEqual([]);
   });
 
   it('refuses what would run differently from the reference: unix sockets, gRPC TLS', () => {
