@@ -1,6 +1,6 @@
 /**
  * MEMCACHE_KEY_FORMAT=envoy: the real envoyproxy/ratelimit binary (/work/shared/tools/envoy-ratelimit, with
- * BACKEND_TYPE=memcache) and our service share two memcached servers (MEMCACHE_HOST_PORT in the same order on
+ * BACKEND_TYPE=memcache) and our service (`ratelimit serve` with the reference's settings) share two memcached servers (MEMCACHE_HOST_PORT in the same order on
  * both), as during a rolling switch: for every client both count into the same item, on the same server,
  * and each sees the other's hits. The reference adds its hits after it answers, so the test waits for each of
  * its counts to land before the next request. Real time (the reference has no other clock): the window is an
@@ -12,12 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
 import { memcachedGet, startMemcached, type MemcachedProcess } from '../support/memcached.js';
 import { freePort } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
 const TOOL = '/work/shared/tools/envoy-ratelimit';
 const RULES = `domain: edge
@@ -43,7 +42,7 @@ if (cannotRun !== undefined) console.warn(`SKIPPED memcached-envoy-counters.test
 let servers: MemcachedProcess[];
 let reference: ChildProcess;
 let referenceClient: RlsTestClient;
-let ours: TestService;
+let ours: ServiceProcess;
 let oursClient: RlsTestClient;
 let rulesDir: string;
 
@@ -65,18 +64,22 @@ describe.skipIf(cannotRun !== undefined)('MEMCACHE_KEY_FORMAT=envoy shares count
       timeoutMs: 15_000,
       what: 'the reference to answer',
     });
-    ours = await startTestService(
-      { 'edge.yaml': RULES },
-      { backend: 'memcached', memcacheHostPort: hostPort, memcacheKeyFormat: 'envoy', cacheKeyPrefix: '', localCacheSize: 0 },
-      systemClock as never,
-    );
+    // ours as a switching deployment runs it: the reference's own settings, plus the two that share its items
+    ours = await spawnService({
+      BACKEND_TYPE: 'memcache',
+      MEMCACHE_HOST_PORT: hostPort.join(','),
+      MEMCACHE_KEY_FORMAT: 'envoy',
+      CACHE_KEY_PREFIX: '',
+      LOCAL_CACHE_SIZE_IN_BYTES: '0',
+      CONFIG_DIR: rulesDir,
+    });
     oursClient = new RlsTestClient(ours.grpcAddress);
   }, 40_000);
 
   afterAll(async () => {
     oursClient?.close();
     referenceClient?.close();
-    await ours?.close();
+    await ours?.stop();
     if (reference?.pid !== undefined) process.kill(-reference.pid, 'SIGTERM');
     await Promise.all((servers ?? []).map((s) => s.stop()));
     if (rulesDir !== undefined) rmSync(rulesDir, { recursive: true, force: true });
