@@ -9,6 +9,7 @@ import { loadConfigDir } from '../config/index.js';
 import { createLogger } from '../observability/log.js';
 import { startService, StartupError } from '../app/start-service.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from '../app/workers.js';
+import { memcachedRuleProblems } from '../app/memcached-rules.js';
 import { setHeapGrowingPercent } from '../app/heap-growth.js';
 import { runQuery } from './query.js';
 import { SETTINGS, flagName, loadSettings, SettingsError } from '../settings/settings.js';
@@ -144,6 +145,13 @@ async function check(argv: string[]): Promise<number> {
     return 1;
   }
   for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
+  // With BACKEND=memcached, what the service would refuse at start is an error here too.
+  const refused = settings.backend === 'memcached' ? memcachedRuleProblems(result.config) : [];
+  if (refused.length > 0) {
+    for (const p of refused) process.stderr.write(`${p}\n`);
+    process.stderr.write(`${refused.length} error(s) in ${dir}\n`);
+    return 1;
+  }
   const domains = [...result.config.domains.values()];
   process.stdout.write(
     `${dir}: OK — ${result.config.files.length} file(s), ${domains.length} domain(s): ${domains.map((d) => d.name).join(', ') || '(none)'}\n`,

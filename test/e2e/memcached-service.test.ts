@@ -4,13 +4,18 @@
  * memcached is stopped (answered at once), paused with SIGSTOP (answered by the caller's deadline) and
  * restarted (used again, its counts from zero), with FAILURE_MODE=open and closed.
  */
-import { writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import { startMemcached, type MemcachedProcess } from '../support/memcached.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
+
+const run = promisify(execFile);
 
 const RULES = `domain: edge
 descriptors:
@@ -72,6 +77,22 @@ describe('BACKEND=memcached service', () => {
     expect(JSON.stringify(error)).toMatch(
       /edge\.yaml:3: edge\.user: algorithm token_bucket cannot run on memcached \(BACKEND=memcached counts fixed_window limits only; use BACKEND=redis\)/,
     );
+  });
+
+  it('ratelimit check with BACKEND=memcached reports what the service would refuse, and exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-check-mc-'));
+    try {
+      writeFileSync(join(dir, 'edge.yaml'), BUCKET);
+      const bin = join(import.meta.dirname, '../../bin/ratelimit.mjs');
+      const env = { ...process.env, BACKEND: 'memcached', MEMCACHE_HOST_PORT: '127.0.0.1:1' };
+      const failed = await run(process.execPath, [bin, 'check', dir], { env }).catch((e: unknown) => e as { code: number; stderr: string });
+      expect(failed).toMatchObject({ code: 1 });
+      expect((failed as { stderr: string }).stderr).toContain('edge.yaml:3: edge.user: algorithm token_bucket cannot run on memcached');
+      writeFileSync(join(dir, 'edge.yaml'), RULES);
+      expect((await run(process.execPath, [bin, 'check', dir], { env })).stdout).toContain(': OK');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps the rules in force when a reload brings a rule memcached cannot run', async () => {
