@@ -118,8 +118,9 @@ export class MemcachedClient {
         (closed, error) => {
           if (server.connections[at] === closed) server.connections[at] = undefined;
           if (this.closed) return;
+          // A server whose connection failed (refused, reset, stalled) is likely down: not dialled again for retryMs.
           server.lastError = error.message;
-          if (!closed.isConnected) server.downUntil = Date.now() + (this.options.retryMs ?? 100);
+          server.downUntil = Date.now() + (this.options.retryMs ?? 100);
           this.options.onError?.(error.message);
         },
       );
