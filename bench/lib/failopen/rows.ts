@@ -12,6 +12,7 @@ import { concurrentProbes, idleConnections, Prober, type ResetResult } from './d
 import { inChildProcess } from './load-process.js';
 import { auditRules, RULES_FILE, startAuditStack, type AuditStack } from './stack.js';
 import type { Side } from './targets.js';
+import { MEMCACHED_ROWS } from './rows-memcached.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -170,32 +171,7 @@ export const ROWS: readonly AuditRow[] = [
       await sleep(ctx.quick ? 700 : 2000);
     },
   },
-  {
-    id: 'memcached-restart',
-    event: 'memcached restarted (5 probe keys while it is down)',
-    store: 'memcached',
-    async run(ctx) {
-      const memcached = ctx.stack.memcached!;
-      await ctx.probe.pause();
-      await memcached.stop();
-      await ctx.probe.burst(5);
-      await memcached.start();
-      ctx.probe.resume();
-      await sleep(1000);
-    },
-  },
-  {
-    id: 'memcached-pause',
-    event: 'memcached paused 300 ms (SIGSTOP)',
-    store: 'memcached',
-    async run(ctx) {
-      const memcached = ctx.stack.memcached!;
-      await memcached.pause();
-      await sleep(300);
-      memcached.resume();
-      await sleep(ctx.quick ? 700 : 2000);
-    },
-  },
+  ...MEMCACHED_ROWS,
   {
     id: 'sentinel',
     event: 'Sentinel failover (SENTINEL FAILOVER)',
