@@ -37,6 +37,8 @@ export class RulesHolder {
     initialWarnings: readonly { toString(): string }[] = [],
     /** The service's clock: the instant `in_force` is read at, and the reloads' times. */
     private readonly clock: Clock = systemClock,
+    /** What the store cannot run (app/memcached-rules.ts): a set with problems is refused like an invalid one. */
+    private readonly vet: (config: CompiledConfig) => readonly string[] = () => [],
   ) {
     this.last = { at: new Date(clock.nowMs()).toISOString(), ok: true, version: current.version, errors: [], warnings: initialWarnings.map(String) };
   }
@@ -77,7 +79,9 @@ export class RulesHolder {
   }
 
   /** Swaps in a set loaded elsewhere (rules over xDS), or keeps the rules in force when it failed; as reload(). */
-  apply(result: LoadResult, at = new Date(this.clock.nowMs()).toISOString()): ReloadStatus {
+  apply(loaded: LoadResult, at = new Date(this.clock.nowMs()).toISOString()): ReloadStatus {
+    const refused = loaded.ok && loaded.config ? this.vet(loaded.config) : [];
+    const result: LoadResult = refused.length > 0 ? { ok: false, errors: refused } : loaded;
     if (result.ok && result.config) {
       const changed = result.config.version !== this.current.version;
       this.current = result.config;

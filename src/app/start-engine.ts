@@ -57,7 +57,7 @@ export function startEngine(
     clock,
     config: () => holder.config,
     keyPrefix: settings.cacheKeyPrefix,
-    keyFormat: settings.backend === 'redis' ? settings.redisKeyFormat : 'native',
+    keyFormat: settings.backend === 'redis' ? settings.redisKeyFormat : settings.backend === 'memcached' ? settings.memcacheKeyFormat : 'native',
     headers: {
       mode: settings.rateLimitHeaders,
       xRateLimit: settings.xRateLimitHeaders,

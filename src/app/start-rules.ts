@@ -14,6 +14,7 @@ import { RulesHolder } from './reloader.js';
 import type { StartContext } from './start-context.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { xdsRules, type XdsRules } from './xds-rules.js';
+import { memcachedRuleProblems } from './memcached-rules.js';
 
 export interface StartedRules {
   readonly holder: RulesHolder;
@@ -59,6 +60,9 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
   const initial = xds !== undefined ? { ok: true as const, config: xds.initial, warnings: [] } : await loadConfigDir(settings.configDir, loadOptions);
   if (!initial.ok) throw new StartupError(`rules in ${settings.configDir} are invalid`, initial.errors.map(String));
   if (xds === undefined) metrics.reference?.onConfigLoad(true); // over xDS the first set is the first load
+  const vet = settings.backend === 'memcached' ? memcachedRuleProblems : () => [];
+  const refused = vet(initial.config);
+  if (refused.length > 0) throw new StartupError(`rules in ${settings.configDir} cannot run on memcached`, refused);
 
   // Reloads parse and validate in a worker thread, so that no rules file can stall the requests being served.
   const reload = () => loadConfigDirInWorker(settings.configDir, { ...loadOptions, timeoutMs: settings.configLoadTimeoutMs });
@@ -79,6 +83,7 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
     },
     initial.warnings,
     clock,
+    vet,
   );
   if (initial.warnings.length > 0) log.warn('rules have ignored keys', { warnings: initial.warnings.map(String) });
   target.holder = rules;

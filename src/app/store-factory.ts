@@ -2,6 +2,7 @@
  * Builds the counter store the settings ask for. Part of the composition root: the only place that
  * knows which concrete stores exist.
  *  - memory: the embedded MemoryStore.
+ *  - memcached: MemcachedStore (app/memcached-factory.ts), behind the same over-limit cache and failure-mode guard.
  *  - redis:  RedisStore, behind the local over-limit cache (LOCAL_CACHE_SIZE > 0), behind the failure-mode
  *            guard (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS),
  *            behind the quota leases (src/lease/: limits with `lease:` decide from units leased to this replica).
@@ -23,6 +24,10 @@ import { LeaseStore } from '../lease/lease-store.js';
 import { RedisLeaseBackend } from '../lease/redis-backend.js';
 import { StartupError } from '../vocab/startup-error.js';
 import { throttledLog } from '../storage/throttled-log.js';
+import type { SrvResolver } from '../storage/memcached/srv.js';
+import { buildMemcachedStore } from './memcached-factory.js';
+import { perSecondRedisOptions } from './per-second-redis.js';
+import { PerSecondSplitStore } from '../storage/per-second/per-second-store.js';
 
 export function redisOptions(settings: Settings, clock: Clock, log: Logger): RedisStoreOptions {
   const tls = {
@@ -62,13 +67,22 @@ export function redisOptions(settings: Settings, clock: Clock, log: Logger): Red
 /** `onRedis`: told the RedisStore under the counter store (BACKEND=redis), whose connection others may share. */
 export async function buildStore(
   settings: Settings,
-  deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void },
+  deps: { clock: Clock; log: Logger; metrics: Metrics; onRedis?: (redis: RedisStore) => void; resolveSrv?: SrvResolver },
 ): Promise<CounterStore> {
   const { clock, log, metrics } = deps;
   if (settings.backend === 'memory') {
     const memory = new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes });
     metrics.watchMemory(() => memory.stats());
     return memory;
+  }
+
+  if (settings.backend === 'memcached') {
+    return guarded(
+      await buildMemcachedStore(settings, { clock, log, ...(deps.resolveSrv ? { resolveSrv: deps.resolveSrv } : {}) }),
+      'memcached',
+      settings,
+      deps,
+    );
   }
 
   let redis;
@@ -95,33 +109,80 @@ export async function buildStore(
     log.error(`Redis cannot decide yet; answering by FAILURE_MODE=${settings.failureMode} until it can`, { ...where, error: cause });
   }
 
-  let primary: CounterStore = redis;
-  if (settings.localCacheSize > 0) {
-    const cache = new OverLimitCache(redis, { maxEntries: settings.localCacheSize });
-    metrics.watchOverLimitCache(() => cache.stats());
-    primary = cache;
-  }
-  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
-  const resilient = new ResilientStore(primary, {
-    mode: settings.failureMode,
-    expectedReplicas: settings.expectedReplicas,
-    clock,
-    timeoutMarginMs: 1,
-    noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
-    primaryKeepsDeadline: true, // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given
-    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
-    onFallback: (mode, reason, error) => {
-      metrics.storeFallbacks.inc({ mode });
-      metrics.reference?.onShouldRateLimitError('redis_error');
-      fallbackLog(`Redis could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
-    },
-  });
+  const resilient = guarded(redis, 'Redis', settings, deps);
   // Quota leases (rules with `lease:`) sit outside the failure-mode guard: a valid lease keeps deciding
   // while Redis is unreachable; the checks it cannot decide take the ordinary path above.
   const leaseLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
   const manager = new LeaseManager({ backend: new RedisLeaseBackend(redis), clock, log: leaseLog });
   metrics.watchLeases(() => manager.stats());
-  return new LeaseStore(resilient, manager, { clock });
+  const main = new LeaseStore(resilient, manager, { clock });
+  if (!settings.redisPerSecond) return main;
+  // REDIS_PERSECOND: one-second limits in a Redis of their own, behind a guard of its own, so that either
+  // Redis failing leaves the limits of the other deciding.
+  let perSecond: RedisStore;
+  let perSecondUrl: string;
+  try {
+    const options = perSecondRedisOptions(settings, redisOptions(settings, clock, log));
+    perSecondUrl = options.url;
+    perSecond = createRedisStore(options);
+  } catch (err) {
+    if (err instanceof StartupError) throw err;
+    throw new StartupError(`per-second Redis settings are invalid: ${(err as Error).message}`);
+  }
+  try {
+    await perSecond.waitUntilReady(settings.redisConnectTimeoutMs);
+    log.info('connected to the per-second Redis', { url: redactUrl(perSecondUrl), type: settings.redisPerSecondType });
+  } catch (err) {
+    log.error(`the per-second Redis cannot decide yet; its limits answered by FAILURE_MODE=${settings.failureMode} until it can`, {
+      error: describeError(err),
+    });
+  }
+  return new PerSecondSplitStore(main, guarded(perSecond, 'per-second Redis', settings, deps));
+}
+
+/** The over-limit caches whose metrics a Metrics registry already exports. */
+const overLimitCaches = new WeakMap<Metrics, OverLimitCache[]>();
+
+/**
+ * A remote store behind the local over-limit cache (LOCAL_CACHE_SIZE > 0) and the failure-mode guard
+ * (FAILURE_MODE open | closed | local; local decides with a MemoryStore at limit ÷ EXPECTED_REPLICAS).
+ */
+function guarded(store: CounterStore, name: string, settings: Settings, deps: { clock: Clock; log: Logger; metrics: Metrics }): CounterStore {
+  const { clock, log, metrics } = deps;
+  let primary: CounterStore = store;
+  if (settings.localCacheSize > 0) {
+    const cache = new OverLimitCache(store, { maxEntries: settings.localCacheSize });
+    // One set of cache metrics for every cache of this process (two with REDIS_PERSECOND): the sums.
+    let caches = overLimitCaches.get(metrics);
+    if (caches === undefined) {
+      const all: OverLimitCache[] = [];
+      caches = all;
+      overLimitCaches.set(metrics, all);
+      metrics.watchOverLimitCache(() =>
+        all.reduce((sum, c) => ({ hits: sum.hits + c.stats().hits, entries: sum.entries + c.stats().entries }), { hits: 0, entries: 0 }),
+      );
+    }
+    caches.push(cache);
+    primary = cache;
+  }
+  const fallbackLog = throttledLog({ log: (message, error) => log.warn(message, { error: describeError(error) }), clock, intervalMs: 10_000 });
+  return new ResilientStore(primary, {
+    mode: settings.failureMode,
+    expectedReplicas: settings.expectedReplicas,
+    clock,
+    timeoutMarginMs: 1,
+    noDeadlineTimeoutMs: settings.redisCommandTimeoutMs,
+    // RedisStore.apply (and the over-limit cache around it) settles by the deadline it is given; the memcached
+    // store is raced here.
+    primaryKeepsDeadline: name !== 'memcached',
+    ...(settings.failureMode === 'local' ? { local: new MemoryStore({ maxKeys: settings.memoryMaxKeys, maxBytes: settings.memoryMaxBytes }) } : {}),
+    onFallback: (mode, reason, error) => {
+      metrics.storeFallbacks.inc({ mode });
+      // the reference's error types: a Redis error is redis_error, any other (memcached's) service_error
+      metrics.reference?.onShouldRateLimitError(name === 'memcached' ? 'service_error' : 'redis_error');
+      fallbackLog(`${name} could not answer (${reason}); deciding by FAILURE_MODE=${mode}`, error);
+    },
+  });
 }
 
 function describeError(error: unknown): string {

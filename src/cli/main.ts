@@ -12,6 +12,7 @@ import { loadConfigDir } from '../config/index.js';
 import { createLogger } from '../observability/log.js';
 import { startService, StartupError } from '../app/start-service.js';
 import { checkWorkers, isPrimaryOfWorkers, superviseWorkers } from '../app/workers.js';
+import { memcachedRuleProblems } from '../app/memcached-rules.js';
 import { setHeapGrowingPercent } from '../app/heap-growth.js';
 import { runQuery } from './query.js';
 import { runTop } from './top.js';
@@ -156,6 +157,13 @@ async function check(argv: string[]): Promise<number> {
     return 1;
   }
   for (const w of result.warnings) process.stderr.write(`warning: ${String(w)}\n`);
+  // With BACKEND=memcached, what the service would refuse at start is an error here too.
+  const refused = settings.backend === 'memcached' ? memcachedRuleProblems(result.config) : [];
+  if (refused.length > 0) {
+    for (const p of refused) process.stderr.write(`${p}\n`);
+    process.stderr.write(`${refused.length} error(s) in ${dir}\n`);
+    return 1;
+  }
   for (const note of checkNotes(result.config.describe() as ConfigDescription, at!)) process.stderr.write(`note: ${note}\n`);
   const domains = [...result.config.domains.values()];
   process.stdout.write(

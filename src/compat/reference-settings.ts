@@ -29,7 +29,6 @@ export interface ReferenceSetting {
 }
 
 const off = (v: string) => /^(false|0|no|off|)$/i.test(v.trim());
-const empty = (v: string) => v.trim() === '';
 const is =
   (...values: string[]) =>
   (v: string) =>
@@ -38,9 +37,6 @@ const is =
 function row(name: string, def: string, status: ReferenceStatus, here: string, extra: Partial<ReferenceSetting> = {}): ReferenceSetting {
   return { name, default: def, status, here, ...extra };
 }
-
-const MEMCACHE = 'memcached is not supported; use BACKEND_TYPE=redis (or BACKEND=redis)';
-const PERSECOND = 'per-second limits share the one Redis; unset REDIS_PERSECOND*';
 
 export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   // listeners
@@ -161,7 +157,7 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   ),
   row('PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS', 'false', 'same', 'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS (the built-in mapping only, as there)'),
   // counters and caches
-  row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis; memcache is not supported and stops the start)'),
+  row('BACKEND_TYPE', 'redis', 'mapped', 'BACKEND (redis, or memcached for memcache: docs/memcached.md)'),
   row('CACHE_KEY_PREFIX', '', 'same', 'CACHE_KEY_PREFIX; our default is `rl:`'),
   row(
     'EXPIRATION_JITTER_MAX_SECONDS',
@@ -231,29 +227,29 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   ),
   row('REDIS_STARTUP_MAX_INTERVAL', '30s', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
   row('REDIS_STARTUP_MAX_ELAPSED_TIME', '0', 'no-op', 'see REDIS_STARTUP_INITIAL_INTERVAL'),
-  row('REDIS_PERSECOND', 'false', 'unsupported', PERSECOND, { accepts: off }),
-  row('REDIS_PERSECOND_SOCKET_TYPE', 'unix', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TYPE', 'SINGLE', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_POOL_SIZE', '10', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_AUTH', '', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_SENTINEL_AUTH', '', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TLS', 'false', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_TIMEOUT', '10s', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_PIPELINE_WINDOW', '0', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'unsupported', PERSECOND),
-  row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'unsupported', PERSECOND),
+  row('REDIS_PERSECOND', 'false', 'same', 'REDIS_PERSECOND: limits whose window is one second (unit: second) in a Redis of their own (docs/redis.md)'),
+  row('REDIS_PERSECOND_SOCKET_TYPE', 'unix', 'same', 'REDIS_PERSECOND_SOCKET_TYPE: tcp (unix sockets are not supported and stop the start)'),
+  row('REDIS_PERSECOND_TYPE', 'SINGLE', 'same', 'REDIS_PERSECOND_TYPE (single, sentinel, cluster; any case)'),
+  row('REDIS_PERSECOND_URL', '/var/run/nutcracker/ratelimitpersecond.sock', 'same', 'REDIS_PERSECOND_URL, in the forms REDIS_URL takes (no unix sockets)'),
+  row('REDIS_PERSECOND_POOL_SIZE', '10', 'no-op', 'one multiplexed, pipelined connection per Redis node; nothing to size'),
+  row('REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR', 'WAIT', 'no-op', 'no pool; see REDIS_PERSECOND_POOL_SIZE'),
+  row('REDIS_PERSECOND_AUTH', '', 'same', 'REDIS_PERSECOND_AUTH (password, or user:password)'),
+  row('REDIS_PERSECOND_SENTINEL_AUTH', '', 'same', 'REDIS_PERSECOND_SENTINEL_AUTH'),
+  row('REDIS_PERSECOND_TLS', 'false', 'same', 'REDIS_PERSECOND_TLS, with the REDIS_TLS_* files (as the reference shares its REDIS_TLS_* files)'),
+  row('REDIS_PERSECOND_TIMEOUT', '10s', 'no-op', "the per-second Redis has the main one's REDIS_CONNECT_TIMEOUT_MS, and every decision its deadline"),
+  row('REDIS_PERSECOND_PIPELINE_WINDOW', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_PERSECOND_PIPELINE_LIMIT', '0', 'no-op', 'commands are pipelined automatically'),
+  row('REDIS_PERSECOND_CLUSTER_PIPELINE_PARALLELISM', '1', 'no-op', 'cluster commands are pipelined per node automatically'),
   // memcache
-  row('MEMCACHE_HOST_PORT', '', 'unsupported', MEMCACHE, { accepts: empty }),
-  row('MEMCACHE_MAX_IDLE_CONNS', '2', 'unsupported', MEMCACHE),
-  row('MEMCACHE_SRV', '', 'unsupported', MEMCACHE, { accepts: empty }),
-  row('MEMCACHE_SRV_REFRESH', '0', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS', 'false', 'unsupported', MEMCACHE, { accepts: off }),
-  row('MEMCACHE_TLS_CACERT', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_CLIENT_CERT', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_CLIENT_KEY', '', 'unsupported', MEMCACHE),
-  row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'unsupported', MEMCACHE),
+  row('MEMCACHE_HOST_PORT', '', 'same', 'MEMCACHE_HOST_PORT (BACKEND=memcached; a key on the server its CRC-32 picks, in list order, as there)'),
+  row('MEMCACHE_MAX_IDLE_CONNS', '2', 'same', 'MEMCACHE_MAX_IDLE_CONNS: pipelined connections kept open to each server'),
+  row('MEMCACHE_SRV', '', 'same', 'MEMCACHE_SRV (targets sorted as there)'),
+  row('MEMCACHE_SRV_REFRESH', '0', 'same', 'MEMCACHE_SRV_REFRESH'),
+  row('MEMCACHE_TLS', 'false', 'same', 'MEMCACHE_TLS'),
+  row('MEMCACHE_TLS_CACERT', '', 'same', 'MEMCACHE_TLS_CACERT'),
+  row('MEMCACHE_TLS_CLIENT_CERT', '', 'same', 'MEMCACHE_TLS_CLIENT_CERT'),
+  row('MEMCACHE_TLS_CLIENT_KEY', '', 'same', 'MEMCACHE_TLS_CLIENT_KEY'),
+  row('MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION', 'false', 'same', 'MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION (the chain is still verified)'),
   // tracing (docs/tracing.md): the same names; set, each wins over its standard OTEL_* counterpart
   row('TRACING_ENABLED', 'false', 'same', "TRACING_ENABLED: a span per ShouldRateLimit, ext_authz Check and POST /json call, under the caller's trace"),
   row('TRACING_SERVICE_NAME', 'RateLimit', 'same', 'TRACING_SERVICE_NAME (unset: OTEL_SERVICE_NAME, then `RateLimit`)'),

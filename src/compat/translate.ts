@@ -83,8 +83,17 @@ export function translateReferenceEnv(env: Env): Translation {
   if (env.BACKEND_TYPE !== undefined) {
     const b = env.BACKEND_TYPE.trim().toLowerCase();
     if (b === 'redis') set('BACKEND', 'redis', 'BACKEND_TYPE');
-    else if (b === 'memcache') problems.push(`BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis`);
-    else problems.push(`BACKEND_TYPE: '${env.BACKEND_TYPE}' is not one of redis, memcache`);
+    else if (b === 'memcache') {
+      set('BACKEND', 'memcached', 'BACKEND_TYPE');
+      if (env.MEMCACHE_KEY_FORMAT === undefined) {
+        notices.push({
+          level: 'info',
+          setting: 'BACKEND_TYPE',
+          message:
+            "BACKEND_TYPE=memcache: counters in memcached under this service's own keys; during a rolling switch from the reference set MEMCACHE_KEY_FORMAT=envoy (and CACHE_KEY_PREFIX to the reference's, empty by default) to count into its items (docs/memcached.md)",
+        });
+      }
+    } else problems.push(`BACKEND_TYPE: '${env.BACKEND_TYPE}' is not one of redis, memcache`);
   }
 
   if (env.LOCAL_CACHE_SIZE_IN_BYTES !== undefined) {

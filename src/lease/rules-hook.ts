@@ -10,7 +10,7 @@ import type { CounterStore } from '../storage/counter-store.js';
 import { LeaseStore } from './lease-store.js';
 
 export interface LeaseRulesHookOptions {
-  readonly backend: 'memory' | 'redis';
+  readonly backend: 'memory' | 'redis' | 'memcached';
   readonly store: CounterStore;
   readonly warn: (message: string, fields: Record<string, unknown>) => void;
 }

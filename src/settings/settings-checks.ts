@@ -26,6 +26,7 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
   const errors: string[] = [];
   const notices: Notice[] = [];
   const redis = REDIS_ONLY.filter((n) => given.has(n)).map((n) => SETTINGS[n].env);
+  errors.push(...memcachedProblems(settings, given));
   if (settings.backend === 'memory' && redis.length > 0) {
     const names = redis.join(', ');
     if (!given.has('backend')) {
@@ -55,6 +56,23 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
     notices.push({ level: 'warn', setting: statsd[0]!, message: `${statsd.join(', ')} set, but USE_STATSD is not: no stats are sent; set USE_STATSD=true` });
   }
   return { errors, notices };
+}
+
+/** The settings that only mean something with BACKEND=memcached. */
+const MEMCACHE_ONLY: readonly SettingName[] = (Object.keys(SETTINGS) as SettingName[]).filter((n) => SETTINGS[n].env.startsWith('MEMCACHE_'));
+
+/** MEMCACHE_* without BACKEND=memcached; BACKEND=memcached without exactly one of MEMCACHE_HOST_PORT, MEMCACHE_SRV. */
+function memcachedProblems(settings: Settings, given: ReadonlySet<SettingName>): string[] {
+  if (settings.backend !== 'memcached') {
+    const names = MEMCACHE_ONLY.filter((n) => given.has(n)).map((n) => SETTINGS[n].env);
+    if (names.length === 0 || given.has('backend')) return [];
+    return [`${names.join(', ')} set, but BACKEND is not: counters would never reach memcached; set BACKEND=memcached`];
+  }
+  const hosts = settings.memcacheHostPort.length > 0;
+  const srv = settings.memcacheSrv !== '';
+  if (hosts && srv) return ['BACKEND=memcached: both MEMCACHE_HOST_PORT and MEMCACHE_SRV are set; set one of them'];
+  if (!hosts && !srv) return ['BACKEND=memcached needs MEMCACHE_HOST_PORT (host:port,...) or MEMCACHE_SRV (_service._proto.name)'];
+  return [];
 }
 
 /** 127.0.0.0/8, ::1 (also as an IPv4-mapped address), `localhost`: reachable from this host only. */

@@ -12,6 +12,8 @@ import { parseGoDuration, XDS_SETTINGS } from './xds-settings.js';
 import { misspeltEnvNotices } from './env-typos.js';
 import { REFERENCE_BY_NAME } from '../compat/reference-settings.js';
 import { TRACING_SETTINGS } from './tracing-settings.js';
+import { MEMCACHED_SETTINGS } from './memcached-settings.js';
+import { REDIS_PERSECOND_SETTINGS } from './redis-persecond-settings.js';
 
 export type { Notice };
 
@@ -220,7 +222,13 @@ export const SETTINGS = {
     'A reload (read, parse, validate, in a worker thread) taking longer is abandoned and the worker killed.',
     1,
   ),
-  backend: oneOf('BACKEND', ['memory', 'redis'] as const, 'memory', 'Where counters live: the embedded in-memory store or Redis.'),
+  backend: oneOf(
+    'BACKEND',
+    ['memory', 'redis', 'memcached'] as const,
+    'memory',
+    'Where counters live: the embedded in-memory store, Redis or memcached (fixed_window limits only, docs/memcached.md).',
+  ),
+  ...MEMCACHED_SETTINGS,
   memoryMaxKeys: int('MEMORY_MAX_KEYS', 1_000_000, 'Most keys the in-memory store holds (a second bound beside MEMORY_MAX_BYTES).', 1),
   memoryMaxBytes: int(
     'MEMORY_MAX_BYTES',
@@ -256,6 +264,7 @@ export const SETTINGS = {
     false,
     "TLS: check that the server's certificate chains to REDIS_TLS_CA (or the system's CAs), but not the name it carries, as envoyproxy/ratelimit does with this setting (a Redis reached by an address its certificate does not name).",
   ),
+  ...REDIS_PERSECOND_SETTINGS,
   redisConnectTimeoutMs: int('REDIS_CONNECT_TIMEOUT_MS', 1_000, 'Redis connect timeout.', 1),
   redisCommandTimeoutMs: int(
     'REDIS_COMMAND_TIMEOUT_MS',
@@ -284,7 +293,7 @@ export const SETTINGS = {
     'When Redis cannot answer in time: allow, reject, or decide locally at limit ÷ EXPECTED_REPLICAS.',
   ),
   expectedReplicas: int('EXPECTED_REPLICAS', 1, 'Replicas sharing the limits; FAILURE_MODE=local divides each limit by it.', 1),
-  localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis backend); 0 disables it.'),
+  localCacheSize: int('LOCAL_CACHE_SIZE', 100_000, 'Entries of the in-process over-limit cache (Redis and memcached backends); 0 disables it.'),
   deadlineMarginMs: int(
     'DEADLINE_MARGIN_MS',
     2,

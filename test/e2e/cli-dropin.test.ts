@@ -84,10 +84,10 @@ describe('ratelimit CLI', () => {
     expect(r.stderr).toContain("PORT (envoyproxy/ratelimit) means HTTP_PORT=18080, but HTTP_PORT is '18090': set only one of them");
   });
 
-  it('serve refuses what it cannot do as the reference would (memcache), saying what to do', async () => {
+  it('serve refuses memcache without its servers, saying what to set', async () => {
     const r = await run(['serve'], { BACKEND_TYPE: 'memcache', GRPC_PORT: '0', HTTP_PORT: '0' });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('BACKEND_TYPE=memcache: memcached is not supported; use BACKEND_TYPE=redis');
+    expect(r.stderr).toContain('BACKEND=memcached needs MEMCACHE_HOST_PORT (host:port,...) or MEMCACHE_SRV (_service._proto.name)');
   });
 });
 

@@ -35,6 +35,25 @@ child.on('error', (e) => { console.error(String(e)); process.exit(127); });
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
 `;
 
+/** Runs `command` under the guard (stopped with the test process however it ends); stderr is piped. */
+export function spawnGuarded(command: string, args: readonly string[]): ChildProcess {
+  const child = spawn(process.execPath, ['-e', GUARD, command, ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
+  // the pipe only signals our death to the guard; it must not keep this process alive
+  (child.stdin as Socket | null)?.unref();
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** SIGTERM and wait for the process to exit. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
 /** A port nobody listens on right now (the OS picks it). */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -129,12 +148,9 @@ export class RedisProcess {
       args = ['--port', String(this.port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', this.dir];
       args.push(...this.extraArgs);
     }
-    const child = spawn(process.execPath, ['-e', GUARD, 'redis-server', ...args], { stdio: ['pipe', 'ignore', 'pipe'] });
-    // the pipe only signals our death to the guard; it must not keep this process alive
-    (child.stdin as Socket | null)?.unref();
+    const child = spawnGuarded('redis-server', args);
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-    live.add(child);
     this.child = child;
     const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`redis-server :${this.port} exited (${code}): ${stderr}`))));
     exited.catch(() => undefined);
@@ -150,11 +166,7 @@ export class RedisProcess {
     const child = this.child;
     if (!child) return;
     this.child = undefined;
-    await new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
+    await stopChild(child);
   }
 
   async destroy(): Promise<void> {

@@ -15,7 +15,8 @@ export interface AuditLine {
 }
 
 function backend(row: AuditRow): string {
-  return row.store === 'memory' ? 'memory (reference: Redis, it has no memory backend)' : row.store === 'sentinel' ? 'Redis Sentinel' : 'Redis';
+  if (row.store === 'memory') return 'memory (reference: Redis, it has no memory backend)';
+  return row.store === 'sentinel' ? 'Redis Sentinel' : row.store === 'memcached' ? 'memcached (both)' : 'Redis';
 }
 
 /** Ours is at most the reference in both counts, and 0 wherever the reference's is 0. */

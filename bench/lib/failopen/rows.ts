@@ -12,6 +12,7 @@ import { concurrentProbes, idleConnections, Prober, type ResetResult } from './d
 import { inChildProcess } from './load-process.js';
 import { auditRules, RULES_FILE, startAuditStack, type AuditStack } from './stack.js';
 import type { Side } from './targets.js';
+import { MEMCACHED_ROWS } from './rows-memcached.js';
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -26,8 +27,8 @@ export interface RowContext {
 export interface AuditRow {
   readonly id: string;
   readonly event: string;
-  /** This service's counters in this row (the reference is on Redis in every row). */
-  readonly store: 'memory' | 'redis' | 'sentinel';
+  /** The counters in this row (the reference is on Redis where this service is on memory). */
+  readonly store: 'memory' | 'redis' | 'sentinel' | 'memcached';
   readonly replicas?: 2;
   /** This service's settings for the row (quick runs shorten the drain). */
   env?(quick: boolean): Record<string, string>;
@@ -182,6 +183,7 @@ export const ROWS: readonly AuditRow[] = [
       await sleep(ctx.quick ? 700 : 2000);
     },
   },
+  ...MEMCACHED_ROWS,
   {
     id: 'sentinel',
     event: 'Sentinel failover (SENTINEL FAILOVER)',

@@ -1,7 +1,7 @@
 /**
  * One audit stack: a real Envoy (rate-limit filter at failure_mode_deny: false) in front of one or two replicas of
- * a rate-limit server (this service or envoyproxy/ratelimit), their counters (memory, a redis-server, or a master,
- * a replica and a Sentinel), and an upstream that answers 200. Routes: `/limited` (LIMIT requests a day for each
+ * a rate-limit server (this service or envoyproxy/ratelimit), their counters (memory, a redis-server, a master,
+ * a replica and a Sentinel, or a memcached), and an upstream that answers 200. Routes: `/limited` (LIMIT requests a day for each
  * value of the `x-probe` header: the probe) and `/open` (no practical limit, for the load that goes with an event).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { startUpstream, type Upstream } from '../../../test/support/envoy-upstre
 import { eventually } from '../../../test/support/eventually.js';
 import { rawHttp } from '../../../test/support/http-raw.js';
 import { freePort, RedisProcess, startRedis, startSentinel, type RedisServer, type SentinelSetup } from '../../../test/support/redis.js';
+import { startMemcached, type MemcachedProcess } from '../../../test/support/memcached.js';
 import { startReplica, type Counters, type Replica, type Side } from './targets.js';
 
 /** Requests a day per probe key on `/limited`: every admission past it is an admission above the limit. */
@@ -47,8 +48,8 @@ export function auditRules(filler = 0): string {
 
 export interface StackSpec {
   side: Side;
-  /** This service's counters (the reference always gets Redis: it has no memory backend). */
-  store: 'memory' | 'redis' | 'sentinel';
+  /** The counters (the reference gets Redis where this service runs on memory: it has no memory backend). */
+  store: 'memory' | 'redis' | 'sentinel' | 'memcached';
   replicas?: 1 | 2;
   /** This service only: further settings. */
   env?: Record<string, string>;
@@ -63,6 +64,8 @@ export interface AuditStack {
   readonly port: number;
   readonly replicas: readonly Replica[];
   readonly redis: RedisServer | undefined;
+  /** store 'memcached': the server both sides count in. */
+  readonly memcached: MemcachedProcess | undefined;
   readonly sentinel: { master: RedisServer; replica: RedisProcess; sentinel: SentinelSetup } | undefined;
   /** Envoy's rate-limit counters for the routes (all go to cluster `app`). */
   counts(): Promise<RlsCounts>;
@@ -92,7 +95,12 @@ export async function startAuditStack(spec: StackSpec): Promise<AuditStack> {
     let counters: Counters = { kind: 'memory' };
     let redis: RedisServer | undefined;
     let sentinel: AuditStack['sentinel'];
-    if (store === 'redis') {
+    let memcached: MemcachedProcess | undefined;
+    if (store === 'memcached') {
+      memcached = await startMemcached();
+      closers.push(() => memcached!.stop());
+      counters = { kind: 'memcached', hostPort: memcached.address };
+    } else if (store === 'redis') {
       redis = await startRedis();
       closers.push(() => redis!.stop());
       counters = { kind: 'redis', port: redis.port };
@@ -160,7 +168,7 @@ export async function startAuditStack(spec: StackSpec): Promise<AuditStack> {
       },
       { timeoutMs: 20_000, intervalMs: 50, what: `a decided call through Envoy (${spec.side})` },
     );
-    return { side: spec.side, envoy, port, replicas, redis, sentinel, counts: () => envoyRlsCounts(envoy, 'app'), healthy, close };
+    return { side: spec.side, envoy, port, replicas, redis, memcached, sentinel, counts: () => envoyRlsCounts(envoy, 'app'), healthy, close };
   } catch (error) {
     await close();
     throw error;

@@ -1,6 +1,6 @@
 /**
  * The rate-limit servers of the fail-open audit, behind one interface: this service (`ratelimit serve`, its own
- * process, as a pod runs it) or envoyproxy/ratelimit (start.sh, Redis only). Each replica keeps its gRPC port
+ * process, as a pod runs it) or envoyproxy/ratelimit (start.sh; Redis or memcached). Each replica keeps its gRPC port
  * across restarts, so Envoy's cluster keeps pointing at it; its rules can be rewritten in place (for the
  * reference: in the private runtime directory start.sh copied them to, which the reference watches).
  */
@@ -14,7 +14,8 @@ import { freePort } from '../../../test/support/redis.js';
 export type Side = 'ours' | 'reference';
 
 /** Where a server finds its counters. */
-export type Counters = { kind: 'memory' } | { kind: 'redis'; port: number } | { kind: 'sentinel'; master: string; sentinelPort: number };
+export type Counters =
+  { kind: 'memory' } | { kind: 'redis'; port: number } | { kind: 'sentinel'; master: string; sentinelPort: number } | { kind: 'memcached'; hostPort: string };
 
 export interface ReplicaSpec {
   side: Side;
@@ -52,7 +53,9 @@ function oursEnv(spec: ReplicaSpec, port: number): Record<string, string> {
       ? { BACKEND: 'memory' }
       : c.kind === 'redis'
         ? { BACKEND: 'redis', REDIS_URL: `redis://127.0.0.1:${c.port}` }
-        : { BACKEND: 'redis', REDIS_TYPE: 'sentinel', REDIS_SENTINEL_MASTER: c.master, REDIS_SENTINEL_ADDRS: `127.0.0.1:${c.sentinelPort}` };
+        : c.kind === 'memcached'
+          ? { BACKEND: 'memcached', MEMCACHE_HOST_PORT: c.hostPort }
+          : { BACKEND: 'redis', REDIS_TYPE: 'sentinel', REDIS_SENTINEL_MASTER: c.master, REDIS_SENTINEL_ADDRS: `127.0.0.1:${c.sentinelPort}` };
   // As deployed: the default drain and reload watcher unless the row says otherwise.
   return { CONFIG_DIR: spec.rulesDir, GRPC_PORT: String(port), SHUTDOWN_DRAIN_MS: '5000', CONFIG_WATCH: 'true', ...backend, ...spec.sharedEnv, ...spec.env };
 }
@@ -60,6 +63,8 @@ function oursEnv(spec: ReplicaSpec, port: number): Record<string, string> {
 function referenceArgs(c: Counters): { address: string; env: string[] } {
   if (c.kind === 'memory') throw new Error('envoyproxy/ratelimit has no memory backend: give it Redis');
   if (c.kind === 'redis') return { address: `127.0.0.1:${c.port}`, env: [] };
+  // start.sh's Redis address is unused with BACKEND_TYPE=memcache
+  if (c.kind === 'memcached') return { address: '127.0.0.1:1', env: ['BACKEND_TYPE=memcache', `MEMCACHE_HOST_PORT=${c.hostPort}`] };
   return { address: `${c.master},127.0.0.1:${c.sentinelPort}`, env: ['REDIS_TYPE=sentinel'] };
 }
 

@@ -165,8 +165,21 @@ describe('conflicts and unsupported settings', () => {
     expect(loadSettings({ PORT: '9000', HTTP_PORT: '9000', BACKEND_TYPE: 'REDIS', BACKEND: 'redis' }).settings.httpPort).toBe(9000);
   });
 
-  it('refuses what would run differently from the reference: memcache, unix sockets, gRPC TLS', () => {
-    expect(problems({ BACKEND_TYPE: 'memcache' })[0]).toMatch(/^BACKEND_TYPE=memcache: memcached is not supported/);
+  it('reads BACKEND_TYPE=memcache and the MEMCACHE_* settings under their own names', () => {
+    const { settings } = loadSettings({
+      BACKEND_TYPE: 'memcache',
+      MEMCACHE_HOST_PORT: 'mc-0:11211, mc-1:11211',
+      MEMCACHE_SRV_REFRESH: '30s',
+      MEMCACHE_TLS: 'true',
+    });
+    expect(settings).toMatchObject({ backend: 'memcached', memcacheHostPort: ['mc-0:11211', 'mc-1:11211'], memcacheSrvRefreshMs: 30_000, memcacheTls: true });
+    expect(problems({ BACKEND_TYPE: 'memcache' })).toEqual([]);
+    const notices = (env: Record<string, string>) => loadSettings(env).notices.filter((n) => n.setting === 'BACKEND_TYPE');
+    expect(notices({ BACKEND_TYPE: 'memcache' })[0]?.message).toMatch(/set MEMCACHE_KEY_FORMAT=envoy \(and CACHE_KEY_PREFIX/);
+    expect(notices({ BACKEND_TYPE: 'memcache', MEMCACHE_KEY_FORMAT: 'envoy' })).toEqual([]);
+  });
+
+  it('refuses what would run differently from the reference: unix sockets, gRPC TLS', () => {
     expect(problems({ REDIS_SOCKET_TYPE: 'unix', REDIS_URL: '/var/run/redis.sock' })[0]).toMatch(/^REDIS_SOCKET_TYPE=unix: unix sockets are not supported/);
     expect(problems({ GRPC_SERVER_USE_TLS: 'true' })[0]).toMatch(/^GRPC_SERVER_USE_TLS=true needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY/);
     expect(problems({ CONFIG_TYPE: 'FILE', GRPC_SERVER_USE_TLS: 'false' })).toEqual([]);

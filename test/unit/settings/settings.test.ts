@@ -46,7 +46,7 @@ describe('settings', () => {
       'GRPC_PORT: 70000 is out of range 0..65535',
       "--http-port: 'x' is not a whole number",
       "CONFIG_WATCH: 'maybe' is not a boolean (true or false)",
-      "BACKEND: 'mysql' is not one of memory, redis",
+      "BACKEND: 'mysql' is not one of memory, redis, memcached",
     ]);
   });
 
