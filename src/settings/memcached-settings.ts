@@ -28,13 +28,16 @@ export const MEMCACHED_SETTINGS = {
         .filter((x) => x !== ''),
   ),
   memcacheSrv: str('MEMCACHE_SRV', 'BACKEND=memcached: the servers from this DNS SRV record (`_service._proto.name`) instead of MEMCACHE_HOST_PORT.'),
-  memcacheSrvRefreshMs: spec(
-    'MEMCACHE_SRV_REFRESH',
-    'duration (500ms, 10s, 1m)',
-    0,
-    'Re-read MEMCACHE_SRV this often (0: only at start); a failed lookup keeps the servers in use.',
-    parseGoDuration,
-  ),
+  memcacheSrvRefreshMs: {
+    ...spec(
+      'MEMCACHE_SRV_REFRESH',
+      'duration (500ms, 10s, 1m)',
+      0,
+      'Re-read MEMCACHE_SRV this often (0s: only at start); a failed lookup keeps the servers in use.',
+      parseGoDuration,
+    ),
+    shown: '0s',
+  },
   memcacheMaxIdleConns: int('MEMCACHE_MAX_IDLE_CONNS', 2, 'Pipelined connections kept open to each memcached server.', 1),
   memcacheKeyFormat: spec<'native' | 'envoy'>(
     'MEMCACHE_KEY_FORMAT',
