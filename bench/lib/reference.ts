@@ -3,9 +3,9 @@
  * its own, and the pid of a redis-server (from INFO server) so that its CPU can be read from /proc.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, rawCommand } from '../../test/support/redis.js';
 import type { Target } from './servers.js';
@@ -22,6 +22,20 @@ export const REFERENCE_START =
 
 export function haveReference(path = REFERENCE_START): boolean {
   return existsSync(path);
+}
+
+/** The reference's folder: its binary (`ratelimit`) beside its start script. */
+export const REFERENCE_DIR = dirname(REFERENCE_START);
+
+/** Why the reference cannot run here (its binary or start script not executable, or not linux x86-64), else undefined. */
+export function referenceCannotRun(dir = REFERENCE_DIR): string | undefined {
+  try {
+    accessSync(join(dir, 'ratelimit'), constants.X_OK);
+    accessSync(join(dir, 'start.sh'), constants.X_OK);
+  } catch (err) {
+    return `the reference binary cannot run here (${(err as Error).message})`;
+  }
+  return process.platform === 'linux' && process.arch === 'x64' ? undefined : 'the reference binary is built for linux x86-64 only';
 }
 
 function accepts(port: number): Promise<boolean> {

@@ -5,18 +5,19 @@
  * no other clock), so the window is an hour and the test retries once if an hour boundary falls inside it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REFERENCE_DIR, referenceCannotRun } from '../../bench/lib/reference.js';
 import { systemClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
 import { freePort, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const TOOL = '/work/shared/tools/envoy-ratelimit';
+const TOOL = REFERENCE_DIR;
 const REFERENCE_RULES = `domain: edge
 descriptors:
   - key: remote_address
@@ -32,16 +33,7 @@ const RULES = `${REFERENCE_RULES}  - key: plan
       algorithm: token_bucket
 `;
 
-function referenceRuns(): string | undefined {
-  try {
-    accessSync(join(TOOL, 'ratelimit'), constants.X_OK);
-    accessSync(join(TOOL, 'start.sh'), constants.X_OK);
-  } catch (err) {
-    return `the reference binary cannot run here (${(err as Error).message})`;
-  }
-  return process.platform === 'linux' && process.arch === 'x64' ? undefined : 'the reference binary is built for linux x86-64 only';
-}
-const cannotRun = referenceRuns();
+const cannotRun = referenceCannotRun();
 if (cannotRun !== undefined) console.warn(`SKIPPED envoy-counters.test.ts: ${cannotRun}`);
 
 let redis: RedisServer;

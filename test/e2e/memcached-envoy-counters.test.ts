@@ -7,18 +7,19 @@
  * hour, and a run that an hour boundary falls into is repeated once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REFERENCE_DIR, referenceCannotRun } from '../../bench/lib/reference.js';
 import { eventually } from '../support/eventually.js';
 import { memcachedGet, startMemcached, type MemcachedProcess } from '../support/memcached.js';
 import { freePort } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
-const TOOL = '/work/shared/tools/envoy-ratelimit';
+const TOOL = REFERENCE_DIR;
 const RULES = `domain: edge
 descriptors:
   - key: remote_address
@@ -27,16 +28,7 @@ descriptors:
       requests_per_unit: 10
 `;
 
-function referenceRuns(): string | undefined {
-  try {
-    accessSync(join(TOOL, 'ratelimit'), constants.X_OK);
-    accessSync(join(TOOL, 'start.sh'), constants.X_OK);
-  } catch (err) {
-    return `the reference binary cannot run here (${(err as Error).message})`;
-  }
-  return process.platform === 'linux' && process.arch === 'x64' ? undefined : 'the reference binary is built for linux x86-64 only';
-}
-const cannotRun = referenceRuns();
+const cannotRun = referenceCannotRun();
 if (cannotRun !== undefined) console.warn(`SKIPPED memcached-envoy-counters.test.ts: ${cannotRun}`);
 
 let servers: MemcachedProcess[];

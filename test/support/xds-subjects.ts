@@ -4,10 +4,12 @@
  * its own). Both listen on 127.0.0.1 and free ports.
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { REFERENCE_DIR } from '../../bench/lib/reference.js';
 import { freePort, startRedis } from './redis.js';
 import { spawnService } from './service-process.js';
 
-export const REFERENCE_BIN = '/work/shared/tools/envoy-ratelimit/ratelimit';
+export const REFERENCE_BIN = join(REFERENCE_DIR, 'ratelimit');
 
 export interface XdsSubject {
   /** host:port of the gRPC server. */
