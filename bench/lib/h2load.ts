@@ -47,6 +47,8 @@ export interface LoadSpec {
   readonly dir: string;
   /** The grpc-timeout header, ms (gRPC calls; default 1000); null sends none. */
   readonly timeoutMs?: number | null;
+  /** Over TLS (h2load does not check the server's certificate). */
+  readonly tls?: boolean;
 }
 
 const RLS_PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
@@ -85,7 +87,7 @@ export async function h2load(spec: LoadSpec): Promise<LoadResult> {
     ...(spec.rps !== undefined ? ['--rps', String(spec.rps)] : []),
     '--log-file',
     logFile,
-    `http://${spec.address}${spec.path ?? (grpc ? RLS_PATH : '/')}`,
+    `${spec.tls === true ? 'https' : 'http'}://${spec.address}${spec.path ?? (grpc ? RLS_PATH : '/')}`,
   ];
   try {
     const { stdout } = await run('h2load', args, { maxBuffer: 1 << 24 });

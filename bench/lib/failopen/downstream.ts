@@ -5,6 +5,7 @@
  * 127.0.0.1 and stops at a count or a duration, whichever comes first.
  */
 import { connect, type Socket } from 'node:net';
+import { frame } from '../../../test/support/h2-frames.js';
 import { rawHttp } from '../../../test/support/http-raw.js';
 import { LIMIT } from './stack.js';
 
@@ -105,16 +106,6 @@ export class Prober {
 export interface ResetResult {
   resets: number;
   connections: number;
-}
-
-/** An HTTP/2 frame: 3-byte length, type, flags, stream id. */
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head.writeUInt8(type, 3);
-  head.writeUInt8(flags, 4);
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
 }
 
 /**

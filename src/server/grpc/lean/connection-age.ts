@@ -6,21 +6,22 @@
  *
  * The age of each connection is spread by ±10% (uniform), so the connections one start or one scale-out opened
  * together do not all reconnect at once. At its age a connection is drained without refusing a call:
- *  1. GOAWAY NO_ERROR naming stream 2^31−1 (every stream the peer may already have sent is still accepted) and
+ *  1. a GOAWAY NO_ERROR naming stream 2^31−1 (every stream the peer may already have sent is still accepted), then
  *     a PING: the peer stops opening streams on it and opens a new connection for its next calls;
- *  2. once the PING is answered, every stream the peer sent before it read the first GOAWAY has arrived:
- *     a second GOAWAY names the last of them, and the connection closes when its calls in flight are answered;
+ *  2. once the PING is answered, every stream the peer sent before it read the GOAWAY has arrived: a second
+ *     GOAWAY names the last of them, and the connection closes when its calls in flight are answered;
  *  3. `graceMs` after the age, a connection still open (a call that never ends, or a peer that never answers
  *     the PING) is cut.
- * A peer that does not answer the PING within `graceMs` (or 60 s without a grace) gets the second GOAWAY
- * all the same.
+ *
+ * The first GOAWAY is written beside Node's HTTP/2 stack, which cannot send it (goaway-notice.ts). Where it
+ * cannot be written, the connection is drained in one step, the second GOAWAY alone: a stream the peer sent as it
+ * went out is refused with it (REFUSED_STREAM, at once, never left to hang).
  *
  * Timers run only while a connection is open, one per connection (unref'd).
  */
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
+import { noticeWriter, type NoticeWriter } from './goaway-notice.js';
 
-const { NGHTTP2_NO_ERROR } = http2.constants;
-const LAST_STREAM = 2 ** 31 - 1;
 const PING_WAIT_MS = 60_000;
 
 export interface ConnectionAgeOptions {
@@ -44,27 +45,25 @@ type AnyHttp2Server = http2.Http2Server | http2.Http2SecureServer;
 export function ageConnections(server: AnyHttp2Server, options: ConnectionAgeOptions): void {
   if (options.ageMs <= 0) return;
   const random = options.random ?? Math.random;
+  const notice = noticeWriter(server);
   server.on('session', (session: http2.ServerHttp2Session) => {
     if (session.closed || session.destroyed) return;
-    const timer = setTimeout(drain, Math.min(jitteredAgeMs(options.ageMs, random), 2 ** 31 - 1), session, options);
+    const timer = setTimeout(drain, Math.min(jitteredAgeMs(options.ageMs, random), 2 ** 31 - 1), session, notice, options);
     timer.unref();
     session.once('close', () => clearTimeout(timer));
   });
 }
 
-function drain(session: http2.ServerHttp2Session, options: ConnectionAgeOptions): void {
+function drain(session: http2.ServerHttp2Session, notice: NoticeWriter, options: ConnectionAgeOptions): void {
   if (session.closed || session.destroyed) return;
   options.onAged?.();
   const timers: NodeJS.Timeout[] = [];
   session.once('close', () => timers.forEach(clearTimeout));
-  let closed = false;
   const close = () => {
-    if (closed || session.closed || session.destroyed) return;
-    closed = true;
-    session.close(); // GOAWAY naming the last stream received; closes once its streams are done
+    if (!session.closed && !session.destroyed) session.close(); // GOAWAY naming the last stream received
   };
   if (options.graceMs > 0) timers.push(setTimeout(() => session.destroyed || session.destroy(), options.graceMs).unref());
+  if (!notice(session)) return close(); // one step
   timers.push(setTimeout(close, Math.min(options.graceMs > 0 ? options.graceMs : PING_WAIT_MS, PING_WAIT_MS)).unref());
-  session.goaway(NGHTTP2_NO_ERROR, LAST_STREAM);
   if (!session.ping(close)) close();
 }

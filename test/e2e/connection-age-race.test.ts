@@ -1,0 +1,90 @@
+/**
+ * The streams a client sent before it read the first GOAWAY of an aging connection are answered, over plain TCP
+ * and over TLS. A frame-level client plays Envoy under load: as the GOAWAY (last stream 2^31−1) arrives it still
+ * sends a call, as one already on the wire would be, and only then answers the PING. That call must be answered
+ * and named by the second GOAWAY; node:http2's own GOAWAY would have had it ignored, and the PING ack never read.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Code } from '../../src/server/grpc/lean/grpc-wire.js';
+import { noticeWriter } from '../../src/server/grpc/lean/goaway-notice.js';
+import { startLeanServer, type RunningLeanServer } from '../../src/server/grpc/lean/lean-server.js';
+import { routeTable } from '../../src/server/grpc/lean/routes.js';
+import { FRAME, FrameClient, goawayLastStream, type Frame } from '../support/h2-frames.js';
+import { grpcFrame } from '../support/raw-h2.js';
+import { makeTestPki, type TestPki } from '../support/tls.js';
+
+const ECHO = '/t.T/Echo';
+let pki: TestPki;
+let server: RunningLeanServer | undefined;
+let client: FrameClient | undefined;
+
+beforeAll(async () => {
+  pki = await makeTestPki();
+});
+afterAll(() => pki.remove());
+afterEach(async () => {
+  client?.close();
+  client = undefined;
+  await server?.close(100);
+  server = undefined;
+});
+
+async function start(secure: boolean): Promise<RunningLeanServer> {
+  const routes = routeTable();
+  routes.unary.set(ECHO, (bytes) => Promise.resolve(Buffer.from(bytes)));
+  server = await startLeanServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String(err) }), onFinished: () => undefined },
+    maxConnectionAge: { ageMs: 300, graceMs: 5000, random: () => 0.5 },
+    ...(secure
+      ? { credentials: grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(pki.serverKey), cert_chain: readFileSync(pki.serverCert) }]) }
+      : {}),
+  });
+  return server;
+}
+
+const isData = (stream: number) => (f: Frame) => f.type === FRAME.DATA && f.stream === stream && f.payload.length > 0;
+
+describe.each([
+  ['plain TCP', false],
+  ['TLS', true],
+])('an aging connection over %s', (_name, secure) => {
+  it('answers the call a client sent before it read the first GOAWAY, and names it in the second', async () => {
+    const s = await start(secure);
+    client = await FrameClient.connect(s.port, secure ? { tls: { ca: readFileSync(pki.caCert), servername: pki.serverName } } : {});
+    const first = client.call(ECHO, grpcFrame(Buffer.from('before')));
+    expect((await client.next(isData(first))).payload.subarray(5).toString()).toBe('before');
+
+    const notice = await client.next((f) => f.type === FRAME.GOAWAY);
+    expect(goawayLastStream(notice)).toBe(2 ** 31 - 1);
+    const late = client.call(ECHO, grpcFrame(Buffer.from('on the wire')));
+    client.ackPing(await client.next((f) => f.type === FRAME.PING && (f.flags & 1) === 0));
+
+    expect((await client.next(isData(late))).payload.subarray(5).toString()).toBe('on the wire');
+    const last = await client.next((f) => f.type === FRAME.GOAWAY && goawayLastStream(f) < 2 ** 31 - 1);
+    expect(goawayLastStream(last)).toBe(late);
+    expect(client.frames.filter((f) => f.type === FRAME.RST_STREAM)).toEqual([]);
+  });
+});
+
+it("gives a TLS session's later listeners the peer's address through the passage", async () => {
+  const tlsServer = http2.createSecureServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['h2'] });
+  const peers: unknown[] = [];
+  tlsServer.on('session', (session) => peers.push(session.socket.remoteAddress));
+  expect(typeof noticeWriter(tlsServer)).toBe('function');
+  tlsServer.on('stream', (stream) => stream.respond({ ':status': 200 }, { endStream: true }));
+  await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+  const port = (tlsServer.address() as AddressInfo).port;
+  const session = http2.connect(`https://127.0.0.1:${port}`, { ca: readFileSync(pki.caCert), servername: pki.serverName });
+  const answered = await new Promise<number>((resolve) => session.request({ ':path': '/' }).on('response', (h) => resolve(Number(h[':status']))));
+  session.close();
+  await new Promise<void>((resolve) => tlsServer.close(() => resolve()));
+  expect(answered).toBe(200);
+  expect(peers).toEqual(['127.0.0.1']);
+});
