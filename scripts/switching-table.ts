@@ -11,7 +11,6 @@ const STATUS: Record<ReferenceStatus, string> = {
   same: 'same',
   mapped: 'read',
   'no-op': 'nothing to do',
-  unsupported: 'unsupported',
 };
 
 function cell(text: string): string {
@@ -20,12 +19,7 @@ function cell(text: string): string {
 
 export function referenceSettingsTable(): string {
   const rows = REFERENCE_SETTINGS.map((s) => {
-    const how =
-      s.status === 'unsupported' && s.fatal
-        ? 'unsupported (start fails)'
-        : s.status === 'no-op' && s.fatal
-          ? 'nothing to do (other values: start fails)'
-          : STATUS[s.status];
+    const how = s.status === 'no-op' && s.fatal ? 'nothing to do (other values: start fails)' : STATUS[s.status];
     return `| \`${s.name}\` | \`${s.default === '' ? '""' : s.default}\` | ${how} | ${cell(s.here)} |`;
   });
   return ['| Reference setting | Its default | Here | Our equivalent, or what to do |', '|---|---|---|---|', ...rows].join('\n');

@@ -58,7 +58,7 @@ export async function startExtraListeners(settings: Settings, metrics: Metrics, 
         }),
       );
     }
-    if (settings.usePrometheus) {
+    if (settings.usePrometheus && !settings.disableStats) {
       const { host, port } = parseListenAddr(settings.prometheusAddr);
       out.push(
         await startMetricsServer({ host, port, path: settings.prometheusPath, registry: metrics.registry, onError }).catch((err: unknown) => {

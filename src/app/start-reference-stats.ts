@@ -1,7 +1,8 @@
 /**
  * The reference's stats, when a user of the reference asks for them: a statsd_exporter mapping into our
  * Prometheus series (PROMETHEUS_MAPPER_YAML, or the built-in mapping with USE_PROMETHEUS), and statsd or
- * DogStatsD (USE_STATSD, USE_DOG_STATSD). With none of them on nothing is created and requests pay nothing.
+ * DogStatsD (USE_STATSD, USE_DOG_STATSD). With none of them on nothing is created and requests pay nothing;
+ * DISABLE_STATS=true turns every one of them off, and the mirrors too.
  * A mapping replaces the per-rule mirrors under the reference's names (observability/metrics-reference.ts),
  * since it gives those names itself.
  */
@@ -19,6 +20,11 @@ const MIRRORS = ['total_hits', 'over_limit', 'near_limit', 'within_limit', 'shad
 
 export async function startReferenceStats(ctx: StartContext, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
   const { settings, metrics, log, teardown } = ctx;
+  if (settings.disableStats) {
+    // as the reference's null sink: not one of its stats, not even the per-rule mirrors under its names
+    for (const name of MIRRORS) metrics.registry.removeSingleMetric(name);
+    return;
+  }
   const file = settings.prometheusMapperYaml;
   let live: StatSink | undefined;
   if (file !== '' || settings.usePrometheus) {

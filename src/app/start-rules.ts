@@ -38,6 +38,7 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
   const loadOptions = {
     mergeDomains: settings.mergeDomainConfig,
     allFiles: settings.configAllFiles,
+    dotFiles: settings.configDotFiles,
     maxFileBytes: settings.configMaxFileBytes,
     allowEmpty: settings.capacityConfig !== '',
   };
@@ -49,6 +50,7 @@ export async function startRules({ settings, clock, log, metrics, teardown }: St
     settings.configWatch && xds === undefined
       ? watchConfigDir(settings.configDir, {
           allFiles: settings.configAllFiles,
+          dotFiles: settings.configDotFiles,
           debounceMs: settings.configDebounceMs,
           pollIntervalMs: settings.configPollIntervalMs,
           maxFileBytes: settings.configMaxFileBytes,

@@ -90,7 +90,7 @@ export async function startServers(
     requestLimits: engine.requestLimits,
     registry: metrics.registry,
     ready: () => model.ready(),
-    canAnswer: () => model.canAnswer(),
+    canAnswer: settings.redisHealthCheckActiveConnection ? () => model.ready().ready : () => model.canAnswer(),
     rules: () => holder.describe(),
     ...(top === undefined ? {} : { top: (domain: string | undefined) => ({ ...top.snapshot(domain), max_values: boundedLimits(engine.limiter, domain) }) }),
     statusPage: () =>

@@ -149,6 +149,7 @@ async function check(argv: string[]): Promise<number> {
   const result = await loadConfigDir(dir, {
     mergeDomains: settings.mergeDomainConfig,
     allFiles: settings.configAllFiles,
+    dotFiles: settings.configDotFiles,
     maxFileBytes: settings.configMaxFileBytes,
   });
   if (!result.ok) {

@@ -2,18 +2,18 @@
  * Every setting of envoyproxy/ratelimit (its src/settings/settings.go at f2fb157, names and defaults as the
  * binary declares them), with what it means here. This one table drives three things:
  *  - the translation of a reference deployment's environment into our settings (translate.ts),
- *  - the start-up log line for each reference-only setting that is set (unsupported ones say what to do),
+ *  - the start-up log line for each reference-only setting that is set,
  *  - the mapping table of docs/switching.md (scripts/switching-table.ts; a test keeps the page in step).
  *
  * status:
  *  - same:        same name, same meaning here.
  *  - mapped:      read and translated into our setting(s) named in `here`.
- *  - no-op:       nothing to do here: our behaviour already is what the setting asks for (see `here`).
- *  - unsupported: not available; when set, a warning names it and says what to do. With `fatal`, values
- *                 other than `accepts` stop the start (running would silently differ from the reference).
+ *  - no-op:       nothing to do here: our behaviour already is what the setting asks for (see `here`). With
+ *                 `fatal`, values other than `accepts` stop the start (running would silently differ from the
+ *                 reference).
  */
 
-export type ReferenceStatus = 'same' | 'mapped' | 'no-op' | 'unsupported';
+export type ReferenceStatus = 'same' | 'mapped' | 'no-op';
 
 export interface ReferenceSetting {
   readonly name: string;
@@ -24,11 +24,10 @@ export interface ReferenceSetting {
   readonly here: string;
   /** Values that change nothing here (logged at info, not warn): usually the reference's default or "off". */
   readonly accepts?: (value: string) => boolean;
-  /** Unsupported and other values than `accepts` would change behaviour in ways we cannot honour: fail start. */
+  /** Values other than `accepts` would change behaviour in ways we cannot honour: fail start. */
   readonly fatal?: boolean;
 }
 
-const off = (v: string) => /^(false|0|no|off|)$/i.test(v.trim());
 const is =
   (...values: string[]) =>
   (v: string) =>
@@ -117,9 +116,8 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row(
     'RUNTIME_IGNOREDOTFILES',
     'false',
-    'unsupported',
-    "dot files and dot directories are always skipped, as the reference does with true (with its default false it also loads them, e.g. a ConfigMap's `..data` copies); rename rule files that start with a dot",
-    { accepts: is('true', '1') },
+    'mapped',
+    "with RUNTIME_ROOT: true skips dot files and dot directories; false loads them too (CONFIG_DOT_FILES=true); **unset, they are skipped** (the reference loads them: an editor's swap file becomes a broken rule file). Kubernetes' ConfigMap entries (`..data`, `..2024_…`) are skipped either way",
   ),
   row('RUNTIME_WATCH_ROOT', 'true', 'no-op', 'the rules directory is always watched, ConfigMap symlink swaps included (CONFIG_WATCH)'),
   row('MERGE_DOMAIN_CONFIG', 'false', 'same', 'MERGE_DOMAIN_CONFIG'),
@@ -145,7 +143,12 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row('STATS_FLUSH_INTERVAL', '10s', 'same', 'STATS_FLUSH_INTERVAL (statsd counters; Prometheus series are current at every scrape)'),
   row('GOSTATS_FLUSH_INTERVAL_SECONDS', '5', 'no-op', 'the reference flushes on STATS_FLUSH_INTERVAL and never reads it; neither do we'),
   row('GOSTATS_LOGGING_SINK_DISABLED', 'false', 'no-op', 'stats are never written to the log here'),
-  row('DISABLE_STATS', 'false', 'unsupported', 'metrics are always collected (cheap); just do not scrape them', { accepts: off }),
+  row(
+    'DISABLE_STATS',
+    'false',
+    'same',
+    "DISABLE_STATS: none of the reference's stats (statsd, DogStatsD, PROMETHEUS_ADDR, the ratelimit_service_* series); this service's own series stay on HTTP_PORT's /metrics",
+  ),
   row('USE_PROMETHEUS', 'false', 'same', 'USE_PROMETHEUS (a second listener; `/metrics` is also on HTTP_PORT)'),
   row('PROMETHEUS_ADDR', ':9090', 'same', 'PROMETHEUS_ADDR'),
   row('PROMETHEUS_PATH', '/metrics', 'same', 'PROMETHEUS_PATH'),
@@ -215,9 +218,8 @@ export const REFERENCE_SETTINGS: readonly ReferenceSetting[] = [
   row(
     'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION',
     'false',
-    'unsupported',
-    'gRPC health is already NOT_SERVING while Redis cannot decide, in every FAILURE_MODE; GET /healthcheck is not (it is the Kubernetes readiness probe): GET /readyz is the HTTP check that follows Redis',
-    { accepts: off },
+    'same',
+    'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: GET /healthcheck answers 500 while Redis cannot decide; gRPC health is NOT_SERVING then whatever it says, in every FAILURE_MODE',
   ),
   row(
     'REDIS_STARTUP_INITIAL_INTERVAL',

@@ -1,7 +1,7 @@
 /**
  * Reads an envoyproxy/ratelimit environment (reference-settings.ts) as our settings: returns the values of
- * our env vars that the reference names imply, the problems that must stop the start (unsupported values
- * that would change behaviour), and one notice per reference-only setting that is set (nothing is silently
+ * our env vars that the reference names imply, the problems that must stop the start (values that
+ * would change behaviour in ways it cannot honour), and one notice per reference-only setting that is set (nothing is silently
  * ignored). Pure: settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
@@ -46,7 +46,6 @@ export function translateReferenceEnv(env: Env): Translation {
     if (v === undefined || s.status === 'same' || s.status === 'mapped') continue;
     if (s.accepts?.(v)) notices.push({ level: 'info', setting: s.name, message: `${s.name}=${v}: nothing to do here (${s.here})` });
     else if (s.fatal) problems.push(`${s.name}=${v}: ${s.here}`);
-    else if (s.status === 'unsupported') notices.push({ level: 'warn', setting: s.name, message: `${s.name} is not supported and has no effect: ${s.here}` });
     else notices.push({ level: 'info', setting: s.name, message: `${s.name}=${v}: already so here (${s.here})` });
   }
 
@@ -71,13 +70,14 @@ export function translateReferenceEnv(env: Env): Translation {
         message: 'DEBUG_PORT is unset: /rlconfig and /stats are off here (the reference serves them on 6070 by default); set DEBUG_PORT=6070 to keep them',
       });
     }
+    // Unset, dot files are skipped here (an editor's swap file is no rule file); the reference loads them.
     if (env.RUNTIME_IGNOREDOTFILES === undefined) {
       notices.push({
         level: 'info',
         setting: 'RUNTIME_IGNOREDOTFILES',
-        message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them)`,
+        message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them: set RUNTIME_IGNOREDOTFILES=false for that)`,
       });
-    }
+    } else if (!/^(1|t|true)$/i.test(env.RUNTIME_IGNOREDOTFILES.trim())) set('CONFIG_DOT_FILES', 'true', 'RUNTIME_IGNOREDOTFILES');
   }
 
   if (env.BACKEND_TYPE !== undefined) {

@@ -55,6 +55,11 @@ export function checkCombination(settings: Settings, given: ReadonlySet<SettingN
     // The reference's USE_STATSD defaults to true; here it is off unless set, so say what a statsd setting alone does.
     notices.push({ level: 'warn', setting: statsd[0]!, message: `${statsd.join(', ')} set, but USE_STATSD is not: no stats are sent; set USE_STATSD=true` });
   }
+  if (settings.disableStats) {
+    const off = (['useStatsd', 'useDogStatsd', 'usePrometheus', 'prometheusMapperYaml'] as const).filter((n) => given.has(n)).map((n) => SETTINGS[n].env);
+    if (off.length > 0)
+      notices.push({ level: 'warn', setting: 'DISABLE_STATS', message: `DISABLE_STATS=true turns off ${off.join(', ')}, as in envoyproxy/ratelimit` });
+  }
   return { errors, notices };
 }
 

@@ -208,6 +208,11 @@ export const SETTINGS = {
     false,
     'Load every non-dot file of CONFIG_DIR and its non-dot subdirectories, whatever the extension, as envoyproxy/ratelimit does (set by RUNTIME_ROOT).',
   ),
+  configDotFiles: bool(
+    'CONFIG_DOT_FILES',
+    false,
+    "With CONFIG_ALL_FILES: files and subdirectories whose names start with a dot are rules too (set by RUNTIME_IGNOREDOTFILES=false). Kubernetes' ConfigMap entries (`..data`, `..2024_…`) never.",
+  ),
   mergeDomainConfig: bool('MERGE_DOMAIN_CONFIG', false, 'Merge files that declare the same domain instead of rejecting them.'),
   configWatch: bool('CONFIG_WATCH', true, 'Reload the rules when the directory changes (Kubernetes ConfigMap swaps included).'),
   configDebounceMs: int('CONFIG_DEBOUNCE_MS', 250, 'Wait this long after the last file event before reloading.'),
@@ -286,6 +291,11 @@ export const SETTINGS = {
     'Redis unreachable or refusing (e.g. WRONGPASS, NOPERM) at start: serve by FAILURE_MODE at once and log the cause every 5 s (background); wait up to REDIS_STARTUP_TIMEOUT_MS first (wait); or exit with the cause after that wait (fail).',
   ),
   redisStartupTimeoutMs: int('REDIS_STARTUP_TIMEOUT_MS', 10_000, 'How long REDIS_STARTUP=wait|fail waits for Redis to decide successfully.', 1),
+  redisHealthCheckActiveConnection: bool(
+    'REDIS_HEALTH_CHECK_ACTIVE_CONNECTION',
+    false,
+    'GET /healthcheck also answers 500 while the counter store (Redis, or memcached) cannot decide, as GET /readyz does, as envoyproxy/ratelimit does with this setting. gRPC health follows the store whatever it says.',
+  ),
   failureMode: oneOf(
     'FAILURE_MODE',
     ['open', 'closed', 'local'] as const,

@@ -72,6 +72,11 @@ export const STATS_SETTINGS = {
     "A statsd_exporter mapping file: envoyproxy/ratelimit's stats are exported on /metrics under the names and labels it gives (docs/metrics-reference.md).",
     (s) => s.trim(),
   ),
+  disableStats: bool(
+    'DISABLE_STATS',
+    false,
+    "No envoyproxy/ratelimit stats at all, as there: nothing sent to statsd or DogStatsD, no PROMETHEUS_ADDR listener, no series under its names (ratelimit_service_*). This service's own series stay on the HTTP port's /metrics.",
+  ),
   prometheusResponseTimeAsMilliseconds: bool(
     'PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS',
     false,

@@ -10,25 +10,36 @@ import { ConfigError } from '../config-error.js';
 
 const YAML_NAME = /\.ya?ml$/i;
 
+/** Which names of a rules directory are rules files (CONFIG_ALL_FILES, CONFIG_DOT_FILES). */
+export interface FileSelection {
+  /** Every name whatever its extension, in subdirectories too; default `*.yaml` / `*.yml` at the top level. */
+  readonly allFiles?: boolean | undefined;
+  /** With `allFiles`: names that start with a dot too. */
+  readonly dotFiles?: boolean | undefined;
+}
+
 /**
  * `*.yaml` / `*.yml` by default; with `allFiles` every name, as envoyproxy/ratelimit loads every file of its
- * runtime directory whatever its extension. Hidden names (`.x`, `..data`, editor swap files) never.
+ * runtime directory whatever its extension. Hidden names (`.x`, editor swap files) only with `allFiles` and
+ * `dotFiles`, as the reference loads them unless RUNTIME_IGNOREDOTFILES=true; Kubernetes' ConfigMap machinery
+ * (`..data`, `..2024_…`) never: it holds the same files again.
  */
-export function isConfigFileName(name: string, allFiles = false): boolean {
-  return !name.startsWith('.') && (allFiles || YAML_NAME.test(name));
+export function isConfigFileName(name: string, select: FileSelection = {}): boolean {
+  if (name.startsWith('..') || (name.startsWith('.') && !(select.allFiles === true && select.dotFiles === true))) return false;
+  return select.allFiles === true || YAML_NAME.test(name);
 }
 
 /** Most directory levels followed below the rules directory with `allFiles`. */
 const MAX_SUBDIR_DEPTH = 8;
 
 /**
- * The candidate names of a rules directory: the top level's, or with `allFiles` every non-hidden file in
- * non-hidden subdirectories too (`sub/file`), as envoyproxy/ratelimit loads its runtime directory. The loader
+ * The candidate names of a rules directory: the top level's, or with `allFiles` every file in subdirectories too
+ * (`sub/file`), hidden ones as `dotFiles` says, as envoyproxy/ratelimit loads its runtime directory. The loader
  * lists with this one; the watcher's synchronous baseline with its twin below, which must walk alike.
  */
-export async function listConfigNames(dir: string, allFiles: boolean, prefix = '', depth = 0): Promise<string[]> {
-  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, allFiles));
-  if (!allFiles) return names;
+export async function listConfigNames(dir: string, select: FileSelection, prefix = '', depth = 0): Promise<string[]> {
+  const names = (await readdir(join(dir, prefix))).filter((n) => isConfigFileName(n, select));
+  if (select.allFiles !== true) return names;
   const out: string[] = [];
   for (const name of names) {
     const rel = prefix === '' ? name : `${prefix}/${name}`;
@@ -38,21 +49,21 @@ export async function listConfigNames(dir: string, allFiles: boolean, prefix = '
         (s) => s.isDirectory(),
         () => false,
       ));
-    if (isDir) out.push(...(await listConfigNames(dir, allFiles, rel, depth + 1)));
+    if (isDir) out.push(...(await listConfigNames(dir, select, rel, depth + 1)));
     else out.push(rel);
   }
   return out;
 }
 
 /** listConfigNames, synchronously (watcher.ts fingerprintConfigDirSync). */
-export function listConfigNamesSync(dir: string, allFiles: boolean, prefix = '', depth = 0): string[] {
-  const names = readdirSync(join(dir, prefix)).filter((n) => isConfigFileName(n, allFiles));
-  if (!allFiles) return names;
+export function listConfigNamesSync(dir: string, select: FileSelection, prefix = '', depth = 0): string[] {
+  const names = readdirSync(join(dir, prefix)).filter((n) => isConfigFileName(n, select));
+  if (select.allFiles !== true) return names;
   const out: string[] = [];
   for (const name of names) {
     const rel = prefix === '' ? name : `${prefix}/${name}`;
     const isDir = depth < MAX_SUBDIR_DEPTH && isDirectorySync(join(dir, rel));
-    if (isDir) out.push(...listConfigNamesSync(dir, allFiles, rel, depth + 1));
+    if (isDir) out.push(...listConfigNamesSync(dir, select, rel, depth + 1));
     else out.push(rel);
   }
   return out;
@@ -149,9 +160,10 @@ export function firstInvalidUtf8(b: Uint8Array): number {
  * and no word. (A rule set with no limits on purpose is a file with a domain and no descriptors.) `entries`:
  * the directory's names, to say what was passed over.
  */
-export function noRulesError(dir: string, allFiles: boolean, entries: readonly string[]): ConfigError {
-  const visible = entries.filter((n) => !n.startsWith('.')).sort();
-  const wanted = allFiles ? 'no non-dot file' : 'no *.yaml or *.yml file';
+export function noRulesError(dir: string, select: FileSelection, entries: readonly string[]): ConfigError {
+  const allFiles = select.allFiles === true;
+  const visible = entries.filter((n) => isConfigFileName(n, { allFiles: true, dotFiles: select.dotFiles })).sort();
+  const wanted = allFiles ? (select.dotFiles === true ? 'no file' : 'no non-dot file') : 'no *.yaml or *.yml file';
   const shown = `${visible.slice(0, 5).join(', ')}${visible.length > 5 ? `, and ${visible.length - 5} more` : ''}`;
   const what = entries.length === 0 ? 'it is empty' : visible.length === 0 ? 'it holds only dot files, which are skipped' : `ignored: ${shown}`;
   const hint = allFiles || visible.length === 0 ? '' : '; rules files end in .yaml or .yml (CONFIG_ALL_FILES=true reads every file whatever its extension)';

@@ -43,12 +43,12 @@ const { workerData } = require('node:worker_threads');
 `;
 export function loadConfigDirInWorker(dir: string, options: WorkerLoadOptions): Promise<CompileResult> {
   const limits = limitsOf(options);
-  return inWorker({ dir, allFiles: options.allFiles ?? false, allowEmpty: options.allowEmpty ?? false, limits }, options);
+  return inWorker({ dir, allFiles: options.allFiles ?? false, dotFiles: options.dotFiles ?? false, allowEmpty: options.allowEmpty ?? false, limits }, options);
 }
 
 /** compileConfigFiles off the event loop, for rules that arrive whole (over xDS); errors name the files as given. */
 export function compileFilesInWorker(files: readonly { name: string; text: string }[], options: WorkerLoadOptions): Promise<CompileResult> {
-  return inWorker({ dir: '(rules)', files, allFiles: false, allowEmpty: true, limits: limitsOf(options) }, options);
+  return inWorker({ dir: '(rules)', files, allFiles: false, dotFiles: false, allowEmpty: true, limits: limitsOf(options) }, options);
 }
 
 function inWorker(request: WorkerRequest, options: WorkerLoadOptions): Promise<CompileResult> {

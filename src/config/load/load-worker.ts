@@ -21,6 +21,7 @@ export interface WorkerRequest {
   /** Files given whole (rules over xDS): validated as they are, `dir` is not read. */
   readonly files?: readonly { readonly name: string; readonly text: string }[];
   readonly allFiles: boolean;
+  readonly dotFiles: boolean;
   readonly allowEmpty: boolean;
   readonly limits: ConfigLimits;
 }
@@ -80,7 +81,12 @@ const limits = request.limits; // complete: load-in-worker.ts filled in the defa
 const { files, errors } =
   request.files !== undefined
     ? { files: request.files, errors: [] }
-    : await readConfigFiles(request.dir, { allFiles: request.allFiles, allowEmpty: request.allowEmpty, maxFileBytes: limits.maxFileBytes });
+    : await readConfigFiles(request.dir, {
+        allFiles: request.allFiles,
+        dotFiles: request.dotFiles,
+        allowEmpty: request.allowEmpty,
+        maxFileBytes: limits.maxFileBytes,
+      });
 for (const f of files) {
   const v = validateFile(f.name, f.text, limits);
   const parts = partsOf(v.file);

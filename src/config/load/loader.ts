@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { compileConfigFiles } from '../compile/compile.js';
 import type { CompileOptions, CompileResult } from '../compile/compile.js';
 import { ConfigError } from '../config-error.js';
-import { decodeUtf8, dirProblem, isInside, listConfigNames, noRulesError, outsideError, tooLargeError } from './file-policy.js';
+import { decodeUtf8, dirProblem, isInside, listConfigNames, noRulesError, outsideError, tooLargeError, type FileSelection } from './file-policy.js';
 import { DEFAULT_LIMITS, limitsOf } from '../limits.js';
 
 export interface ConfigFile {
@@ -24,9 +24,7 @@ export interface ConfigFile {
   readonly text: string;
 }
 
-export interface ReadOptions {
-  /** Every regular non-hidden file, whatever its extension (envoyproxy/ratelimit's runtime directory); default `*.yaml` / `*.yml`. */
-  readonly allFiles?: boolean;
+export interface ReadOptions extends FileSelection {
   /** Files larger than this are refused unread (default 1 MiB, CONFIG_MAX_FILE_BYTES). */
   readonly maxFileBytes?: number;
   /**
@@ -66,7 +64,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
   let realDir: string;
   try {
     realDir = await realpath(dir);
-    names = await listConfigNames(dir, options.allFiles === true);
+    names = await listConfigNames(dir, options);
   } catch (err) {
     return { files: [], errors: [fileError(dir, dirProblem(err))] };
   }
@@ -93,8 +91,7 @@ async function readOnce(dir: string, options: ReadOptions): Promise<{ files: Con
       errors.push(fileError(name, `cannot read file: ${reason(err)}`));
     }
   }
-  if (files.length === 0 && errors.length === 0 && options.allowEmpty !== true)
-    errors.push(noRulesError(dir, options.allFiles === true, await readdir(dir).catch(() => [])));
+  if (files.length === 0 && errors.length === 0 && options.allowEmpty !== true) errors.push(noRulesError(dir, options, await readdir(dir).catch(() => [])));
   return { files, errors };
 }
 
@@ -159,6 +156,7 @@ export async function loadConfigDir(dir: string, options: CompileOptions & ReadO
   const limits = limitsOf(options);
   const { files, errors } = await readConfigFiles(dir, {
     ...(options.allFiles !== undefined ? { allFiles: options.allFiles } : {}),
+    ...(options.dotFiles !== undefined ? { dotFiles: options.dotFiles } : {}),
     ...(options.allowEmpty !== undefined ? { allowEmpty: options.allowEmpty } : {}),
     maxFileBytes: limits.maxFileBytes,
   });

@@ -54,7 +54,7 @@ export function fingerprintConfigDirSync(dir: string, options: ReadOptions = {})
   const maxBytes = options.maxFileBytes ?? DEFAULT_LIMITS.maxFileBytes;
   try {
     const realDir = realpathSync.native(dir);
-    const names = listConfigNamesSync(dir, options.allFiles === true);
+    const names = listConfigNamesSync(dir, options);
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     for (const name of names) {
       const path = join(dir, name);
@@ -73,7 +73,7 @@ export function fingerprintConfigDirSync(dir: string, options: ReadOptions = {})
         failures.push(`${name}:1:1: cannot read file: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-    if (files.length === 0 && failures.length === 0) failures.push(noRulesError(dir, options.allFiles === true, readdirSync(dir)).message);
+    if (files.length === 0 && failures.length === 0) failures.push(noRulesError(dir, options, readdirSync(dir)).message);
   } catch (err) {
     failures.push(`${dir}:1:1: ${dirProblem(err)}`);
   }

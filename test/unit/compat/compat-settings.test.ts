@@ -78,8 +78,15 @@ describe('a deployment configured for envoyproxy/ratelimit', () => {
     expect(settings.backend).toBe('redis');
     expect(settings.configDir).toBe('/data/ratelimit/config');
     expect(settings.configAllFiles).toBe(true);
+    expect(settings.configDotFiles).toBe(false);
     expect(settings.httpPort).toBe(8080);
     expect(settings.debugPort).toBe(6070);
+  });
+
+  it('skips dot files unless RUNTIME_IGNOREDOTFILES=false says to load them', () => {
+    expect(loadSettings({ ...ISSUE_ENV, RUNTIME_IGNOREDOTFILES: 'true' }).settings.configDotFiles).toBe(false);
+    expect(loadSettings({ ...ISSUE_ENV, RUNTIME_IGNOREDOTFILES: 'false' }).settings.configDotFiles).toBe(true);
+    expect(loadSettings({ RUNTIME_IGNOREDOTFILES: 'false' }).settings.configDotFiles).toBe(false); // no runtime directory: no rules read its way
   });
 
   it('reads REDIS_URL=redis:6379 as host redis, port 6379, database 0', () => {
@@ -143,7 +150,7 @@ describe('a deployment configured for envoyproxy/ratelimit', () => {
   });
 });
 
-describe('conflicts and unsupported settings', () => {
+describe('conflicts, and settings that change nothing here', () => {
   it('fails when a reference name and ours disagree, naming both', () => {
     expect(problems({ PORT: '8080', HTTP_PORT: '9000' })).toEqual([
       "PORT (envoyproxy/ratelimit) means HTTP_PORT=8080, but HTTP_PORT is '9000': set only one of them",
@@ -211,7 +218,7 @@ describe('conflicts and unsupported settings', () => {
     expect(redisTarget({ REDIS_SOCKET_TYPE: 'tcp', REDIS_URL: 'redis:6379', REDIS_TLS_SKIP_HOSTNAME_VERIFICATION: 'true' }).options).not.toHaveProperty('tls');
   });
 
-  it('names every reference-only setting that is set: unsupported ones as warnings with what to do', () => {
+  it('names every reference-only setting that is set', () => {
     const { notices } = loadSettings({
       USE_STATSD: 'true',
       STATSD_HOST: 'statsd',
@@ -223,9 +230,7 @@ describe('conflicts and unsupported settings', () => {
     expect(notices.map((n) => [n.level, n.setting])).toEqual([
       ['info', 'RUNTIME_WATCH_ROOT'],
       ['info', 'GOSTATS_FLUSH_INTERVAL_SECONDS'],
-      ['warn', 'DISABLE_STATS'],
       ['info', 'REDIS_POOL_SIZE'],
     ]);
-    expect(notices[2]!.message).toBe('DISABLE_STATS is not supported and has no effect: metrics are always collected (cheap); just do not scrape them');
   });
 });

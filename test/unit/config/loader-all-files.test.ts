@@ -1,4 +1,7 @@
-/** allFiles (RUNTIME_ROOT...): every non-dot file, in non-dot subdirectories too, as envoyproxy/ratelimit loads them. */
+/**
+ * allFiles (RUNTIME_ROOT...): every file, in subdirectories too, as envoyproxy/ratelimit loads them; dot files and
+ * dot directories only with dotFiles (RUNTIME_IGNOREDOTFILES unset or false); Kubernetes' `..` entries never.
+ */
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfigDir } from '../../../src/config/index.js';
 import { rulesFolder } from '../../support/rules-folder.js';
@@ -21,6 +24,13 @@ describe('loadConfigDir with allFiles', () => {
     if (!result.ok) throw new Error(result.errors.join('\n'));
     expect([...result.config.domains.keys()].sort()).toEqual(['d1', 'd2', 'd5']);
     expect(result.config.files.map(String).sort()).toEqual(['noext', 'notes.yml', 'sub/nested.yaml']);
+  });
+
+  it('with dotFiles, dot files and dot directories too, but never the `..` entries of a ConfigMap', async () => {
+    const result = await loadConfigDir(dir, { mergeDomains: false, allFiles: true, dotFiles: true });
+    if (!result.ok) throw new Error(result.errors.join('\n'));
+    expect([...result.config.domains.keys()].sort()).toEqual(['d1', 'd2', 'd3', 'd5', 'd6']);
+    expect(result.config.files.map(String).sort()).toEqual(['.dot.yaml', '.hidden/y', 'noext', 'notes.yml', 'sub/nested.yaml']);
   });
 
   it('without it, only the *.yaml / *.yml files at the top level', async () => {

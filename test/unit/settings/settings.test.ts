@@ -64,6 +64,12 @@ describe('settings that are wrong together (settings-checks.ts)', () => {
     const { settings, given } = loadSettings(env);
     return checkCombination(settings, given);
   };
+  it('says what DISABLE_STATS=true turns off', () => {
+    expect(combination({ DISABLE_STATS: 'true', USE_STATSD: 'true', USE_PROMETHEUS: 'true' }).notices).toEqual([
+      { level: 'warn', setting: 'DISABLE_STATS', message: 'DISABLE_STATS=true turns off USE_STATSD, USE_PROMETHEUS, as in envoyproxy/ratelimit' },
+    ]);
+    expect(combination({ DISABLE_STATS: 'true' }).notices).toEqual([]);
+  });
   it('refuses Redis settings without BACKEND, warns when BACKEND=memory is chosen on purpose, accepts the rest', () => {
     expect(combination({ REDIS_URL: 'redis://r:6379' }).errors).toEqual([
       "REDIS_URL set, but BACKEND is not: counters would stay in this process's memory and Redis would never be used; set BACKEND=redis (or BACKEND=memory to keep counters in memory on purpose)",
