@@ -9,12 +9,14 @@
  * the replicas that pass a TCP readiness check (B is listed from the start but gets connections only once it
  * listens), in turn. Without aging, Envoy keeps its connection to A for as long as both live, and B never sees a
  * call. With it, Envoy's connection is aged within the age of B's start, and B has calls by the second reconnect.
+ * Over plain TCP and over mutual TLS, as Envoy Gateway's ratelimit cluster connects.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { rlsBootstrap } from '../support/envoy-bootstrap.js';
+import { afterEach, expect, it } from 'vitest';
+import { rlsBootstrap, upstreamTls } from '../support/envoy-bootstrap.js';
+import { setPath } from '../support/envoy-config.js';
 import { envoyRlsCounts } from '../support/envoy-stack.js';
 import { describeEnvoy, startEnvoy, type EnvoyProcess } from '../support/envoy.js';
 import { startUpstream, type Upstream } from '../support/envoy-upstream.js';
@@ -23,6 +25,7 @@ import { rawHttp } from '../support/http-raw.js';
 import { freePort } from '../support/redis.js';
 import { scrapeMetrics, total } from '../support/scrape.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
+import { makeTestPki } from '../support/tls.js';
 
 const AGE_MS = 2000;
 const RULES = ['domain: age', 'descriptors:', '  - key: generic_key', '    value: open', '    rate_limit: {unit: second, requests_per_unit: 1000000}', ''].join(
@@ -71,60 +74,58 @@ function serviceProxy(ports: number[]): object {
   };
 }
 
-let dir = '';
-let upstream: Upstream;
-let service: EnvoyProcess;
-let envoy: EnvoyProcess;
-let ingress = 0;
-const ports: number[] = [];
-const replicas: ServiceProcess[] = [];
-
-const replica = (i: number) =>
-  spawnService(
-    {
-      CONFIG_DIR: dir,
-      GRPC_PORT: String(ports[i]),
-      GRPC_MAX_CONNECTION_AGE: `${AGE_MS}ms`,
-      GRPC_MAX_CONNECTION_AGE_GRACE: '5s',
-    },
-    60_000,
-  );
 const decisions = async (r: ServiceProcess) => total(await scrapeMetrics(r.httpAddress), 'ratelimit_decisions_total');
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
 
 describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reaches a replica added later', () => {
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rl-age-'));
+  it.for([
+    ['plain TCP', false],
+    ['mutual TLS, as Envoy Gateway connects', true],
+  ] as const)('over %s: moves part of the calls to replica B within the age, every request decided', { timeout: 90_000 }, async ([, secure]) => {
+    const dir = mkdtempSync(join(tmpdir(), 'rl-age-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'age.yaml'), RULES);
-    ports.push(await freePort(), await freePort());
-    replicas.push(await replica(0));
-    upstream = await startUpstream();
-    service = await startEnvoy(serviceProxy(ports));
-    const servicePort = await service.listenerPort('service');
-    envoy = await startEnvoy(
-      rlsBootstrap({
-        service: { address: '127.0.0.1', port: servicePort },
-        upstream: { address: '127.0.0.1', port: upstream.port },
-        domain: 'age',
-        routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'open' } }] }] }],
-      }),
-    );
-    ingress = await envoy.listenerPort('ingress');
-  }, 120_000);
+    const pki = secure ? await makeTestPki() : undefined;
+    if (pki) cleanups.push(() => pki.remove());
+    const ports = [await freePort(), await freePort()];
+    const replica = async (i: number) => {
+      const r = await spawnService(
+        {
+          CONFIG_DIR: dir,
+          GRPC_PORT: String(ports[i]),
+          GRPC_MAX_CONNECTION_AGE: `${AGE_MS}ms`,
+          GRPC_MAX_CONNECTION_AGE_GRACE: '5s',
+          ...(pki ? { GRPC_TLS_CERT: pki.serverCert, GRPC_TLS_KEY: pki.serverKey, GRPC_TLS_CLIENT_CA: pki.caCert } : {}),
+        },
+        60_000,
+      );
+      cleanups.push(() => r.stop());
+      return r;
+    };
+    const a = await replica(0);
+    const upstream: Upstream = await startUpstream();
+    cleanups.push(() => upstream.close());
+    const service: EnvoyProcess = await startEnvoy(serviceProxy(ports));
+    cleanups.push(() => service.stop());
+    const config = rlsBootstrap({
+      service: { address: '127.0.0.1', port: await service.listenerPort('service') },
+      upstream: { address: '127.0.0.1', port: upstream.port },
+      domain: 'age',
+      routes: [{ prefix: '/', rateLimits: [{ actions: [{ generic_key: { descriptor_value: 'open' } }] }] }],
+    });
+    if (pki) setPath(config, 'static_resources.clusters[name=ratelimit].transport_socket', upstreamTls(pki, true));
+    const envoy: EnvoyProcess = await startEnvoy(config);
+    cleanups.push(() => envoy.stop());
+    const ingress = await envoy.listenerPort('ingress');
 
-  afterAll(async () => {
-    await envoy?.stop();
-    await service?.stop();
-    for (const r of replicas) await r.stop();
-    await upstream?.close();
-    if (dir !== '') rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('moves part of the calls to replica B within the age, every request decided', { timeout: 90_000 }, async () => {
     // Envoy connects through the Service to A, the only replica
     for (let i = 0; i < 20; i++) expect((await rawHttp(ingress, 'GET', '/')).status).toBe(200);
-    expect(await decisions(replicas[0]!)).toBeGreaterThanOrEqual(20);
+    expect(await decisions(a)).toBeGreaterThanOrEqual(20);
 
-    replicas.push(await replica(1));
+    const b = await replica(1);
     // the Service takes B once its readiness check passes
     await eventually(async () => (await service.stat('cluster.pods.membership_healthy')) === 2, { timeoutMs: 20_000, what: 'B ready at the Service' });
     const readyB = performance.now();
@@ -138,16 +139,16 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reache
     while (performance.now() - readyB < 2 * (AGE_MS * 1.1 + 3000) && sent < 10_000) {
       const answers = await Promise.all(Array.from({ length: 5 }, () => rawHttp(ingress, 'GET', '/')));
       sent += answers.length;
-      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(answers.map((x) => x.status)).toEqual([200, 200, 200, 200, 200]);
       if (reconnectedAfterMs === undefined && (await envoy.stat('cluster.ratelimit.upstream_cx_total')) > connections)
         reconnectedAfterMs = performance.now() - readyB;
-      onB = await decisions(replicas[1]!);
+      onB = await decisions(b);
       if (onB >= 5) break;
     }
     const movedAfterMs = performance.now() - readyB;
     expect(reconnectedAfterMs, 'Envoy reconnected within the age (+10%) and 3 s').toBeLessThanOrEqual(AGE_MS * 1.1 + 3000);
     expect(onB, `replica B decided ${onB} of ${sent} calls in ${Math.round(movedAfterMs)} ms`).toBeGreaterThanOrEqual(5);
-    expect(await decisions(replicas[0]!)).toBeGreaterThan(20); // A kept part of them
+    expect(await decisions(a)).toBeGreaterThan(20); // A kept part of them
     const counts = await envoyRlsCounts(envoy, 'app');
     expect(counts.error).toBe(0);
     expect(counts.failureModeAllowed).toBe(0);
