@@ -7,6 +7,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Code } from '../../src/server/grpc/lean/grpc-wire.js';
@@ -33,11 +35,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function start(secure: boolean): Promise<RunningLeanServer> {
+async function start(secure: boolean, host = '127.0.0.1'): Promise<RunningLeanServer> {
   const routes = routeTable();
   routes.unary.set(ECHO, (bytes) => Promise.resolve(Buffer.from(bytes)));
   server = await startLeanServer({
-    host: '127.0.0.1',
+    host,
     port: 0,
     routes,
     hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String(err) }), onFinished: () => undefined },
@@ -52,12 +54,18 @@ async function start(secure: boolean): Promise<RunningLeanServer> {
 const isData = (stream: number) => (f: Frame) => f.type === FRAME.DATA && f.stream === stream && f.payload.length > 0;
 
 describe.each([
-  ['plain TCP', false],
-  ['TLS', true],
-])('an aging connection over %s', (_name, secure) => {
+  ['plain TCP', 'tcp'],
+  ['TLS', 'tls'],
+  ['a Unix socket', 'unix'],
+] as const)('an aging connection over %s', (_name, transport) => {
   it('answers the call a client sent before it read the first GOAWAY, and names it in the second', async () => {
-    const s = await start(secure);
-    client = await FrameClient.connect(s.port, secure ? { tls: { ca: readFileSync(pki.caCert), servername: pki.serverName } } : {});
+    const secure = transport === 'tls';
+    const socketPath = join(tmpdir(), `rl-age-${process.pid}-${Date.now()}.sock`);
+    const s = await start(secure, transport === 'unix' ? `unix:${socketPath}` : '127.0.0.1');
+    client = await FrameClient.connect(
+      transport === 'unix' ? socketPath : s.port,
+      secure ? { tls: { ca: readFileSync(pki.caCert), servername: pki.serverName } } : {},
+    );
     const first = client.call(ECHO, grpcFrame(Buffer.from('before')));
     expect((await client.next(isData(first))).payload.subarray(5).toString()).toBe('before');
 

@@ -51,13 +51,13 @@ export class FrameClient {
     socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(FRAME.SETTINGS, 0, 0)]));
   }
 
-  static connect(port: number, options: { tls?: { ca: Buffer; servername: string } } = {}): Promise<FrameClient> {
+  /** `to`: a port on 127.0.0.1, or a Unix socket's path. */
+  static connect(to: number | string, options: { tls?: { ca: Buffer; servername: string } } = {}): Promise<FrameClient> {
     return new Promise((resolve, reject) => {
+      const where = typeof to === 'number' ? { host: '127.0.0.1', port: to } : { path: to };
       const socket = options.tls
-        ? tls.connect({ host: '127.0.0.1', port, ca: options.tls.ca, servername: options.tls.servername, ALPNProtocols: ['h2'] }, () =>
-            resolve(new FrameClient(socket)),
-          )
-        : net.connect(port, '127.0.0.1', () => resolve(new FrameClient(socket)));
+        ? tls.connect({ ...where, ca: options.tls.ca, servername: options.tls.servername, ALPNProtocols: ['h2'] }, () => resolve(new FrameClient(socket)))
+        : net.connect(where, () => resolve(new FrameClient(socket)));
       socket.once('error', reject);
     });
   }
