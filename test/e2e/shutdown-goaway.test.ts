@@ -5,7 +5,11 @@
  * only then answers the PING. That call must be answered, its trailers sent, and named by the second GOAWAY; a
  * one-step GOAWAY would have named only the calls received so far, and the late call would go undecided.
  */
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { drainSession } from '../../src/server/grpc/lean/drain-session.js';
+import { noticeWriter } from '../../src/server/grpc/lean/goaway-notice.js';
 import { FRAME, goawayLastStream, type Frame } from '../support/h2-frames.js';
 import { ECHO, leanEchoContext } from '../support/lean-echo.js';
 import { grpcFrame } from '../support/raw-h2.js';
@@ -68,4 +72,19 @@ it('over TLS without connection aging (no passage for the notice), drains in one
   const closed = s.close(GRACE_MS);
   expect(goawayLastStream(await c.next((f) => f.type === FRAME.GOAWAY))).toBe(first);
   await closed;
+});
+
+it("writes the first GOAWAY after the server's SETTINGS on a connection just accepted", async () => {
+  const server = http2.createServer();
+  const notice = noticeWriter(server);
+  server.on('session', (session) => process.nextTick(() => drainSession(session, notice, 5000)));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const c = await ctx.connect((server.address() as AddressInfo).port, false);
+    const goaway = await c.next((f) => f.type === FRAME.GOAWAY);
+    expect(goawayLastStream(goaway)).toBe(LAST);
+    expect(c.frames[0]?.type).toBe(FRAME.SETTINGS);
+  } finally {
+    server.close();
+  }
 });

@@ -12,7 +12,8 @@
  * cannot be written, the connection is drained in one step, the second GOAWAY alone: a stream the peer sent as it
  * went out is refused with it.
  *
- * Timers run only while the connection is open (unref'd).
+ * The notice follows the server's SETTINGS, the first frame of every connection. Timers run only while the
+ * connection is open (unref'd).
  */
 import type * as http2 from 'node:http2';
 import type { NoticeWriter } from './goaway-notice.js';
@@ -29,7 +30,14 @@ export function drainSession(session: http2.ServerHttp2Session, notice: NoticeWr
     if (!session.closed && !session.destroyed) session.close(); // GOAWAY naming the last stream received
   };
   if (graceMs > 0) timers.push(setTimeout(() => session.destroyed || session.destroy(), graceMs).unref());
-  if (notice === undefined || !notice(session)) return close(); // one step
   timers.push(setTimeout(close, Math.min(graceMs > 0 ? graceMs : PING_WAIT_MS, PING_WAIT_MS)).unref());
-  if (!session.ping(close)) close();
+  const start = () => {
+    if (session.closed || session.destroyed) return;
+    if (notice === undefined || !notice(session)) return close(); // one step
+    if (!session.ping(close)) close();
+  };
+  // The server's SETTINGS open the connection, and nghttp2 may not have written them yet on a connection just
+  // accepted: the notice waits for the peer to acknowledge them.
+  if (session.pendingSettingsAck) session.once('localSettings', start);
+  else start();
 }
