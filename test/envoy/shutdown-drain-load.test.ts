@@ -1,7 +1,7 @@
 /**
- * A replica stopped (SIGTERM) under load through a real Envoy, as a rolling restart or a scale-in does behind
- * Envoy Gateway: Envoy's `ratelimit` cluster has one endpoint, the Service, and no health check, so Envoy keeps
- * sending on its connection to the stopping replica until that replica's GOAWAY. The Service (a second Envoy, as
+ * Replicas stopped (SIGTERM) under load through a real Envoy, in a rolling restart of two as behind Envoy
+ * Gateway: Envoy's `ratelimit` cluster has one endpoint, the Service, and no health check, so Envoy keeps sending
+ * on its connection to the stopping replica until that replica's GOAWAY. The Service (a second Envoy, as
  * kube-proxy: test/support/service-proxy.ts) drops the replica from its endpoints as its /readyz fails, so
  * Envoy's next connection goes to the other replica. Envoy always has calls on the wire when the GOAWAY goes
  * out: every request must still be decided (no error, nothing failed open, no timeout or reset), over plain TCP
@@ -29,7 +29,7 @@ const RULES = 'domain: stop\ndescriptors:\n  - key: generic_key\n    value: open
 const DRAIN_MS = 1500;
 const GRACE_MS = 3000;
 const CLIENTS = 8;
-/** Requests sent before the SIGTERM, and after the stopped replica exited. */
+/** Requests sent before each SIGTERM, and after the last restart. */
 const BEFORE = 300;
 const AFTER = 300;
 const CLUSTER = [
@@ -72,7 +72,7 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
   fixtures.for([
     ['plain TCP', false],
     ['mutual TLS', true],
-  ] as const)('over %s: every request decided while the replica drains and exits', { timeout: 120_000 }, async ([, secure]) => {
+  ] as const)('over %s: every request decided while each replica drains and exits in turn', { timeout: 120_000 }, async ([, secure]) => {
     const pki = secure ? await makeTestPki() : undefined;
     if (pki) cleanups.push(() => pki.remove());
     const dir = mkdtempSync(join(tmpdir(), 'rl-stop-'));
@@ -121,25 +121,31 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
     expect((await rawHttp(port, 'GET', '/')).status).toBe(200);
     const b = await replica(1);
     await ready(2, 20_000, 'B ready at the Service');
-    expect(await decisions(b)).toBe(0);
 
+    // A rolling restart: A stops (Envoy's connection is on A), starts again, then B stops (Envoy's connection is on B).
+    const replicas = [a, b];
     const traffic = load(port);
     cleanups.push(() => traffic.stop());
-    await eventually(() => traffic.statuses.length >= BEFORE, { timeoutMs: 30_000, what: `${BEFORE} requests before the SIGTERM` });
-    const stopped = a.stop(); // SIGTERM: NOT_SERVING and /readyz 503 for the drain, then the GOAWAYs, then exit
-    await ready(1, DRAIN_MS, 'A out of the Service within its drain');
-    await stopped;
-    const atExit = traffic.statuses.length;
-    await eventually(() => traffic.statuses.length >= atExit + AFTER, { timeoutMs: 30_000, what: `${AFTER} requests after A exited` });
+    for (const i of [0, 1]) {
+      const sent = traffic.statuses.length;
+      await eventually(() => traffic.statuses.length >= sent + BEFORE, { timeoutMs: 30_000, what: `${BEFORE} requests before the SIGTERM` });
+      const stopped = replicas[i]!.stop(); // SIGTERM: NOT_SERVING and /readyz 503 for the drain, then the GOAWAYs, then exit
+      await ready(1, DRAIN_MS, `replica ${i} out of the Service within its drain`);
+      await stopped;
+      replicas[i] = await replica(i);
+      await ready(2, 20_000, `replica ${i} ready again`);
+    }
+    const atEnd = traffic.statuses.length;
+    await eventually(() => traffic.statuses.length >= atEnd + AFTER, { timeoutMs: 30_000, what: `${AFTER} requests after the restart` });
     const statuses = await traffic.stop();
 
     const stats = await envoy.stats('^cluster\\.ratelimit\\.upstream_');
-    expect(stats.get('cluster.ratelimit.upstream_cx_close_notify'), "A's GOAWAY reached Envoy").toBeGreaterThanOrEqual(1);
+    expect(stats.get('cluster.ratelimit.upstream_cx_close_notify'), 'each GOAWAY reached Envoy').toBeGreaterThanOrEqual(2);
     expect(Object.fromEntries(CLUSTER.map((n) => [n, stats.get(`cluster.ratelimit.${n}`) ?? 0]))).toEqual(Object.fromEntries(CLUSTER.map((n) => [n, 0])));
     const counts = await envoyRlsCounts(envoy, 'app');
     expect({ error: counts.error, failureModeAllowed: counts.failureModeAllowed }).toEqual({ error: 0, failureModeAllowed: 0 });
     expect(counts.ok).toBe(1 + statuses.length);
     expect(statuses.filter((s) => s !== 200).length, `${statuses.length} requests`).toBe(0);
-    expect(await decisions(b), 'B took the calls after the GOAWAY').toBeGreaterThanOrEqual(AFTER);
+    expect(await decisions(replicas[0]!), "the restarted A took the calls after B's GOAWAY").toBeGreaterThanOrEqual(AFTER);
   });
 });
