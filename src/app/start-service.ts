@@ -79,7 +79,7 @@ export async function startService(
   teardown.defer('serving', async () => {
     await rules.stopWatching();
     await stored.stopXds();
-    log.info('drain over: refusing new calls, finishing in-flight ones', { graceMs: settings.shutdownGraceMs });
+    log.info('drain over: refusing new connections, draining open ones', { graceMs: settings.shutdownGraceMs });
     await servers.stopGrpc();
   });
   return {

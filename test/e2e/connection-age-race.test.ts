@@ -4,52 +4,18 @@
  * sends a call, as one already on the wire would be, and only then answers the PING. That call must be answered
  * and named by the second GOAWAY; node:http2's own GOAWAY would have had it ignored, and the PING ack never read.
  */
-import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Code } from '../../src/server/grpc/lean/grpc-wire.js';
+import { describe, expect, it } from 'vitest';
 import { noticeWriter } from '../../src/server/grpc/lean/goaway-notice.js';
-import { startLeanServer, type RunningLeanServer } from '../../src/server/grpc/lean/lean-server.js';
-import { routeTable } from '../../src/server/grpc/lean/routes.js';
-import { FRAME, FrameClient, goawayLastStream, type Frame } from '../support/h2-frames.js';
+import { FRAME, goawayLastStream, type Frame } from '../support/h2-frames.js';
+import { ECHO, leanEchoContext } from '../support/lean-echo.js';
 import { grpcFrame } from '../support/raw-h2.js';
-import { makeTestPki, type TestPki } from '../support/tls.js';
 
-const ECHO = '/t.T/Echo';
-let pki: TestPki;
-let server: RunningLeanServer | undefined;
-let client: FrameClient | undefined;
-
-beforeAll(async () => {
-  pki = await makeTestPki();
-});
-afterAll(() => pki.remove());
-afterEach(async () => {
-  client?.close();
-  client = undefined;
-  await server?.close(100);
-  server = undefined;
-});
-
-async function start(secure: boolean, host = '127.0.0.1'): Promise<RunningLeanServer> {
-  const routes = routeTable();
-  routes.unary.set(ECHO, (bytes) => Promise.resolve(Buffer.from(bytes)));
-  server = await startLeanServer({
-    host,
-    port: 0,
-    routes,
-    hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String(err) }), onFinished: () => undefined },
-    maxConnectionAge: { ageMs: 300, graceMs: 5000, random: () => 0.5 },
-    ...(secure
-      ? { credentials: grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(pki.serverKey), cert_chain: readFileSync(pki.serverCert) }]) }
-      : {}),
-  });
-  return server;
-}
+const ctx = leanEchoContext();
 
 const isData = (stream: number) => (f: Frame) => f.type === FRAME.DATA && f.stream === stream && f.payload.length > 0;
 
@@ -61,11 +27,8 @@ describe.each([
   it('answers the call a client sent before it read the first GOAWAY, and names it in the second', async () => {
     const secure = transport === 'tls';
     const socketPath = join(tmpdir(), `rl-age-${process.pid}-${Date.now()}.sock`);
-    const s = await start(secure, transport === 'unix' ? `unix:${socketPath}` : '127.0.0.1');
-    client = await FrameClient.connect(
-      transport === 'unix' ? socketPath : s.port,
-      secure ? { tls: { ca: readFileSync(pki.caCert), servername: pki.serverName } } : {},
-    );
+    const s = await ctx.serve(secure, { ageMs: 300, graceMs: 5000, random: () => 0.5 }, transport === 'unix' ? `unix:${socketPath}` : undefined);
+    const client = await ctx.connect(transport === 'unix' ? socketPath : s.port, secure);
     const first = client.call(ECHO, grpcFrame(Buffer.from('before')));
     expect((await client.next(isData(first))).payload.subarray(5).toString()).toBe('before');
 
@@ -82,6 +45,7 @@ describe.each([
 });
 
 it("gives a TLS session's later listeners the peer's address through the passage", async () => {
+  const pki = ctx.pki;
   const tlsServer = http2.createSecureServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['h2'] });
   const peers: unknown[] = [];
   tlsServer.on('session', (session) => peers.push(session.socket.remoteAddress));

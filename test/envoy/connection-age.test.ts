@@ -5,11 +5,11 @@
  *
  * As in Kubernetes: Envoy's `ratelimit` cluster (shaped like Envoy Gateway's, test/support/envoy-bootstrap.ts)
  * has one endpoint, the Service address; the Service spreads *connections* over the replicas that are ready, as
- * kube-proxy does. Here a second Envoy plays the Service: a TCP proxy listener, round robin per connection over
- * the replicas that pass a TCP readiness check (B is listed from the start but gets connections only once it
- * listens), in turn. Without aging, Envoy keeps its connection to A for as long as both live, and B never sees a
- * call. With it, Envoy's connection is aged within the age of B's start, and B has calls by the second reconnect.
- * Over plain TCP and over mutual TLS, as Envoy Gateway's ratelimit cluster connects.
+ * kube-proxy does. Here a second Envoy plays the Service (test/support/service-proxy.ts), with a TCP readiness
+ * check: B is listed from the start but gets connections only once it listens. Without aging, Envoy keeps its
+ * connection to A for as long as both live, and B never sees a call. With it, Envoy's connection is aged within
+ * the age of B's start, and B has calls by the second reconnect. Over plain TCP and over mutual TLS, as Envoy
+ * Gateway's ratelimit cluster connects.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,7 @@ import { eventually } from '../support/eventually.js';
 import { rawHttp } from '../support/http-raw.js';
 import { freePort } from '../support/redis.js';
 import { scrapeMetrics, total } from '../support/scrape.js';
+import { serviceProxy } from '../support/service-proxy.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 import { makeTestPki } from '../support/tls.js';
 
@@ -31,48 +32,6 @@ const AGE_MS = 2000;
 const RULES = ['domain: age', 'descriptors:', '  - key: generic_key', '    value: open', '    rate_limit: {unit: second, requests_per_unit: 1000000}', ''].join(
   '\n',
 );
-
-/** The Kubernetes Service in front of the replicas: L4, one upstream replica per connection, ready ones only. */
-function serviceProxy(ports: number[]): object {
-  return {
-    admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } },
-    static_resources: {
-      listeners: [
-        {
-          name: 'service',
-          address: { socket_address: { address: '127.0.0.1', port_value: 0 } },
-          filter_chains: [
-            {
-              filters: [
-                {
-                  name: 'envoy.filters.network.tcp_proxy',
-                  typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', stat_prefix: 'svc', cluster: 'pods' },
-                },
-              ],
-            },
-          ],
-        },
-      ],
-      clusters: [
-        {
-          name: 'pods',
-          type: 'STATIC',
-          connect_timeout: '1s',
-          lb_policy: 'ROUND_ROBIN',
-          common_lb_config: { healthy_panic_threshold: { value: 0 } },
-          // a readiness probe: a replica that does not accept connections gets none
-          health_checks: [
-            { timeout: '0.5s', interval: '0.1s', no_traffic_interval: '0.1s', unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {} },
-          ],
-          load_assignment: {
-            cluster_name: 'pods',
-            endpoints: [{ lb_endpoints: ports.map((p) => ({ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: p } } } })) }],
-          },
-        },
-      ],
-    },
-  };
-}
 
 const decisions = async (r: ServiceProcess) => total(await scrapeMetrics(r.httpAddress), 'ratelimit_decisions_total');
 const cleanups: (() => unknown)[] = [];
@@ -108,7 +67,7 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reache
     const a = await replica(0);
     const upstream: Upstream = await startUpstream();
     cleanups.push(() => upstream.close());
-    const service: EnvoyProcess = await startEnvoy(serviceProxy(ports));
+    const service: EnvoyProcess = await startEnvoy(serviceProxy(ports.map((grpcPort) => ({ grpcPort }))));
     cleanups.push(() => service.stop());
     const config = rlsBootstrap({
       service: { address: '127.0.0.1', port: await service.listenerPort('service') },

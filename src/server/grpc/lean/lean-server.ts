@@ -10,6 +10,7 @@
  * application/grpc answered HTTP 415.
  */
 import * as http2 from 'node:http2';
+import * as net from 'node:net';
 import type { ServerCredentials } from '@grpc/grpc-js';
 import { metricMethodName } from '../call-timing.js';
 import { prepareSocketPath, setSocketMode, unixSocketPath } from '../unix-socket.js';
@@ -20,6 +21,8 @@ import type { ConnectionGuard } from '../guard/connection-guard.js';
 import { NGHTTP2_RESET_BOUND } from '../guard/nghttp2-bounds.js';
 import { startLeanBidiCall } from '../bidi/bidi-lean.js';
 import { ageConnections, type ConnectionAgeOptions } from './connection-age.js';
+import { drainSession } from './drain-session.js';
+import { noticeWriter } from './goaway-notice.js';
 import { requireClientSan } from '../client-san.js';
 
 export interface LeanServerOptions {
@@ -47,7 +50,11 @@ export interface LeanServerOptions {
 export interface RunningLeanServer {
   readonly port: number;
   readonly address: string;
-  /** Refuses new connections and calls (GOAWAY), lets in-flight calls finish for at most graceMs, then cuts the rest. */
+  /**
+   * Refuses new connections; drains each open one in two steps (drain-session.ts), so that every call its peer
+   * sent before it read the first GOAWAY is still answered; lets calls finish for at most graceMs, then cuts the rest.
+   * Calling it again returns the same promise.
+   */
   close(graceMs: number): Promise<void>;
 }
 
@@ -55,17 +62,13 @@ const { HTTP2_HEADER_PATH, HTTP2_HEADER_METHOD, HTTP2_HEADER_CONTENT_TYPE, HTTP2
 
 function ignore(): void {}
 
-function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: RouteTable, hooks: CallHooks, closing: () => boolean): void {
+function onStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, routes: RouteTable, hooks: CallHooks): void {
   stream.on('error', ignore); // a reset stream: the call sees 'close'
   const rawPath = headers[HTTP2_HEADER_PATH];
   const path = typeof rawPath === 'string' ? rawPath : '';
   const contentType = headers[HTTP2_HEADER_CONTENT_TYPE];
   if (headers[HTTP2_HEADER_METHOD] !== 'POST' || typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
     stream.respond({ [HTTP2_HEADER_STATUS]: headers[HTTP2_HEADER_METHOD] !== 'POST' ? 405 : 415 }, { endStream: true });
-    return;
-  }
-  if (closing()) {
-    answerError(stream, Code.UNAVAILABLE, 'the server is shutting down');
     return;
   }
   const unary = routes.unary.get(path);
@@ -114,18 +117,23 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     requireClientSan(server, options.clientSan.name, options.clientSan.onRefused);
   }
   options.guard?.attach(server);
-  if (options.maxConnectionAge !== undefined) ageConnections(server, options.maxConnectionAge);
-  let closing = false;
+  // The notice of a two-step drain, at shutdown and at a connection's age. Over TLS it takes a passage that costs
+  // CPU on every call (goaway-notice.ts): set up only where connections age; elsewhere shutdown drains in one step.
+  const age = options.maxConnectionAge !== undefined && options.maxConnectionAge.ageMs > 0 ? options.maxConnectionAge : undefined;
+  const notice = !secure || age !== undefined ? noticeWriter(server) : undefined;
+  if (age !== undefined && notice !== undefined) ageConnections(server, age, notice);
+  let closed: Promise<void> | undefined;
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
     session.on('error', () => undefined); // the session closes; its calls see their streams close
-    if (closing) session.close();
+    if (closed !== undefined) session.close(); // came in as the server closed: refused
   });
   // Answers are small and latency matters: no Nagle delay on the connection.
   server.on(secure ? 'secureConnection' : 'connection', (socket: { setNoDelay(on: boolean): void }) => socket.setNoDelay(true));
-  server.on('stream', (stream, headers) => onStream(stream, headers, options.routes, options.hooks, () => closing));
+  // Every stream node:http2 hands over is one its session accepted, before any GOAWAY of its own: it is answered.
+  server.on('stream', (stream, headers) => onStream(stream, headers, options.routes, options.hooks));
   // A TLS handshake that fails, or a client speaking HTTP/1: drop that connection, keep serving.
   server.on('tlsClientError', () => undefined);
 
@@ -156,18 +164,19 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     port,
     address: socketPath !== undefined ? `unix:${socketPath}` : `${host}:${port}`,
     close: (graceMs) =>
-      new Promise<void>((resolve) => {
-        closing = true;
+      (closed ??= new Promise<void>((resolve) => {
         if (secure) creds._removeWatcher(onContext);
         const timer = setTimeout(() => {
           for (const s of sessions) s.destroy();
         }, graceMs);
         timer.unref();
-        server.close(() => {
+        for (const s of sessions) drainSession(s, notice, graceMs);
+        // Stops listening, done once every connection has closed. Not Http2Server.close(): it also closes every
+        // session at once, a one-step GOAWAY.
+        net.Server.prototype.close.call(server, () => {
           clearTimeout(timer);
           resolve();
         });
-        for (const s of sessions) s.close(); // GOAWAY: in-flight streams finish, new ones are refused
-      }),
+      })),
   };
 }
