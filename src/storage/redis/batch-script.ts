@@ -137,14 +137,55 @@ export class BatchCommands {
   }
 
   private async run(evalsha: ArrayCall, evalText: ArrayCall, keyCount: number, args: ScriptArg[]): Promise<unknown> {
+    if (this.resends !== undefined) await this.resends.settled;
     try {
       return await evalsha.call(this.client, this.sha, keyCount, args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return await evalText.call(this.client, this.script.lua, keyCount, args);
+      return await this.resend(() => evalText.call(this.client, this.script.lua, keyCount, args));
     }
   }
+
+  /**
+   * Calls refused with NOSCRIPT go again as EVAL, and calls made meanwhile wait until every such resend has its
+   * reply: sent at once, they would run before the refused ones (the script is cached again by the first EVAL),
+   * and two requests whose checks span two slots could then be decided in one order on one node and in the other
+   * order on the other, admitting one request too few at a limit. Replies come in order on a connection, so the
+   * NOSCRIPT of every call sent before the first resend arrives before that resend's reply. Waiting is bounded
+   * (RESEND_WAIT_MS): a Redis that does not answer is the caller's deadline's business, not this gate's.
+   */
+  private resend(send: () => Promise<unknown>): Promise<unknown> {
+    let r = this.resends;
+    if (r === undefined) {
+      let open!: () => void;
+      const settled = new Promise<void>((resolve) => (open = resolve));
+      const timer = setTimeout(() => r!.done(), RESEND_WAIT_MS);
+      timer.unref();
+      r = this.resends = {
+        inFlight: 0,
+        settled,
+        done: () => {
+          clearTimeout(timer);
+          if (this.resends === r) this.resends = undefined;
+          open();
+        },
+      };
+    }
+    const gate = r;
+    gate.inFlight++;
+    const sent = send();
+    const settle = () => {
+      if (--gate.inFlight === 0) gate.done();
+    };
+    sent.then(settle, settle);
+    return sent;
+  }
+
+  private resends: { inFlight: number; readonly settled: Promise<void>; readonly done: () => void } | undefined;
 }
+
+/** Longest a call waits for the resends of calls refused with NOSCRIPT before it (BatchCommands), ms. */
+const RESEND_WAIT_MS = 1000;
 
 export interface BatchReply {
   /** The script refused to run: Redis's clock was past the call's expiry (nothing read or written). */
