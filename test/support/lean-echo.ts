@@ -6,6 +6,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import type { ConnectionGuard } from '../../src/server/grpc/guard/connection-guard.js';
 import type { ConnectionAgeOptions } from '../../src/server/grpc/lean/connection-age.js';
 import { Code } from '../../src/server/grpc/lean/grpc-wire.js';
 import { startLeanServer, type RunningLeanServer } from '../../src/server/grpc/lean/lean-server.js';
@@ -22,7 +23,7 @@ export interface LeanEchoContext {
    * Starts the echo server on a free port of 127.0.0.1 (or `host`, e.g. `unix:/path`), over TLS when `secure`;
    * closed after the test unless it closed.
    */
-  serve(secure: boolean, maxConnectionAge?: ConnectionAgeOptions, host?: string): Promise<RunningLeanServer>;
+  serve(secure: boolean, maxConnectionAge?: ConnectionAgeOptions, host?: string, guard?: ConnectionGuard): Promise<RunningLeanServer>;
   /** A frame-level client to it (a port, or a Unix socket's path), closed after the test. */
   connect(to: number | string, secure: boolean): Promise<FrameClient>;
 }
@@ -44,7 +45,7 @@ export function leanEchoContext(): LeanEchoContext {
       if (pki === undefined) throw new Error('the PKI is made before the first test');
       return pki;
     },
-    async serve(secure, maxConnectionAge, host = '127.0.0.1') {
+    async serve(secure, maxConnectionAge, host = '127.0.0.1', guard) {
       const routes = routeTable();
       routes.unary.set(ECHO, (bytes) => Promise.resolve(Buffer.from(bytes)));
       const keys = secure ? [{ private_key: readFileSync(context.pki.serverKey), cert_chain: readFileSync(context.pki.serverCert) }] : [];
@@ -54,6 +55,7 @@ export function leanEchoContext(): LeanEchoContext {
         routes,
         hooks: { maxMessageBytes: 1024, toStatus: (err) => ({ code: Code.INTERNAL, details: String(err) }), onFinished: () => undefined },
         ...(maxConnectionAge ? { maxConnectionAge } : {}),
+        ...(guard ? { guard } : {}),
         ...(secure ? { credentials: grpc.ServerCredentials.createSsl(null, keys) } : {}),
       });
       servers.push(server);

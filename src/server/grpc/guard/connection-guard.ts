@@ -93,11 +93,18 @@ export class ConnectionGuard {
   }
 
   /** Open HTTP/2 connections (sessions) now. */
+  private drain: ((session: http2.ServerHttp2Session) => void) | undefined;
+
   get connections(): number {
     return this.sessions;
   }
 
-  attach(server: AnyHttp2Server): void {
+  /**
+   * `drain`: how an idle connection is closed (lean-server.ts: in two steps, so that a call the peer sends as the
+   * connection goes is still taken); default one GOAWAY.
+   */
+  attach(server: AnyHttp2Server, drain?: (session: http2.ServerHttp2Session) => void): void {
+    this.drain = drain;
     const addresses = this.addresses;
     // Before node:http2's own listener, which makes the session: a refused peer costs no TLS or HTTP/2 work.
     if (addresses !== undefined) {
@@ -126,7 +133,9 @@ export class ConnectionGuard {
     const arm = () => {
       idle = setTimeout(() => {
         this.options.onAction?.('idle_close');
-        session.close(); // GOAWAY NO_ERROR: in-flight streams (none) finish, the peer reconnects when it needs to
+        // GOAWAY NO_ERROR: in-flight streams (none) finish, the peer reconnects when it needs to
+        if (this.drain !== undefined) this.drain(session);
+        else session.close();
       }, this.options.idleTimeoutMs);
       idle.unref();
     };

@@ -59,6 +59,8 @@ export interface RunningLeanServer {
 }
 
 const { HTTP2_HEADER_PATH, HTTP2_HEADER_METHOD, HTTP2_HEADER_CONTENT_TYPE, HTTP2_HEADER_STATUS } = http2.constants;
+/** An idle connection's drain: its peer has this long to answer the PING and end what it sent, ms. */
+const IDLE_DRAIN_GRACE_MS = 10_000;
 
 function ignore(): void {}
 
@@ -116,11 +118,12 @@ export async function startLeanServer(options: LeanServerOptions): Promise<Runni
     if (!secure) throw new Error('GRPC_TLS_CLIENT_SAN needs gRPC TLS with client certificates (GRPC_TLS_CLIENT_CA)');
     requireClientSan(server, options.clientSan.name, options.clientSan.onRefused);
   }
-  options.guard?.attach(server);
-  // The notice of a two-step drain, at shutdown and at a connection's age. Over TLS it takes a passage that costs
-  // CPU on every call (goaway-notice.ts): set up only where connections age; elsewhere shutdown drains in one step.
+  // The notice of a two-step drain, at shutdown, at a connection's age and when it idles. Over TLS it takes a
+  // passage that costs CPU on every call (goaway-notice.ts): set up only where connections age; elsewhere over
+  // TLS a drain is one step.
   const age = options.maxConnectionAge !== undefined && options.maxConnectionAge.ageMs > 0 ? options.maxConnectionAge : undefined;
   const notice = !secure || age !== undefined ? noticeWriter(server) : undefined;
+  options.guard?.attach(server, (session) => drainSession(session, notice, IDLE_DRAIN_GRACE_MS));
   if (age !== undefined && notice !== undefined) ageConnections(server, age, notice);
   let closed: Promise<void> | undefined;
   const sessions = new Set<http2.ServerHttp2Session>();
