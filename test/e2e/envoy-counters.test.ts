@@ -1,23 +1,22 @@
 /**
- * REDIS_KEY_FORMAT=envoy: the real envoyproxy/ratelimit binary (/work/shared/tools/envoy-ratelimit) and our
+ * REDIS_KEY_FORMAT=envoy: the real envoyproxy/ratelimit binary (bench/lib/reference.ts finds it) and our
  * service share one redis-server and count into the same keys, in the reference's layout
  * (<prefix><domain>_<key>_<value>_<window start s>, a plain integer counter). Real time (the reference has
  * no other clock), so the window is an hour and the test retries once if an hour boundary falls inside it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFERENCE_DIR, referenceCannotRun } from '../../bench/lib/reference.js';
+import { referenceCannotRun, startReference } from '../../bench/lib/reference.js';
+import type { Target } from '../../bench/lib/servers.js';
 import { systemClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
-import { freePort, startRedis, type RedisServer } from '../support/redis.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const TOOL = REFERENCE_DIR;
 const REFERENCE_RULES = `domain: edge
 descriptors:
   - key: remote_address
@@ -38,7 +37,7 @@ if (cannotRun !== undefined) console.warn(`SKIPPED envoy-counters.test.ts: ${can
 
 let redis: RedisServer;
 let reader: Redis;
-let reference: ChildProcess;
+let reference: Target | undefined;
 let referenceClient: RlsTestClient;
 let ours: TestService;
 let oursClient: RlsTestClient;
@@ -50,13 +49,8 @@ describe.skipIf(cannotRun !== undefined)('REDIS_KEY_FORMAT=envoy shares counters
     reader = new Redis(redis.url, { lazyConnect: false, maxRetriesPerRequest: 1 });
     rulesDir = mkdtempSync(join(tmpdir(), 'rl-envoy-ref-'));
     writeFileSync(join(rulesDir, 'edge.yaml'), REFERENCE_RULES);
-    const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
-    // its own process group, so the script and the server are stopped together by the group id
-    reference = spawn(join(TOOL, 'start.sh'), [String(grpc), String(http), String(debug), rulesDir, `127.0.0.1:${redis.port}`], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    referenceClient = new RlsTestClient(`127.0.0.1:${grpc}`);
+    reference = await startReference(rulesDir, `127.0.0.1:${redis.port}`);
+    referenceClient = new RlsTestClient(reference.address);
     await eventually(async () => (await referenceClient.ask('edge', [[['probe', 'x']]])).overall_code === 'OK', {
       timeoutMs: 15_000,
       what: 'the reference to answer',
@@ -73,7 +67,7 @@ describe.skipIf(cannotRun !== undefined)('REDIS_KEY_FORMAT=envoy shares counters
     oursClient?.close();
     referenceClient?.close();
     await ours?.close();
-    if (reference?.pid !== undefined) process.kill(-reference.pid, 'SIGTERM');
+    await reference?.stop();
     reader?.disconnect();
     await redis?.stop();
     if (rulesDir !== undefined) rmSync(rulesDir, { recursive: true, force: true });

@@ -6,20 +6,18 @@
  * its counts to land before the next request. Real time (the reference has no other clock): the window is an
  * hour, and a run that an hour boundary falls into is repeated once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFERENCE_DIR, referenceCannotRun } from '../../bench/lib/reference.js';
+import { REFERENCE_START, referenceCannotRun, startReference } from '../../bench/lib/reference.js';
+import type { Target } from '../../bench/lib/servers.js';
 import { eventually } from '../support/eventually.js';
 import { memcachedGet, startMemcached, type MemcachedProcess } from '../support/memcached.js';
-import { freePort } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
-const TOOL = REFERENCE_DIR;
 const RULES = `domain: edge
 descriptors:
   - key: remote_address
@@ -32,7 +30,7 @@ const cannotRun = referenceCannotRun();
 if (cannotRun !== undefined) console.warn(`SKIPPED memcached-envoy-counters.test.ts: ${cannotRun}`);
 
 let servers: MemcachedProcess[];
-let reference: ChildProcess;
+let reference: Target | undefined;
 let referenceClient: RlsTestClient;
 let ours: ServiceProcess;
 let oursClient: RlsTestClient;
@@ -44,14 +42,9 @@ describe.skipIf(cannotRun !== undefined)('MEMCACHE_KEY_FORMAT=envoy shares count
     const hostPort = servers.map((s) => s.address);
     rulesDir = mkdtempSync(join(tmpdir(), 'rl-envoy-ref-mc-'));
     writeFileSync(join(rulesDir, 'edge.yaml'), RULES);
-    const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
     // start.sh's Redis address is unused with BACKEND_TYPE=memcache (the later VAR=value pairs win).
-    reference = spawn(
-      join(TOOL, 'start.sh'),
-      [String(grpc), String(http), String(debug), rulesDir, '127.0.0.1:1', 'BACKEND_TYPE=memcache', `MEMCACHE_HOST_PORT=${hostPort.join(',')}`],
-      { detached: true, stdio: 'ignore' },
-    );
-    referenceClient = new RlsTestClient(`127.0.0.1:${grpc}`);
+    reference = await startReference(rulesDir, '127.0.0.1:1', REFERENCE_START, { env: ['BACKEND_TYPE=memcache', `MEMCACHE_HOST_PORT=${hostPort.join(',')}`] });
+    referenceClient = new RlsTestClient(reference.address);
     await eventually(async () => (await referenceClient.ask('edge', [[['probe', 'x']]])).overall_code === 'OK', {
       timeoutMs: 15_000,
       what: 'the reference to answer',
@@ -72,7 +65,7 @@ describe.skipIf(cannotRun !== undefined)('MEMCACHE_KEY_FORMAT=envoy shares count
     oursClient?.close();
     referenceClient?.close();
     await ours?.stop();
-    if (reference?.pid !== undefined) process.kill(-reference.pid, 'SIGTERM');
+    await reference?.stop();
     await Promise.all((servers ?? []).map((s) => s.stop()));
     if (rulesDir !== undefined) rmSync(rulesDir, { recursive: true, force: true });
   });

@@ -4,20 +4,19 @@
  * per-second Redis, into one key, and an hourly limit in the main one. Real time (the reference has no other
  * clock): a run that a second boundary falls into is repeated (at most 5 times).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFERENCE_DIR, referenceCannotRun } from '../../bench/lib/reference.js';
+import { REFERENCE_START, referenceCannotRun, startReference } from '../../bench/lib/reference.js';
+import type { Target } from '../../bench/lib/servers.js';
 import { systemClock } from '../../src/vocab/clock.js';
 import { eventually } from '../support/eventually.js';
-import { freePort, startRedis, type RedisServer } from '../support/redis.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const TOOL = REFERENCE_DIR;
 const RULES = `domain: edge
 descriptors:
   - key: remote_address
@@ -33,7 +32,7 @@ let main: RedisServer;
 let fast: RedisServer;
 let mainReader: Redis;
 let fastReader: Redis;
-let reference: ChildProcess;
+let reference: Target | undefined;
 let referenceClient: RlsTestClient;
 let ours: TestService;
 let oursClient: RlsTestClient;
@@ -46,13 +45,9 @@ describe.skipIf(cannotRun !== undefined)('REDIS_PERSECOND shares per-second coun
     fastReader = new Redis(fast.url, { maxRetriesPerRequest: 1 });
     rulesDir = mkdtempSync(join(tmpdir(), 'rl-envoy-ref-ps-'));
     writeFileSync(join(rulesDir, 'edge.yaml'), RULES);
-    const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
     const perSecond = ['REDIS_PERSECOND=true', 'REDIS_PERSECOND_SOCKET_TYPE=tcp', `REDIS_PERSECOND_URL=127.0.0.1:${fast.port}`];
-    reference = spawn(join(TOOL, 'start.sh'), [String(grpc), String(http), String(debug), rulesDir, `127.0.0.1:${main.port}`, ...perSecond], {
-      detached: true,
-      stdio: 'ignore',
-    });
-    referenceClient = new RlsTestClient(`127.0.0.1:${grpc}`);
+    reference = await startReference(rulesDir, `127.0.0.1:${main.port}`, REFERENCE_START, { env: perSecond });
+    referenceClient = new RlsTestClient(reference.address);
     await eventually(async () => (await referenceClient.ask('edge', [[['probe', 'x']]])).overall_code === 'OK', {
       timeoutMs: 15_000,
       what: 'the reference to answer',
@@ -76,7 +71,7 @@ describe.skipIf(cannotRun !== undefined)('REDIS_PERSECOND shares per-second coun
     oursClient?.close();
     referenceClient?.close();
     await ours?.close();
-    if (reference?.pid !== undefined) process.kill(-reference.pid, 'SIGTERM');
+    await reference?.stop();
     mainReader?.disconnect();
     fastReader?.disconnect();
     await main?.stop();
