@@ -13,6 +13,7 @@ import { freePort, startRedis, type RedisServer } from '../support/redis.js';
 import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
 import { makeTestPki } from '../support/tls.js';
+import { referenceEnv } from '../support/xds-subjects.js';
 import { startXdsServer, type RateLimitConfigJson, type XdsEvent, type XdsServer } from '../support/xds-server.js';
 
 const REFERENCE_BIN = '/work/shared/tools/envoy-ratelimit/ratelimit';
@@ -65,24 +66,7 @@ const startReference: Starter = async (env) => {
   const [grpc, http, debug] = [await freePort(), await freePort(), await freePort()];
   let out = '';
   const child: ChildProcess = spawn(REFERENCE_BIN, [], {
-    env: {
-      PATH: '/usr/bin:/bin',
-      USE_STATSD: 'false',
-      USE_PROMETHEUS: 'false',
-      TRACING_ENABLED: 'false',
-      BACKEND_TYPE: 'redis',
-      REDIS_SOCKET_TYPE: 'tcp',
-      REDIS_TYPE: 'single',
-      REDIS_URL: `127.0.0.1:${redis.port}`,
-      HOST: '127.0.0.1',
-      PORT: String(http),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(grpc),
-      DEBUG_HOST: '127.0.0.1',
-      DEBUG_PORT: String(debug),
-      LOG_LEVEL: 'info',
-      ...env,
-    },
+    env: { ...referenceEnv(redis.port, grpc, http, debug), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr!.on('data', (c: Buffer) => void (out = (out + c.toString()).slice(-200_000)));
