@@ -3,7 +3,7 @@
  * start with a dot are loaded, and reloaded when one is added, while a ConfigMap's `..data` copy of the same
  * files is not read twice.
  */
-import { afterEach, expect } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
@@ -12,17 +12,13 @@ import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService } from '../support/service-process.js';
 
 const rule = (domain: string) => `domain: ${domain}\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n`;
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 test('loads dot files with RUNTIME_IGNOREDOTFILES=false, reloads a new one, and never the ..data copies', { timeout: 60_000 }, async ({ rules }) => {
   const root = rules.write({ 'config/main.yaml': rule('main'), 'config/.team.yaml': rule('team'), 'config/..data/main.yaml': rule('main') });
   const service = await spawnService({ RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: '', RUNTIME_IGNOREDOTFILES: 'false', CONFIG_WATCH: 'true' });
-  cleanups.push(() => service.stop());
+  onTestFinished(() => service.stop());
   const client = new RlsTestClient(service.grpcAddress);
-  cleanups.push(() => client.close());
+  onTestFinished(() => client.close());
   const twice = async (domain: string, value: string) => [
     (await client.ask(domain, [[['k', value]]])).overall_code,
     (await client.ask(domain, [[['k', value]]])).overall_code,

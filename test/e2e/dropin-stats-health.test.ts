@@ -6,7 +6,7 @@
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { connect } from 'node:net';
-import { afterEach, expect } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { eventually } from '../support/eventually.js';
 import { test } from '../support/fixtures.js';
 import { freePort } from '../support/redis.js';
@@ -14,23 +14,19 @@ import { RlsTestClient } from '../support/rls-client.js';
 import { spawnService, type ServiceProcess } from '../support/service-process.js';
 
 const RULES = { 'd.yaml': 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 100}\n' };
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 async function udpListener(): Promise<{ socket: Socket; port: number; packets: string[] }> {
   const socket = createSocket('udp4');
   const packets: string[] = [];
   socket.on('message', (m) => packets.push(m.toString()));
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  cleanups.push(() => socket.close());
+  onTestFinished(() => void socket.close());
   return { socket, port: socket.address().port, packets };
 }
 
 async function start(env: Record<string, string>): Promise<ServiceProcess> {
   const service = await spawnService(env);
-  cleanups.push(() => service.stop());
+  onTestFinished(() => service.stop());
   return service;
 }
 
@@ -64,7 +60,7 @@ test('DISABLE_STATS=true: no statsd, no PROMETHEUS_ADDR, no ratelimit_service_* 
       };
       const service = await start(env);
       const client = new RlsTestClient(service.grpcAddress);
-      cleanups.push(() => client.close());
+      onTestFinished(() => client.close());
       for (let i = 0; i < 3; i++) expect((await client.ask('d', [[['k', 'v']]])).overall_code).toBe('OK');
       return { service, udp, promPort };
     }),

@@ -3,7 +3,7 @@
  * second or so, over plain TCP and over TLS (Envoy Gateway's way: mutual TLS). Envoy always has calls on the wire
  * when a GOAWAY goes out; every one of them must still be decided, none refused, none left to Envoy's timeout.
  */
-import { afterEach, expect } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { rlsBootstrap, upstreamTls } from '../support/envoy-bootstrap.js';
 import { setPath } from '../support/envoy-config.js';
 import { envoyRlsCounts } from '../support/envoy-stack.js';
@@ -19,27 +19,22 @@ const LOAD_MS = 4500;
 const CLIENTS = 6;
 const CLUSTER = ['upstream_rq_timeout', 'upstream_rq_tx_reset', 'upstream_rq_rx_reset', 'upstream_cx_destroy_remote_with_active_rq'];
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
 describeEnvoy('GRPC_MAX_CONNECTION_AGE under load through Envoy', () => {
   fixtures.for([
     ['plain TCP', false],
     ['mutual TLS', true],
   ] as const)('over %s: every request decided while the connection ages every second', { timeout: 90_000 }, async ([, secure], { rules }) => {
     const pki = secure ? await makeTestPki() : undefined;
-    if (pki) cleanups.push(() => pki.remove());
+    if (pki) onTestFinished(() => pki.remove());
     const service: ServiceProcess = await spawnService({
       CONFIG_DIR: rules.write({ 'age.yaml': RULES }),
       GRPC_MAX_CONNECTION_AGE: '1s',
       GRPC_MAX_CONNECTION_AGE_GRACE: '2s',
       ...(pki ? { GRPC_TLS_CERT: pki.serverCert, GRPC_TLS_KEY: pki.serverKey, GRPC_TLS_CLIENT_CA: pki.caCert } : {}),
     });
-    cleanups.push(() => service.stop());
+    onTestFinished(() => service.stop());
     const upstream: Upstream = await startUpstream();
-    cleanups.push(() => upstream.close());
+    onTestFinished(() => upstream.close());
     const config = rlsBootstrap({
       service: { address: '127.0.0.1', port: Number(service.grpcAddress.split(':').pop()) },
       upstream: { address: '127.0.0.1', port: upstream.port },
@@ -49,7 +44,7 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE under load through Envoy', () => {
     });
     if (pki) setPath(config, 'static_resources.clusters[name=ratelimit].transport_socket', upstreamTls(pki, true));
     const envoy: EnvoyProcess = await startEnvoy(config);
-    cleanups.push(() => envoy.stop());
+    onTestFinished(() => envoy.stop());
     const port = await envoy.listenerPort('ingress');
     expect((await rawHttp(port, 'GET', '/')).status).toBe(200);
 

@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it, onTestFinished } from 'vitest';
 import { rlsBootstrap, upstreamTls } from '../support/envoy-bootstrap.js';
 import { setPath } from '../support/envoy-config.js';
 import { envoyRlsCounts } from '../support/envoy-stack.js';
@@ -34,10 +34,6 @@ const RULES = ['domain: age', 'descriptors:', '  - key: generic_key', '    value
 );
 
 const decisions = async (r: ServiceProcess) => total(await scrapeMetrics(r.httpAddress), 'ratelimit_decisions_total');
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reaches a replica added later', () => {
   it.for([
@@ -45,10 +41,10 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reache
     ['mutual TLS, as Envoy Gateway connects', true],
   ] as const)('over %s: moves part of the calls to replica B within the age, every request decided', { timeout: 90_000 }, async ([, secure]) => {
     const dir = mkdtempSync(join(tmpdir(), 'rl-age-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'age.yaml'), RULES);
     const pki = secure ? await makeTestPki() : undefined;
-    if (pki) cleanups.push(() => pki.remove());
+    if (pki) onTestFinished(() => pki.remove());
     const ports = [await freePort(), await freePort()];
     const replica = async (i: number) => {
       const r = await spawnService(
@@ -61,14 +57,14 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reache
         },
         60_000,
       );
-      cleanups.push(() => r.stop());
+      onTestFinished(() => r.stop());
       return r;
     };
     const a = await replica(0);
     const upstream: Upstream = await startUpstream();
-    cleanups.push(() => upstream.close());
+    onTestFinished(() => upstream.close());
     const service: EnvoyProcess = await startEnvoy(serviceProxy(ports.map((grpcPort) => ({ grpcPort }))));
-    cleanups.push(() => service.stop());
+    onTestFinished(() => service.stop());
     const config = rlsBootstrap({
       service: { address: '127.0.0.1', port: await service.listenerPort('service') },
       upstream: { address: '127.0.0.1', port: upstream.port },
@@ -77,7 +73,7 @@ describeEnvoy('GRPC_MAX_CONNECTION_AGE: an Envoy connected to one replica reache
     });
     if (pki) setPath(config, 'static_resources.clusters[name=ratelimit].transport_socket', upstreamTls(pki, true));
     const envoy: EnvoyProcess = await startEnvoy(config);
-    cleanups.push(() => envoy.stop());
+    onTestFinished(() => envoy.stop());
     const ingress = await envoy.listenerPort('ingress');
 
     // Envoy connects through the Service to A, the only replica

@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, expect } from 'vitest';
+import { expect, onTestFinished } from 'vitest';
 import { rlsBootstrap, upstreamTls } from '../support/envoy-bootstrap.js';
 import { setPath } from '../support/envoy-config.js';
 import { envoyRlsCounts } from '../support/envoy-stack.js';
@@ -39,11 +39,6 @@ const CLUSTER = [
   'upstream_cx_destroy_remote_with_active_rq',
   'upstream_cx_connect_fail',
 ];
-
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
 
 /** Clients sending back to back until stop(); every status they saw (0: no answer). */
 function load(port: number) {
@@ -74,9 +69,9 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
     ['mutual TLS', true],
   ] as const)('over %s: every request decided while each replica drains and exits in turn', { timeout: 120_000 }, async ([, secure]) => {
     const pki = secure ? await makeTestPki() : undefined;
-    if (pki) cleanups.push(() => pki.remove());
+    if (pki) onTestFinished(() => pki.remove());
     const dir = mkdtempSync(join(tmpdir(), 'rl-stop-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(join(dir, 'stop.yaml'), RULES);
     const pods = [
       { grpcPort: await freePort(), httpPort: await freePort() },
@@ -94,7 +89,7 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
         },
         60_000,
       );
-      cleanups.push(() => r.stop());
+      onTestFinished(() => r.stop());
       return r;
     };
     const decisions = async (r: ServiceProcess) => total(await scrapeMetrics(r.httpAddress), 'ratelimit_decisions_total');
@@ -102,9 +97,9 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
     // Envoy connects through the Service to A, the only replica; then B starts and becomes ready.
     const a = await replica(0);
     const upstream = await startUpstream();
-    cleanups.push(() => upstream.close());
+    onTestFinished(() => upstream.close());
     const service = await startEnvoy(serviceProxy(pods));
-    cleanups.push(() => service.stop());
+    onTestFinished(() => service.stop());
     const ready = (n: number, timeoutMs: number, what: string) =>
       eventually(async () => (await service.stat('cluster.pods.membership_healthy')) === n, { timeoutMs, intervalMs: 20, what });
     await ready(1, 20_000, 'A ready at the Service');
@@ -116,7 +111,7 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
     });
     if (pki) setPath(config, 'static_resources.clusters[name=ratelimit].transport_socket', upstreamTls(pki, true));
     const envoy = await startEnvoy(config);
-    cleanups.push(() => envoy.stop());
+    onTestFinished(() => envoy.stop());
     const port = await envoy.listenerPort('ingress');
     expect((await rawHttp(port, 'GET', '/')).status).toBe(200);
     const b = await replica(1);
@@ -125,7 +120,7 @@ describeEnvoy('SIGTERM of a replica under load through Envoy, no health check on
     // A rolling restart: A stops (Envoy's connection is on A), starts again, then B stops (Envoy's connection is on B).
     const replicas = [a, b];
     const traffic = load(port);
-    cleanups.push(() => traffic.stop());
+    onTestFinished(async () => void (await traffic.stop()));
     for (const i of [0, 1]) {
       const sent = traffic.statuses.length;
       await eventually(() => traffic.statuses.length >= sent + BEFORE, { timeoutMs: 30_000, what: `${BEFORE} requests before the SIGTERM` });
