@@ -1,8 +1,8 @@
 /**
  * Reads an envoyproxy/ratelimit environment (reference-settings.ts) as our settings: returns the values of
- * our env vars that the reference names imply, the problems that must stop the start (values that
- * would change behaviour in ways it cannot honour), and one notice per reference-only setting that is set (nothing is silently
- * ignored). Pure: settings.ts applies the values and checks them against our own names.
+ * our env vars that the reference names imply, the problems that must stop the start (values it cannot honour
+ * or read), and one notice per reference-only setting that is set (nothing is silently ignored). Pure:
+ * settings.ts applies the values and checks them against our own names.
  */
 import { posix } from 'node:path';
 import { parseGoDuration } from '../vocab/go-duration.js';
@@ -77,7 +77,11 @@ export function translateReferenceEnv(env: Env): Translation {
         setting: 'RUNTIME_IGNOREDOTFILES',
         message: `dot files and dot directories of ${dir} are skipped, as the reference does with RUNTIME_IGNOREDOTFILES=true (unset, it loads them: set RUNTIME_IGNOREDOTFILES=false for that)`,
       });
-    } else if (!/^(1|t|true)$/i.test(env.RUNTIME_IGNOREDOTFILES.trim())) set('CONFIG_DOT_FILES', 'true', 'RUNTIME_IGNOREDOTFILES');
+    } else {
+      const ignore = goBool(env.RUNTIME_IGNOREDOTFILES);
+      if (ignore === undefined) problems.push(`RUNTIME_IGNOREDOTFILES: '${env.RUNTIME_IGNOREDOTFILES}' is not a boolean (true or false)`);
+      else if (!ignore) set('CONFIG_DOT_FILES', 'true', 'RUNTIME_IGNOREDOTFILES');
+    }
   }
 
   if (env.BACKEND_TYPE !== undefined) {
@@ -241,4 +245,12 @@ function translateRedis(env: Env, set: (ours: string, value: string, from: strin
 /** Whether `derived` re-reads the variable `env` itself (REDIS_URL=host:port) rather than a second name. */
 export function rereads(derived: Derived, env: string): boolean {
   return derived.from.split('+').includes(env);
+}
+
+/** A boolean as the reference reads it (Go's strconv.ParseBool); undefined when it is none. */
+function goBool(text: string): boolean | undefined {
+  const v = text.trim();
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(v)) return false;
+  return undefined;
 }

@@ -87,6 +87,7 @@ describe('a deployment configured for envoyproxy/ratelimit', () => {
     expect(loadSettings({ ...ISSUE_ENV, RUNTIME_IGNOREDOTFILES: 'true' }).settings.configDotFiles).toBe(false);
     expect(loadSettings({ ...ISSUE_ENV, RUNTIME_IGNOREDOTFILES: 'false' }).settings.configDotFiles).toBe(true);
     expect(loadSettings({ RUNTIME_IGNOREDOTFILES: 'false' }).settings.configDotFiles).toBe(false); // no runtime directory: no rules read its way
+    expect(problems({ ...ISSUE_ENV, RUNTIME_IGNOREDOTFILES: 'ture' })).toEqual(["RUNTIME_IGNOREDOTFILES: 'ture' is not a boolean (true or false)"]);
   });
 
   it('reads REDIS_URL=redis:6379 as host redis, port 6379, database 0', () => {
